@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fails when the notebooks and the exported library are out of sync, or the notebooks are not clean:
+# runs nbdev_export and nbdev_clean and fails if either changed anything under indicipr/ or
+# notebooks/ (compared with the state before it ran, so uncommitted work elsewhere does not count).
+# Run from the repository root with the project's venv on PATH.
+set -euo pipefail
+state() { { git status --porcelain --untracked-files=all -- indicipr notebooks; git diff -- indicipr notebooks; } | md5sum; }
+before=$(state)
+nbdev_export
+nbdev_clean
+if [ "$(state)" != "$before" ]; then
+  echo "OUT OF SYNC: nbdev_export / nbdev_clean changed files under indicipr/ or notebooks/:"
+  git status --porcelain --untracked-files=all -- indicipr notebooks
+  git --no-pager diff --stat -- indicipr notebooks || true
+  echo "Run 'nbdev_export && nbdev_clean' and commit the result."
+  exit 1
+fi
+echo "notebooks and indicipr/ are in sync and clean"

@@ -1,0 +1,46 @@
+# The two commands of the README:
+#   make reproduce   set up .venv and run the whole papermill pipeline (notebooks 00-12) offline
+#   make test        set up .venv (and Chromium for the report test) and run the test suite
+PY ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ARGS ?=
+
+.PHONY: setup reproduce test test-deps sync-check nbtest pytest clean-runs
+
+$(STAMP): settings.ini setup.py
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, on its own: here `torch==2.13.0` is a CPU wheel on disk (44 s); elsewhere pip
+	# takes the default build for your platform
+	$(BIN)/python -m pip install -q torch==2.13.0
+	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel)
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -c "from indicipr.core import ensure_kernel; ensure_kernel()"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+reproduce: setup
+	$(BIN)/indicipr reproduce $(ARGS)
+
+# Debian's chromium renders the HTML report in tests/test_core.py (skipped outside CI when absent)
+test-deps:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	  echo "note: could not install chromium; the report screenshot test will be skipped outside CI"; }
+
+sync-check: setup
+	PATH=$(abspath $(BIN)):$$PATH .ci/check_sync.sh
+
+nbtest: setup
+	$(BIN)/nbdev_test --path notebooks --n_workers 1
+
+pytest: setup
+	$(BIN)/python -m pytest tests
+
+test: setup test-deps sync-check nbtest pytest
+
+clean-runs:
+	rm -rf runs

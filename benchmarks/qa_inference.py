@@ -1,0 +1,194 @@
+#!/usr/bin/env python
+"""Benchmark: the project's batched sliding-window QA inference vs transformers 4.x `pipeline("question-answering")`.
+
+Both answer the same 300+ questions with long contexts with the same saved checkpoint, the same
+windows (384 tokens, stride 128) and the same maximum answer length, on the same number of CPU
+threads; the peer runs in its own virtual environment because transformers 5 removed the task:
+
+    python -m venv benchmarks/.peer-venv
+    benchmarks/.peer-venv/bin/pip install torch==2.13.0 "transformers<5"
+    .venv/bin/python benchmarks/qa_inference.py            # --help for the options
+
+Reported: questions/second of each system, the ratio to the peer's best throughput, and EM/F1
+of each against the gold answers. Rows that change the numerics (int8 dynamic quantization)
+are reported separately with their own F1 and never count towards the ratio.
+
+The questions: every QA pair of the sample benchmark is asked twice against a long context built
+from the sample's contexts of the same Act: once with its own context first and the following
+contexts appended, once with the preceding contexts first and its own context last, each until
+the context holds at least `--min-words` words (default 350, about 2-3 windows of 384 tokens).
+The answer offsets are shifted accordingly, so the gold span is still exact.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def long_context_questions(records, min_words: int = 350) -> list[dict]:
+    "Two long-context variants of every record (own context first / own context last), answers re-anchored."
+    from indicipr.core import act_for_id
+    by_act: dict[str, list[str]] = {}
+    for r in records:
+        ctxs = by_act.setdefault(act_for_id(r["id"]).key, [])
+        if r["context"] not in ctxs: ctxs.append(r["context"])
+    out = []
+    for r in records:
+        ctxs = by_act[act_for_id(r["id"]).key]
+        i = ctxs.index(r["context"])
+        for variant, step in (("first", 1), ("last", -1)):
+            parts, k = [r["context"]], i
+            while sum(len(p.split()) for p in parts) < min_words and len(parts) < len(ctxs):
+                k = (k + step) % len(ctxs)
+                parts = parts + [ctxs[k]] if step == 1 else [ctxs[k]] + parts
+            if len(parts) == 1:                                    # an Act with a single context: repeat nothing
+                parts = [r["context"]]
+            context = " ".join(parts)
+            offset = 0 if step == 1 else len(" ".join(parts[:-1])) + (1 if len(parts) > 1 else 0)
+            start = r["answers"]["answer_start"][0] + offset
+            text = r["answers"]["text"][0]
+            assert context[start:start + len(text)] == text, (r["id"], variant)
+            out.append({"id": f"{r['id']}#{variant}", "question": r["question"], "context": context,
+                        "answers": {"text": [text], "answer_start": [start]}})
+    return out
+
+
+def find_checkpoint(data_source: str) -> Path | None:
+    "A fine-tuned MiniLM folder written by notebook 08 (the data source's first, then any)."
+    from indicipr import core
+    models = core.data_dir() / "models"
+    first = models / core.source_tag(data_source) / "minilm-l6_seed0"
+    if (first / "qa_config.json").exists(): return first
+    found = sorted(models.glob("*/minilm-l6_seed*/qa_config.json"))
+    return found[0].parent if found else None
+
+
+def train_checkpoint(data_source: str, out: Path) -> Path:
+    "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
+    from indicipr import core, encoders
+    train = [dict(r) for r in core.load_benchmark(data_source)["train"]]
+    tok = encoders.load_tokenizer("minilm-l6")
+    mal = encoders.suggest_max_answer_length(train, tok)
+    cfg = encoders.TrainConfig(epochs=1, learning_rate=1e-4, batch_size=16, seed=0, save_checkpoints=False)
+    return encoders.train_encoder("minilm-l6", train, cfg, out, mal)
+
+
+def score(records, preds) -> dict:
+    from indicipr.metrics import exact_match, token_f1
+    n = len(records)
+    return {"em": 100 * sum(exact_match(preds[r["id"]], r["answers"]["text"]) for r in records) / n,
+            "f1": 100 * sum(token_f1(preds[r["id"]], r["answers"]["text"]) for r in records) / n}
+
+
+def run_ours(model_dir: Path, records, batch_size: int, max_answer_length: int, quantize: bool = False,
+             warmup: int = 4) -> dict:
+    "Time the project's inference (`indicipr.encoders.predict_answers`) on `records`."
+    import torch
+    from indicipr import encoders
+    model, tok, cfg = encoders.load_finetuned(model_dir)
+    model.eval()
+    if quantize:
+        model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    kw = dict(max_length=cfg.get("max_length", 384), stride=cfg.get("stride", 128),
+              max_answer_length=max_answer_length, batch_size=batch_size, device="cpu")
+    encoders.predict_answers(model, tok, records[:warmup], **kw)
+    t0 = time.perf_counter()
+    answers = encoders.predict_answers(model, tok, records, **kw)
+    secs = time.perf_counter() - t0
+    return {"seconds": secs, "predictions": {r["id"]: a.text for r, a in zip(records, answers)},
+            "windows": len(encoders.encode_windows(records, tok, kw["max_length"], kw["stride"]))}
+
+
+def run_peer(peer_python: Path, model_dir: Path, questions: Path, out: Path, batch_sizes, max_answer_lens, threads) -> dict:
+    "Run `peer_qa_pipeline.py` in the peer environment; its JSON result."
+    if not Path(peer_python).exists():
+        raise SystemExit(f"peer environment not found: {peer_python}\ncreate it with:\n  python -m venv benchmarks/.peer-venv\n"
+                         '  benchmarks/.peer-venv/bin/pip install torch==2.13.0 "transformers<5"')
+    cmd = [str(peer_python), str(Path(__file__).with_name("peer_qa_pipeline.py")), "--model", str(model_dir),
+           "--questions", str(questions), "--out", str(out), "--threads", str(threads),
+           "--batch-sizes", *map(str, batch_sizes), "--max-answer-len", *map(str, max_answer_lens)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    subprocess.run(cmd, check=True, env=env | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"})
+    return json.loads(out.read_text())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=None, help="fine-tuned checkpoint (default: notebook 08's minilm-l6_seed0; trained if absent)")
+    p.add_argument("--data-source", default="sample")
+    p.add_argument("--min-words", type=int, default=350)
+    p.add_argument("--limit", type=int, default=None, help="use only the first N questions (smoke runs)")
+    p.add_argument("--batch-size", type=int, default=16, help="windows per batch of the project's inference")
+    p.add_argument("--peer-batch-sizes", type=int, nargs="+", default=[1, 32])
+    p.add_argument("--peer-default-len", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the peer with its default max_answer_len=15 (batch 1), for reference")
+    p.add_argument("--int8", action=argparse.BooleanOptionalAction, default=True, help="add the int8 dynamic-quantization row")
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--peer-python", default=str(ROOT / "benchmarks" / ".peer-venv" / "bin" / "python"))
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
+    args = p.parse_args(argv)
+
+    import torch
+    from indicipr import core
+    torch.set_num_threads(args.threads)
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    model_dir = Path(args.model) if args.model else (find_checkpoint(args.data_source)
+                                                     or train_checkpoint(args.data_source, out / "minilm-l6_bench"))
+    qa_cfg = json.loads((model_dir / "qa_config.json").read_text()) if (model_dir / "qa_config.json").exists() else {}
+    mal = int(qa_cfg.get("max_answer_length", 64))
+    splits = core.load_benchmark(args.data_source)
+    base = [dict(r) for s in ("train", "validation", "test") for r in splits[s]]
+    records = long_context_questions(base, args.min_words)[: args.limit]
+    qpath = out / "qa_inference_questions.jsonl"
+    core.write_jsonl(qpath, records)
+    words = sorted(len(r["context"].split()) for r in records)
+    print(f"{len(records)} questions, context words median {words[len(words) // 2]}, max {words[-1]}; "
+          f"checkpoint {model_dir}; max answer length {mal} tokens; {args.threads} threads", flush=True)
+
+    rows = []
+    ours = run_ours(model_dir, records, args.batch_size, mal)
+    rows.append({"system": f"indicipr predict_answers (batch {args.batch_size}, fp32)", "kind": "ours",
+                 "max_answer_len": mal, "seconds": ours["seconds"], **score(records, ours["predictions"])})
+    print(f"ours: {len(records) / ours['seconds']:.2f} q/s ({ours['windows']} windows)", flush=True)
+    if args.int8:
+        q8 = run_ours(model_dir, records, args.batch_size, mal, quantize=True)
+        rows.append({"system": f"indicipr predict_answers (batch {args.batch_size}, int8 dynamic quantization)",
+                     "kind": "ours-approx", "max_answer_len": mal, "seconds": q8["seconds"], **score(records, q8["predictions"])})
+        print(f"ours int8: {len(records) / q8['seconds']:.2f} q/s", flush=True)
+    lens = [mal] + ([15] if args.peer_default_len and mal != 15 else [])
+    peer = run_peer(Path(args.peer_python), model_dir, qpath, out / "peer_result.json", args.peer_batch_sizes, [mal], args.threads)
+    runs = peer["runs"]
+    if len(lens) > 1:
+        runs += run_peer(Path(args.peer_python), model_dir, qpath, out / "peer_default.json", [1], [15], args.threads)["runs"]
+    for r in runs:
+        rows.append({"system": f"transformers {peer['versions']['transformers']} pipeline (batch_size={r['batch_size']})",
+                     "kind": "peer" if r["max_answer_len"] == mal else "peer-default", "max_answer_len": r["max_answer_len"],
+                     "seconds": r["seconds"], **score(records, r["predictions"])})
+    for r in rows: r["q/s"] = len(records) / r["seconds"]
+    best_peer = max((r for r in rows if r["kind"] == "peer"), key=lambda r: r["q/s"])
+    for r in rows: r["x best peer"] = r["q/s"] / best_peer["q/s"]
+    ours_row = rows[0]
+    result = {"questions": len(records), "threads": args.threads, "checkpoint": str(model_dir), "max_answer_len": mal,
+              "torch": torch.__version__, "peer_versions": peer["versions"], "rows": rows,
+              "ratio": ours_row["q/s"] / best_peer["q/s"], "f1_ours": ours_row["f1"], "f1_best_peer": best_peer["f1"],
+              "goal_met": ours_row["q/s"] >= 3 * best_peer["q/s"] and ours_row["f1"] >= best_peer["f1"] - 1e-9}
+    (out / "qa_inference.json").write_text(json.dumps(result, indent=2))
+    import pandas as pd
+    table = pd.DataFrame(rows)[["system", "kind", "max_answer_len", "seconds", "q/s", "x best peer", "em", "f1"]]
+    print(table.round(2).to_markdown(index=False))
+    print(f"\nratio ours / best peer: {result['ratio']:.2f}x; F1 ours {ours_row['f1']:.2f} vs best peer {best_peer['f1']:.2f}; "
+          f"goal (>=3x at equal or better F1) {'met' if result['goal_met'] else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

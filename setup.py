@@ -1,0 +1,35 @@
+"""Packaging for indicipr: reads settings.ini, the single source of metadata nbdev uses."""
+from configparser import ConfigParser
+from pathlib import Path
+
+import setuptools
+
+cfg = ConfigParser(delimiters=["="])
+cfg.read(Path(__file__).parent / "settings.ini", encoding="utf-8")
+cfg = cfg["DEFAULT"]
+
+requirements = cfg.get("requirements", "").split()
+dev_requirements = cfg.get("dev_requirements", "").split()
+console_scripts = cfg.get("console_scripts", "").split()
+readme = Path(__file__).parent / "README.md"
+
+setuptools.setup(
+    name=cfg["lib_name"],
+    version=cfg["version"],
+    description=cfg["description"],
+    long_description=readme.read_text(encoding="utf-8") if readme.exists() else cfg["description"],
+    long_description_content_type="text/markdown",
+    author=cfg["author"],
+    author_email=cfg["author_email"],
+    license="Apache-2.0",
+    packages=setuptools.find_packages(include=["indicipr", "indicipr.*"]),
+    include_package_data=True,
+    python_requires=">=" + cfg["min_python"],
+    install_requires=requirements,
+    extras_require={"dev": dev_requirements},
+    entry_points={
+        "console_scripts": console_scripts,
+        "nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"],
+    },
+    zip_safe=False,
+)

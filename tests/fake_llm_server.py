@@ -1,0 +1,121 @@
+"""A fault-injecting OpenAI-compatible chat server for tests (127.0.0.1 only).
+
+`FakeLLM(script=[...])` answers `POST /v1/chat/completions`. Each request takes the next action of
+the script; once the script is used up every request is answered normally. Actions:
+
+- `"ok"`: a normal reply (content from `reply(body)`);
+- `("status", code, headers, body)`: an HTTP error, e.g. `("status", 429, {"Retry-After": "1"}, ...)`;
+- `("sleep", seconds)`: wait (longer than the client's timeout) before answering normally;
+- `("content", text)`: a 200 reply whose message content is `text` (e.g. broken JSON);
+- `("finish", text, reason)`: like `content` with a finish reason (e.g. `"length"`).
+
+Every request is recorded (`requests`: body, Authorization header, time), and the largest number
+of requests handled at the same time is kept in `max_in_flight`.
+"""
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def prompt_of(body: dict) -> str:
+    "The user message of a chat request."
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def qa_reply(body: dict) -> str:
+    "A deterministic generation reply built from the prompt: two items whose answers come from the context."
+    prompt = prompt_of(body)
+    m = re.search(r'Context:\n"""(.*)"""\Z', prompt, re.S)
+    context = m.group(1) if m else prompt
+    title = re.search(r"^Title: (.*)$", prompt, re.M)
+    words = context.split()
+    return json.dumps({"items": [
+        {"question": f"What does {title.group(1) if title else 'this provision'} begin with?",
+         "answer": " ".join(words[:6]), "question_type": "other"},
+        {"question": "Which words close the provision?", "answer": " ".join(words[-4:]), "question_type": "other"},
+    ]})
+
+
+class FakeLLM:
+    def __init__(self, script=(), reply=qa_reply, delay: float = 0.0, model: str = "fake-model"):
+        self.script = list(script)
+        self.reply = reply
+        self.delay = delay
+        self.model = model
+        self.requests: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    # -- server life cycle -------------------------------------------------------------
+    def __enter__(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, code, payload, headers=None):
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items(): self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": fake.model, "object": "model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with fake._lock:
+                    action = fake.script.pop(0) if fake.script else "ok"
+                    fake.requests.append({"body": body, "auth": self.headers.get("Authorization"),
+                                          "t": time.monotonic(), "action": action})
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    if fake.delay: time.sleep(fake.delay)
+                    kind = action if isinstance(action, str) else action[0]
+                    if kind == "status":
+                        _, code, headers, payload = action
+                        return self._send(code, payload, headers)
+                    if kind == "sleep": time.sleep(action[1])
+                    content, finish = fake.reply(body), "stop"
+                    if kind == "content": content = action[1]
+                    if kind == "finish": content, finish = action[1], action[2]
+                    self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+                                     "model": body.get("model", fake.model),
+                                     "choices": [{"index": 0, "finish_reason": finish,
+                                                  "message": {"role": "assistant", "content": content}}],
+                                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                finally:
+                    with fake._lock: fake.in_flight -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    # -- what the server saw -------------------------------------------------------------
+    def prompts(self) -> list[str]:
+        return [prompt_of(r["body"]) for r in self.requests]
+
+
+def error_body(message: str) -> dict:
+    "An OpenAI-style error payload."
+    return {"error": {"message": message, "type": "invalid_request_error", "code": None}}

@@ -1,0 +1,34 @@
+"""Smoke tests of the benchmark scripts (tiny inputs; the real runs are documented in their docstrings)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from indicipr import core
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def test_gpu_finetune_tiny_runs_both_paths(tmp_path):
+    out = tmp_path / "g.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    res = json.loads(out.read_text())
+    assert res["windows"] == 64 and res["plain"]["examples_per_s"] > 0 and res["project"]["examples_per_s"] > 0
+    assert res["ratio"] == res["project"]["examples_per_s"] / res["plain"]["examples_per_s"]
+    assert "length-grouped" in res["project"]["padding"] and res["plain"]["padding"] == "all to 64"
+
+
+def test_long_context_questions_keep_exact_gold_spans():
+    import qa_inference
+    recs = [dict(r) for s in ("train", "validation", "test") for r in core.load_benchmark(str(FIXTURE))[s]]
+    qs = qa_inference.long_context_questions(recs, min_words=350)
+    assert len(qs) == 2 * len(recs) and len({q["id"] for q in qs}) == len(qs)
+    for q in qs:
+        a, s = q["answers"]["text"][0], q["answers"]["answer_start"][0]
+        assert q["context"][s:s + len(a)] == a
+    long = [q for q in qs if len(q["context"].split()) >= 350]
+    assert len(long) / len(qs) > 0.9
+    assert any(q["answers"]["answer_start"][0] > 1500 for q in qs if q["id"].endswith("#last"))

@@ -1,0 +1,274 @@
+"""Foundation tests: the official schema, benchmark loading, errors that name file:line, the
+runner, and the nbdev/papermill plumbing (parameters tag survives nbdev_clean; the sync check
+fails when a notebook is edited without export)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from indicipr import core
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "qa_small"
+BIN = Path(sys.executable).parent
+
+
+def statute_sections():
+    "Real statute sections: the committed sample copy, else ../shared."
+    for p in [ROOT / "data/sample/statutes/sections.jsonl", ROOT.parent / "shared/statutes/sections.jsonl"]:
+        if p.exists(): return list(core.read_jsonl(p))
+    pytest.fail("no statute sections found (data/sample/statutes or ../shared/statutes)")
+
+
+def official_folder(tmp_path, n=6):
+    "Four official-format files built from real statute text (first sentence of each section)."
+    recs = []
+    for sec in statute_sections()[:n]:
+        ctx = " ".join(sec["text"].split())
+        answer = ctx[:60].rsplit(" ", 1)[0]
+        prefix = core.ACTS[sec["act"]].prefix
+        recs.append(core.make_qa_record(f"{prefix}_{len(recs) + 1:06d}", f"Section {sec['section']}: {sec['title']}",
+                                        ctx, f"What does Section {sec['section']} begin with?", answer))
+    folder = tmp_path / "official"
+    parts = {"train": recs[:3], "validation": recs[3:4], "test": recs[4:], "merged": recs}
+    for split, rs in parts.items(): core.write_jsonl(folder / core.OFFICIAL_FILES[split], rs)
+    return folder, recs
+
+
+def test_load_benchmark_local_folder(tmp_path):
+    folder, recs = official_folder(tmp_path)
+    dd = core.load_benchmark(folder, merged=True)
+    assert set(dd) == {"train", "validation", "test", "merged"}
+    assert len(dd["merged"]) == len(recs)
+    row = dd["train"][0]
+    assert row["context"][row["answers"]["answer_start"][0]:][:len(row["answers"]["text"][0])] == row["answers"]["text"][0]
+    assert core.act_for_id(row["id"]).key == statute_sections()[0]["act"]
+
+
+def test_load_benchmark_committed_fixture():
+    dd = core.load_benchmark(FIXTURE)
+    assert len(dd["train"]) > 100 and len(dd["test"]) > 10
+    train_ctx, test_ctx = set(dd["train"]["context"]), set(dd["test"]["context"])
+    assert not train_ctx & test_ctx
+
+
+@pytest.mark.parametrize("kind,mutate,needle", [
+    ("malformed JSON", lambda line, rec: line[:-5], "malformed JSON"),
+    ("missing field", lambda line, rec: json.dumps({k: v for k, v in rec.items() if k != "context"}), "missing field 'context'"),
+    ("wrong type", lambda line, rec: json.dumps({**rec, "question": ["q"]}), "field 'question' should be str"),
+    ("answer_start not int", lambda line, rec: json.dumps({**rec, "answers": {"text": rec["answers"]["text"], "answer_start": ["0"]}}), "should be an int"),
+    ("offset mismatch", lambda line, rec: json.dumps({**rec, "answers": {"text": rec["answers"]["text"], "answer_start": [rec["answers"]["answer_start"][0] + 3]}}), "does not match context"),
+    ("answer not in context", lambda line, rec: json.dumps({**rec, "answers": {"text": ["no such words here at all"], "answer_start": [0]}}), "does not occur in the context"),
+    ("empty context", lambda line, rec: json.dumps({**rec, "context": "  "}), "empty context"),
+    ("duplicate id", lambda line, rec: json.dumps({**rec, "id": "DUP"}), "duplicate id"),
+])
+def test_malformed_line_names_file_and_line(tmp_path, kind, mutate, needle):
+    folder, _ = official_folder(tmp_path)
+    path = folder / "train_squad.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if kind == "duplicate id":
+        lines[0] = mutate(lines[0], json.loads(lines[0]))
+    lines[1] = mutate(lines[1], json.loads(lines[1]))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(core.QAFormatError) as err:
+        core.load_benchmark(folder)
+    msg = str(err.value)
+    assert f"train_squad.jsonl:2" in msg, msg
+    assert needle in msg, msg
+
+
+def test_missing_file_is_named(tmp_path):
+    folder, _ = official_folder(tmp_path)
+    (folder / "val_squad.jsonl").unlink()
+    with pytest.raises(core.BenchmarkUnavailable, match="val_squad.jsonl"):
+        core.load_benchmark(folder)
+
+
+def test_hub_fails_fast_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(core.BenchmarkUnavailable) as err:
+        core.load_benchmark("hub")
+    assert "data/benchmark" in str(err.value) and core.HUB_ID in str(err.value)
+
+
+def test_verify_counts(tmp_path):
+    folder, recs = official_folder(tmp_path)
+    assert core.verify_benchmark(folder, expected={"train": 3, "validation": 1, "test": len(recs) - 4, "merged": len(recs)})
+    with pytest.raises(core.BenchmarkUnavailable, match="expected 3710"):
+        core.verify_benchmark(folder)
+
+
+def test_write_jsonl_is_atomic(tmp_path):
+    path = tmp_path / "x.jsonl"
+    core.write_jsonl(path, [{"a": 1}])
+    def boom():
+        yield {"a": 2}
+        raise RuntimeError("killed mid-write")
+    with pytest.raises(RuntimeError):
+        core.write_jsonl(path, boom())
+    assert list(core.read_jsonl(path)) == [{"a": 1}]
+    assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
+
+
+def test_cli_info_and_errors(tmp_path):
+    folder, _ = official_folder(tmp_path)
+    out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
+    assert out.returncode == 0 and "train" in out.stdout
+    (folder / "test_squad.jsonl").write_text('{"id": 1}\n')
+    out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
+    assert out.returncode == 2 and "test_squad.jsonl:1" in out.stderr
+
+
+# --- nbdev / papermill plumbing -------------------------------------------------------------
+
+def notebook_with_parameters_cell():
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("#| default_exp scratch_mod"),
+                nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"], "collapsed": True, "scrolled": True}),
+                nbformat.v4.new_code_cell("y = x + 1", execution_count=3, outputs=[nbformat.v4.new_output("stream", text="2")])]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def test_parameters_tag_survives_nbdev_clean(tmp_path):
+    import nbformat
+    shutil.copy(ROOT / "settings.ini", tmp_path / "settings.ini")
+    (tmp_path / "notebooks").mkdir(); (tmp_path / "indicipr").mkdir()
+    path = tmp_path / "notebooks" / "scratch.ipynb"
+    nbformat.write(notebook_with_parameters_cell(), path)
+    subprocess.run([str(BIN / "nbdev_clean"), "--fname", str(path)], cwd=tmp_path, check=True)
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[1].metadata.get("tags") == ["parameters"]
+    assert "collapsed" not in nb.cells[1].metadata            # other metadata is still cleaned
+    assert nb.cells[2].execution_count is None                 # execution counts are cleaned
+    # and papermill still finds the cell to inject after
+    import papermill as pm
+    out = tmp_path / "out.ipynb"
+    pm.execute_notebook(str(path), str(out), parameters={"x": 41}, kernel_name=core.ensure_kernel(), language="python",
+                        progress_bar=False)
+    executed = nbformat.read(out, as_version=4)
+    assert "injected-parameters" in executed.cells[2].metadata.get("tags", [])
+    assert "x = 41" in executed.cells[2].source
+
+
+def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
+    "Copy the project into a fresh git repo, edit an exported cell, and run the CI sync check."
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True); (repo / "indicipr").mkdir()
+    for f in ["settings.ini", "setup.py", ".ci/check_sync.sh", "notebooks/00_core.ipynb", "indicipr/__init__.py", "indicipr/core.py"]:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(ROOT / f, repo / f)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    def git(*a): subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
+    subprocess.run([str(BIN / "nbdev_export")], cwd=repo, check=True, env=env)   # _modidx.py of this one-notebook project
+    git("init", "-q"); git("add", "-A"); git("commit", "-qm", "base")
+    check = [str(repo / ".ci" / "check_sync.sh")]
+    ok = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    nb_path = repo / "notebooks" / "00_core.ipynb"
+    nb = json.loads(nb_path.read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "def seed_everything" in "".join(c["source"]))
+    cell["source"] = "".join(cell["source"]).replace("def seed_everything", "def seed_everything_renamed")
+    nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    git("commit", "-qam", "edit notebook without export")
+    bad = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "indicipr/core.py" in bad.stdout + bad.stderr
+
+
+# --- runner -------------------------------------------------------------------------------
+
+def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'\nfigures_dir = None"):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]})] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+
+
+def test_runner_reports_missing_and_stops_at_failure(tmp_path):
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    figs = tmp_path / "figs"
+    write_nb(nbs / "00_core.ipynb",
+             "import pandas as pd\nfrom indicipr.core import save_table\n"
+             "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)")
+    write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
+    write_nb(nbs / "03_filters.ipynb", "x = 1")
+    lines = []
+    with pytest.raises(core.PipelineError) as err:
+        core.run_pipeline({"profile": "paper", "figures_dir": str(figs)}, run_dir=tmp_path / "run",
+                          notebooks=["00_core", "01_corpus", "02_generate", "03_filters"], nbs_dir=nbs, echo=lines.append)
+    msg = str(err.value)
+    assert "02_generate.ipynb" in msg and "cell 3 of 4" in msg and "boom in cell two" in msg
+    text = "\n".join(lines)
+    assert "[2/4] 01_corpus: MISSING" in text and "[1/4] 00_core: ok" in text
+    assert "03_filters" not in text.split("FAILED")[1].split("report:")[0] or "not run" in text
+    assert (figs / "tables" / "runner_demo.csv").read_text().strip().endswith("paper")
+    index = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "runner_demo" in index and "missing" in index and "failed" in index
+    run = json.loads((tmp_path / "run" / "report" / "run.json").read_text())
+    assert [r["status"] for r in run["results"]] == ["ok", "missing", "failed", "not run"]
+
+
+def chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_report_screenshot_in_headless_chromium(tmp_path):
+    "Render a report with a real table and figure and take a screenshot with headless Chromium."
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("CI"): pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
+        pytest.skip("chromium not installed")
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    figs = tmp_path / "figs"
+    core.save_table(pd.DataFrame({"Act": ["Designs", "Patents"], "F1": [100.0, 98.4]}), "per_act_demo", figs, caption="Per-Act F1")
+    fig, ax = plt.subplots(figsize=(4, 3)); ax.bar(["Designs", "Patents"], [100.0, 98.4], color="#1f77b4"); core.save_figure(fig, "per_act_demo", figs); plt.close(fig)
+    index = core.write_report(tmp_path / "run", [core.StageResult("00_core", "ok", 1.0)], {"profile": "offline", "figures_dir": str(figs)}, 1.0)
+    shot = tmp_path / "shot.png"
+    subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1100,1400",
+                    index.as_uri()], check=True, capture_output=True, timeout=120)
+    from PIL import Image
+    img = Image.open(shot).convert("RGB")
+    assert img.size == (1100, 1400)
+    colors = img.getcolors(maxcolors=1 << 20)
+    assert len(colors) > 20, "blank screenshot"
+    blue = sum(n for n, (r, g, b) in colors if abs(r - 0x1f) < 20 and abs(g - 0x77) < 20 and abs(b - 0xb4) < 20)
+    assert blue > 500, "the figure's bars are not visible in the rendered report"
+
+
+def test_environment_yml_mirrors_settings_ini():
+    "environment.yml lists the same packages as settings.ini (requirements + dev requirements)."
+    import configparser, re
+    cfg = configparser.ConfigParser(delimiters=["="]); cfg.read(ROOT / "settings.ini")
+    name = lambda req: re.split(r"[<>=\[ ]", req, 1)[0].lower()
+    wanted = {name(r) for r in (cfg["DEFAULT"]["requirements"] + " " + cfg["DEFAULT"]["dev_requirements"]).split()}
+    listed = {name(l.strip()[2:].strip()) for l in (ROOT / "environment.yml").read_text().splitlines()
+              if l.strip().startswith("- ") and not l.strip().startswith("- -e")}
+    assert wanted <= listed, f"missing from environment.yml: {sorted(wanted - listed)}"
+
+
+def test_readme_has_the_two_commands_and_notices():
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Two commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [l.split("#")[0].strip() for l in block.strip().splitlines()]
+    assert commands == ["make reproduce", "make test"]
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    for needle in ["Research use notice", "## Disclaimer", "@inproceedings{islam2026indiciprqa"]:
+        assert needle in text
+
+
+def test_fetch_offline_fails_fast_with_instructions(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([str(BIN / "indicipr"), "fetch", "--dest", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2
+    assert "data/benchmark" in out.stderr and "indicipr fetch" in out.stderr
+    assert not (tmp_path / "b").exists()

@@ -1,0 +1,140 @@
+"""Fine-tuning, resuming, sliding-window labels and inference of `indicipr.encoders` (tiny models, CPU)."""
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from indicipr import core, encoders as E  # noqa: E402
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return {k: [dict(r) for r in v] for k, v in core.load_benchmark(str(FIXTURE)).items()}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return E.load_tokenizer("minilm-l6")
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory, tok):
+    "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
+    from transformers import BertConfig, BertForQuestionAnswering
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=512)
+    d = tmp_path_factory.mktemp("tiny_bert")
+    BertForQuestionAnswering(cfg).save_pretrained(d)
+    tok.save_pretrained(d)
+    return str(d)
+
+
+def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
+    recs = splits["train"]
+    w = E.encode_windows(recs, tok, max_length=96, stride=32, labels=True)
+    assert len(w) > len(recs)                                   # long contexts overflow at 96 tokens
+    exact = holding = 0
+    for i in range(len(w)):
+        rec = recs[w.example_index[i]]
+        s, e = w.start_positions[i], w.end_positions[i]
+        if s == 0: continue                                      # [CLS]: the window lacks the whole answer
+        holding += 1
+        text = rec["context"][w.offsets[i][s, 0]:w.offsets[i][e, 1]]
+        assert rec["answers"]["text"][0] in text                 # never cuts the gold span
+        exact += text == rec["answers"]["text"][0]
+    assert exact / holding > 0.97
+    # every example whose answer fits in a window has at least one window with a label
+    labelled = {w.example_index[i] for i in range(len(w)) if w.start_positions[i] > 0}
+    short = [k for k, r in enumerate(recs) if len(tok(r["answers"]["text"][0])["input_ids"]) < 40]
+    assert set(short) <= labelled
+
+
+def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir):
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    recs = splits["test"]
+    kw = dict(max_length=128, stride=32, max_answer_length=24)
+    a = E.predict_answers(model, tok, recs, batch_size=1, pad_multiple=1, **kw)
+    b = E.predict_answers(model, tok, recs, batch_size=16, pad_multiple=64, **kw)
+    assert [x.text for x in a] == [x.text for x in b]
+    assert all(np.isclose(x.score, y.score, atol=1e-4) for x, y in zip(a, b))
+    for x, r in zip(a, recs):
+        assert x.text and r["context"][x.start:x.end] == x.text
+        assert len(tok(x.text, add_special_tokens=False)["input_ids"]) <= 24 + 2   # cap (word pieces at the edges)
+
+
+def test_best_window_wins_across_windows(tok):
+    "An example split into windows gets the span of the window with the highest start+end logit."
+    class Fake(torch.nn.Module):
+        "Logits peak on the token 'registrar' (start) and 'register' (end) wherever they are."
+        def __init__(self):
+            super().__init__(); self.p = torch.nn.Parameter(torch.zeros(1))
+            self.s, self.e = tok.convert_tokens_to_ids("registrar"), tok.convert_tokens_to_ids("register")
+        def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+            from types import SimpleNamespace
+            return SimpleNamespace(start_logits=(input_ids == self.s).float() * 5, end_logits=(input_ids == self.e).float() * 5)
+    filler = " ".join(["The Controller shall publish the notice."] * 30)
+    ctx = filler + " The Registrar shall keep a register of trade marks. " + filler
+    rec = {"id": "tm_000001", "question": "Who keeps it?", "context": ctx, "answers": {"text": ["x"], "answer_start": [0]}}
+    ans = E.predict_answers(Fake(), tok, [rec], max_length=64, stride=16, max_answer_length=10)[0]
+    assert ans.text == "Registrar shall keep a register"
+
+
+def _train(model_dir, recs, out, epochs=2, callbacks=None):
+    cfg = E.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
+    return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
+
+
+def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monkeypatch, capsys):
+    recs = splits["train"][:24]
+    out = _train(tiny_model_dir, recs, tmp_path / "run")
+    cfg = json.loads((out / "qa_config.json").read_text())
+    assert cfg["max_answer_length"] == 32 and cfg["train_windows"] >= 24 and cfg["resumed_from"] is None
+    assert not (out / "checkpoints").exists() and (out / "config.json").exists()
+    first_loss = cfg["final_loss"]
+    mtime = (out / "qa_config.json").stat().st_mtime
+    assert _train(tiny_model_dir, recs, out) == out and (out / "qa_config.json").stat().st_mtime == mtime  # reused
+    # `indicipr predict` on the fixture's test split, to a given file
+    pred_file = tmp_path / "preds.jsonl"
+    assert E.predict_main(["--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]) == 0
+    preds = core.read_predictions(pred_file)
+    test = {r["id"]: r for r in splits["test"]}
+    assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
+    assert "F1" in capsys.readouterr().out
+    assert E.predict_main(["--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)]) == 2
+    # other settings: trained again
+    out2 = _train(tiny_model_dir, recs, out, epochs=1)
+    assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None
+
+
+def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp_path):
+    from transformers import TrainerCallback
+    recs = splits["train"][:24]
+
+    class Interrupt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == self.stop_at: raise KeyboardInterrupt("simulated interruption")
+
+    w = E.encode_windows(recs, E.load_tokenizer(tiny_model_dir), 128, 32, labels=True)
+    steps_per_epoch = int(np.ceil(len(w) / 8))
+    cb = Interrupt(); cb.stop_at = steps_per_epoch + 1            # during epoch 2, after the epoch-1 checkpoint
+    with pytest.raises(KeyboardInterrupt):
+        _train(tiny_model_dir, recs, tmp_path / "run", callbacks=[cb])
+    run = tmp_path / "run"
+    assert not (run / "qa_config.json").exists()
+    assert E.last_checkpoint(run / "checkpoints").endswith(f"checkpoint-{steps_per_epoch}")
+    out = _train(tiny_model_dir, recs, run)
+    cfg = json.loads((out / "qa_config.json").read_text())
+    assert cfg["resumed_from"] == f"checkpoint-{steps_per_epoch}" and cfg["global_steps"] == 2 * steps_per_epoch
+
+
+def test_answer_length_cap_covers_training_answers(splits, tok):
+    cap = E.suggest_max_answer_length(splits["train"], tok)
+    n = E.answer_token_lengths(splits["train"], tok)
+    assert cap % 8 == 0 and (n <= cap).mean() >= 0.99 and cap - 8 < np.quantile(n, 0.99)

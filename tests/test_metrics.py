@@ -1,0 +1,256 @@
+"""indicipr.metrics against an independent re-implementation of the official SQuAD v1.1 evaluation
+script, on hundreds of generated cases (hypothesis), plus hand-checked statute answers, the
+predictions formats and the `indicipr evaluate` command line."""
+import json
+import re
+import string
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from indicipr import metrics as M
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference: the official SQuAD v1.1 evaluation script (evaluate-v1.1.py), re-written here from
+# its published algorithm, step by step in the script's own structure, to serve as the oracle.
+# ---------------------------------------------------------------------------------------------
+def ref_normalize_answer(s):
+    def remove_articles(text):
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    def lower(text):
+        return text.lower()
+
+    return white_space_fix(remove_articles(remove_punc(lower(s))))
+
+
+def ref_f1_score(prediction, ground_truth):
+    prediction_tokens = ref_normalize_answer(prediction).split()
+    ground_truth_tokens = ref_normalize_answer(ground_truth).split()
+    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def ref_exact_match_score(prediction, ground_truth):
+    return ref_normalize_answer(prediction) == ref_normalize_answer(ground_truth)
+
+
+def ref_metric_max_over_ground_truths(metric_fn, prediction, ground_truths):
+    return max(metric_fn(prediction, gt) for gt in ground_truths)
+
+
+def ref_evaluate(dataset, predictions):
+    """The script's `evaluate`: SQuAD v1.1 nested dataset, unanswered questions score 0."""
+    f1 = exact_match = total = 0
+    for article in dataset:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                total += 1
+                if qa["id"] not in predictions:
+                    continue  # the script prints "Unanswered question ... will receive score 0."
+                ground_truths = [a["text"] for a in qa["answers"]]
+                prediction = predictions[qa["id"]]
+                exact_match += ref_metric_max_over_ground_truths(ref_exact_match_score, prediction, ground_truths)
+                f1 += ref_metric_max_over_ground_truths(ref_f1_score, prediction, ground_truths)
+    return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated text: statutory words, articles in every case, ASCII and unicode punctuation, odd
+# whitespace; built from tokens so that articles, punctuation and spacing collide often.
+# ---------------------------------------------------------------------------------------------
+WORDS = ["the", "The", "THE", "a", "A", "an", "An", "patent", "Patent", "office", "section", "sub-section",
+         "(1)", "(a)", "Controller", "theatre", "another", "Act,", "1970", "§", "“work”", "‘mark’", "–", "—",
+         "...", "a.", "an-", "the's", "don't", "Trade", "Marks", "İ", "ß", "é", "naïve", "२०"]
+PUNCT = list(string.punctuation) + ["§", "“", "”", "‘", "’", "–", "—", "…", "¶", "«", "»"]
+SEPARATORS = [" ", "  ", "\n", "\t", "\u00a0", "", ",", ". ", "; ", " - "]
+
+token = st.one_of(st.sampled_from(WORDS), st.sampled_from(PUNCT),
+                  st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=6))
+answer_text = st.lists(st.tuples(token, st.sampled_from(SEPARATORS)), max_size=12).map(
+    lambda parts: "".join(t + s for t, s in parts))
+any_text = st.one_of(answer_text, st.text(max_size=40))
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+def test_normalize_matches_official(text):
+    assert M.normalize_answer(text) == ref_normalize_answer(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(answer_text, answer_text)
+def test_em_and_f1_match_official(prediction, gold):
+    assert M.exact_match_score(prediction, gold) == float(ref_exact_match_score(prediction, gold))
+    assert M.token_f1_score(prediction, gold) == ref_f1_score(prediction, gold)
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer_text, st.lists(answer_text, min_size=1, max_size=4))
+def test_max_over_golds_matches_official(prediction, golds):
+    assert M.exact_match(prediction, golds) == float(ref_metric_max_over_ground_truths(ref_exact_match_score, prediction, golds))
+    assert M.token_f1(prediction, golds) == ref_metric_max_over_ground_truths(ref_f1_score, prediction, golds)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(answer_text, min_size=1, max_size=3), st.one_of(st.none(), answer_text)),
+                min_size=1, max_size=25))
+def test_aggregate_scores_match_official_evaluate(cases):
+    """Whole prediction sets (with unanswered questions) score as the official script's `evaluate`."""
+    gold, preds, qas = [], {}, []
+    for i, (golds, pred) in enumerate(cases):
+        qid = f"pat_{i + 1:06d}"
+        context = " ".join(golds)
+        gold.append({"id": qid, "title": "t", "context": context, "question": "q?",
+                     "answers": {"text": golds, "answer_start": [context.find(g) for g in golds]}})
+        qas.append({"id": qid, "answers": [{"text": g} for g in golds]})
+        if pred is not None:
+            preds[qid] = pred
+    official = ref_evaluate([{"paragraphs": [{"qas": qas}]}], preds)
+    frame, summary = M.score_predictions(gold, preds)
+    assert summary["em"] == pytest.approx(official["exact_match"], abs=1e-9)
+    assert summary["f1"] == pytest.approx(official["f1"], abs=1e-9)
+    assert summary["missing"] == len(cases) - len(preds)
+
+
+def test_unicode_punctuation_is_kept_like_the_official_script():
+    for text in ["§ 2", "“work”", "a – b", "‘mark’", "clause (a)—"]:
+        assert M.normalize_answer(text) == ref_normalize_answer(text)
+    assert M.normalize_answer("“work”") == "“work”"        # curly quotes stay
+    assert M.exact_match_score("\"work\"", "“work”") == 0.0  # ... so ASCII and curly quotes differ
+    assert M.exact_match_score("§ 2", "2") == 0.0
+    assert M.token_f1_score("a – b", "b") == pytest.approx(2 * 0.5 * 1 / 1.5)  # tokens "–", "b" vs "b"
+
+
+# ---------------------------------------------------------------------------------------------
+# Character F1
+# ---------------------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(answer_text, answer_text)
+def test_char_f1_properties(prediction, gold):
+    multiset, lcs = M.char_f1_score(prediction, gold), M.char_f1_score(prediction, gold, "lcs")
+    assert 0.0 <= lcs <= multiset <= 1.0 + 1e-12   # a common substring is a common sub-multiset
+    assert multiset == pytest.approx(M.char_f1_score(gold, prediction))
+    assert lcs == pytest.approx(M.char_f1_score(gold, prediction, "lcs"))
+    chars_p, chars_g = Counter(M.normalize_answer(prediction).replace(" ", "")), Counter(M.normalize_answer(gold).replace(" ", ""))
+    assert (multiset == 1.0) == (chars_p == chars_g and bool(chars_p))
+    if M.exact_match_score(prediction, gold) and M.normalize_answer(gold):
+        assert multiset == 1.0 and lcs == 1.0
+
+
+def test_lcs_brute_force():
+    import itertools
+    for a, b in itertools.product(["", "a", "abcab", "xabcy", "bca", "patentoffice"], repeat=2):
+        brute = max([k for i in range(len(a)) for k in range(1, len(a) - i + 1) if a[i:i + k] in b] or [0])
+        assert M.longest_common_substring(a, b) == brute, (a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-checked cases on real statutory answers of the fixture (recorded generations over real
+# sections of the Acts).
+# ---------------------------------------------------------------------------------------------
+def fixture_records(name="test_squad.jsonl"):
+    return [json.loads(line) for line in (FIXTURE / name).read_text(encoding="utf-8").splitlines()]
+
+
+def test_hand_checked_statute_answers():
+    gold = {r["id"]: r["answers"]["text"][0] for r in fixture_records()}
+    g = gold["pat_000022"]
+    assert g == "the Indian Patents and Designs Act, 1911 (2 of 1911)"
+    # gold tokens: indian patents and designs act 1911 2 of 1911 (9)
+    assert M.token_f1("Indian Patents and Designs Act, 1911", g) == pytest.approx(2 * 1 * (6 / 9) / (1 + 6 / 9))
+    assert M.exact_match("THE INDIAN PATENTS AND DESIGNS ACT, 1911 (2 OF 1911).", g) == 1.0
+    # the prediction runs on into the rest of the sentence: + "shall be patent office under this act" (7 tokens)
+    run_on = g + " shall be the patent office under this Act"
+    p, r = 9 / 16, 1.0   # 16 prediction tokens, all 9 gold tokens shared: F1 = 18/25
+    assert M.token_f1(run_on, g) == pytest.approx(2 * p * r / (p + r)) == pytest.approx(0.72)
+    assert M.exact_match("a seal", gold["pat_000025"]) == 1.0 and gold["pat_000025"] == "a seal"
+    # "the Central Government" vs "Central Government of India": tokens central government (2) vs central government of india (4)
+    assert M.token_f1("Central Government of India", gold["pat_000023"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
+    # char F1 on "six months" vs "six month": chars sixmonths (9) vs sixmonth (8), 8 shared
+    assert gold["tm_000025"] == "six months"
+    assert M.char_f1("six month", gold["tm_000025"]) == pytest.approx(2 * 8 / 17)
+    assert M.char_f1_lcs("months six", gold["tm_000025"]) == pytest.approx(2 * 6 / 18)   # "months"
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictions files and the command line
+# ---------------------------------------------------------------------------------------------
+def write_formats(tmp_path, preds):
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": k, "prediction_text": v}) + "\n" for k, v in preds.items()))
+    (tmp_path / "p_list.json").write_text(json.dumps([{"id": k, "prediction_text": v} for k, v in preds.items()]))
+    (tmp_path / "p_dict.json").write_text(json.dumps(preds))
+    return [tmp_path / "p.jsonl", tmp_path / "p_list.json", tmp_path / "p_dict.json"]
+
+
+def test_prediction_formats_score_identically(tmp_path):
+    gold = fixture_records()
+    preds = {r["id"]: r["answers"]["text"][0] if i % 3 else r["context"][:60] for i, r in enumerate(gold) if i % 5}
+    summaries = [M.score_predictions(gold, path)[1] for path in write_formats(tmp_path, preds)]
+    summaries.append(M.score_predictions(gold, preds)[1])
+    assert all(s == summaries[0] for s in summaries)
+    assert summaries[0]["missing"] == sum(1 for i in range(len(gold)) if i % 5 == 0) > 0
+    assert 0 < summaries[0]["em"] < 100
+
+
+def test_unknown_ids_are_an_error_naming_them(tmp_path):
+    gold = fixture_records()
+    path = write_formats(tmp_path, {gold[0]["id"]: "x", "pat_999999": "y", "zz_1": "z"})[0]
+    with pytest.raises(M.PredictionIdError, match=r"pat_999999.*zz_1|zz_1.*pat_999999") as e:
+        M.score_predictions(gold, path)
+    assert str(path) in str(e.value) and "2 prediction id(s)" in str(e.value)
+
+
+def test_bad_prediction_file_names_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "pat_000021", "prediction_text": "x"}\n{"id": "pat_000022", "prediction_text": 3}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        M.score_predictions(fixture_records(), path)
+
+
+def test_evaluate_cli_report(tmp_path, capsys):
+    gold = fixture_records()
+    good = {r["id"]: r["answers"]["text"][0] for r in gold[:-2]}
+    weak = {r["id"]: r["context"][:80] for r in gold}
+    (tmp_path / "good.jsonl").write_text("".join(json.dumps({"id": k, "prediction_text": v}) + "\n" for k, v in good.items()))
+    (tmp_path / "weak.json").write_text(json.dumps(weak))
+    out = tmp_path / "rep" / "report.md"
+    rc = M.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
+                          "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
+    assert rc == 0
+    report = out.read_text()
+    assert report in capsys.readouterr().out
+    n = len(gold)
+    em = 100 * (n - 2) / n
+    assert re.search(rf"\| good +\| +{em:.2f} \| +{em:.2f} \|", report)
+    assert "2 question(s)" in report and gold[-1]["id"] in report
+    for heading in ["Per-Act scores", "Error taxonomy", "Answer structure", "Paired bootstrap"]:
+        assert heading in report
+    row = next(line for line in report.splitlines() if line.startswith("| good ") and "weak" in line)
+    assert row.rstrip(" |").endswith("True")   # good beats weak, Holm-significant
+
+
+def test_evaluate_cli_errors(tmp_path, capsys):
+    (tmp_path / "p.json").write_text(json.dumps({"nope_000001": "x"}))
+    rc = M.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json")])
+    assert rc == 2 and "nope_000001" in capsys.readouterr().err
+    rc = M.evaluate_main(["--gold", str(tmp_path / "missing.jsonl"), "--pred", str(tmp_path / "p.json")])
+    assert rc == 2 and "missing.jsonl" in capsys.readouterr().err

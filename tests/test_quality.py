@@ -1,0 +1,245 @@
+"""indicipr.quality beyond the notebook's cell tests: the audit kit end to end through `indicipr audit`
+(export, fill with known answers, score), sheet errors at the command line, the judge against a
+fault-injecting OpenAI-compatible server (one retry after an invalid reply, then missing; failed
+requests recorded; unreachable servers stop the run; the cache makes reruns free), and the real
+local llama.cpp judge when it is installed."""
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fake_llm_server import FakeLLM, error_body
+from indicipr import core, llm
+from indicipr import quality as q
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"   # official-format files cut from real statute text
+GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    "Run with the project root (data/, figures/) in a temporary folder."
+    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def fixture_test_records():
+    return core.load_benchmark(str(FIXTURE))["test"].to_list()
+
+
+# ---------------------------------------------------------------- human-audit kit through the CLI
+# n = 20 pairs; per criterion (A, B) with hand-computed answers:
+#  clarity:     A = 2,2,3..3   B = 3,3,2,2,3..3   -> 100% joint acceptability, kappa = (0.8-0.82)/0.18 = -0.111
+#  correctness: A = B (1,2,3 cycling)             -> kappa = 1
+#  minimality:  A = 1x5, 3x15  B = 1x3, 2x2, 3x15 -> joint 75%, any 85%, both 1: 3, kappa 0.75, quadratic 1-0.025/0.325
+N = 20
+SCORES_A = {"question_clarity": [2, 2] + [3] * 18, "answer_correctness": [1 + i % 3 for i in range(N)],
+            "answer_minimality": [1] * 5 + [3] * 15}
+SCORES_B = {"question_clarity": [3, 3, 2, 2] + [3] * 16, "answer_correctness": [1 + i % 3 for i in range(N)],
+            "answer_minimality": [1] * 3 + [2] * 2 + [3] * 15}
+
+
+def fill(blank: Path, dest: Path, scores: dict, edit=None) -> Path:
+    "Fill a blank sheet with `scores` (columns), optionally editing the frame, and save it as an annotator would."
+    df = pd.read_csv(blank, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    for c, vals in scores.items(): df[c] = [str(v) for v in vals]
+    if edit: df = edit(df)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(dest, index=False, encoding="utf-8-sig")
+    return dest
+
+
+def export(tmp_path, capsys, n=N, seed=3):
+    kit = tmp_path / "kit"
+    assert q.audit_main(["export", "--data-source", str(FIXTURE), "-n", str(n), "--seed", str(seed), "--out", str(kit)]) == 0
+    assert "wrote 2 sheets" in capsys.readouterr().out
+    return kit
+
+
+def test_export_draws_stratified_full_context_sheets(tmp_path, capsys):
+    kit = export(tmp_path, capsys)
+    man = json.loads((kit / "manifest.json").read_text())
+    recs = {r["id"]: r for r in fixture_test_records()}
+    assert man["n"] == N and len(set(man["ids"])) == N and set(man["ids"]) <= set(recs)
+    per_act = pd.Series([core.act_for_id(i).short for i in recs]).value_counts()
+    for act, k in man["per_act"].items():                        # proportional allocation, within one of the quota
+        assert abs(k - N * per_act[act] / len(recs)) < 1, (act, k)
+    a = pd.read_csv(kit / "blank" / "sheet_A.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    b = pd.read_csv(kit / "blank" / "sheet_B.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    assert a.equals(b) and a["pair_id"].tolist() == man["ids"]
+    for row in a.to_dict("records"):                              # never truncated
+        assert row["context"] == recs[row["pair_id"]]["context"] and row["answer"] in row["context"]
+    again = json.loads((export(tmp_path, capsys) / "manifest.json").read_text())
+    assert again["ids"] == man["ids"]                             # seeded
+    other = json.loads((export(tmp_path, capsys, seed=4) / "manifest.json").read_text())
+    assert other["ids"] != man["ids"]
+
+
+def test_score_known_answers_through_the_cli(tmp_path, capsys):
+    kit = export(tmp_path, capsys)
+    sa = fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
+    sb = fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B,
+              edit=lambda df: df.iloc[::-1])                       # row order does not matter
+    figs = tmp_path / "figs"
+    assert q.audit_main(["score", str(sa), str(sb), "--json", "--figures-dir", str(figs)]) == 0
+    rows = {r["Criterion"]: r for r in json.loads(capsys.readouterr().out)}
+    clar, corr, mini = rows["Question Clarity"], rows["Answer Correctness"], rows["Answer Minimality"]
+    assert clar["Joint Acceptability (%)"] == 100.0 and clar["Unweighted κ"] == round((0.8 - 0.82) / 0.18, 3)
+    assert corr["Unweighted κ"] == 1.0 and corr["Quadratic-Weighted κ"] == 1.0
+    assert mini["Joint Acceptability (%)"] == 75.0 and mini["At Least One ≥ 2 (%)"] == 85.0 and mini["Both Rated 1"] == 3
+    assert mini["Unweighted κ"] == 0.75 and mini["Quadratic-Weighted κ"] == round(1 - 0.025 / 0.325, 3)
+    assert (figs / "tables" / "audit_results.csv").exists() and (figs / "tables" / "audit_results.tex").exists()
+    # the notebook's discovery of filled sheets finds the same pair
+    assert [p.name for p in q.filled_sheets(kit)] == ["sheet_A.csv", "sheet_B.csv"]
+
+
+@pytest.mark.parametrize("edit,expect", [
+    (lambda df: df.assign(answer_minimality=[""] + list(df["answer_minimality"][1:])), ["sheet_B.csv", "row 2", "answer_minimality is empty"]),
+    (lambda df: df.assign(question_clarity=list(df["question_clarity"][:-1]) + ["Good"]), ["row 21", "question_clarity is 'Good'"]),
+    (lambda df: df.iloc[:-1], ["do not hold the same pairs", "only in"]),
+    (lambda df: df.drop(columns=["answer_correctness"]), ["missing column", "answer_correctness"]),
+])
+def test_bad_sheets_exit_2_naming_sheet_and_row(tmp_path, capsys, edit, expect):
+    kit = export(tmp_path, capsys)
+    sa = fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
+    sb = fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B, edit=edit)
+    assert q.audit_main(["score", str(sa), str(sb)]) == 2
+    err = capsys.readouterr().err
+    for e in expect: assert e in err, err
+
+
+def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
+    try: from indicipr.cli import main            # the console script's module (00_core)
+    except ImportError: from indicipr.core import main
+    kit = tmp_path / "kit"
+    assert main(["audit", "export", "--data-source", str(FIXTURE), "-n", "5", "--out", str(kit)]) == 0
+    assert (kit / "blank" / "sheet_B.csv").exists() and (kit / "README.md").exists()
+
+
+def outputs_text(path) -> str:
+    "All text the cells of an executed notebook printed or displayed."
+    import nbformat
+    out = []
+    for cell in nbformat.read(str(path), as_version=4).cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", "") if "text" in o else "\n".join(str(v) for v in o.get("data", {}).values()))
+    return "\n".join(out)
+
+
+def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path):
+    "The stage run of 12_quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "12_quality.ipynb"
+    kit, figs = tmp_path / "kit", tmp_path / "figs"
+    params = {"data_source": str(FIXTURE), "run_judge": False, "audit_folder": str(kit), "figures_dir": str(figs),
+              "audit_pairs": N, "audit_seed": 3}
+    kernel = core.ensure_kernel()
+    core.run_notebook(nb, tmp_path / "out1.ipynb", params, kernel)
+    out1 = outputs_text(tmp_path / "out1.ipynb")
+    assert "No human audit scored" in out1 and "human-audit kit" in out1
+    assert (figs / "tables" / "audit_kit_per_act.csv").exists() and not (figs / "tables" / "audit_results.csv").exists()
+    fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
+    fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B)
+    core.run_notebook(nb, tmp_path / "out2.ipynb", params, kernel)
+    table = pd.read_csv(figs / "tables" / "audit_results.csv").set_index("Criterion")
+    assert table.loc["Answer Minimality", "Joint Acceptability (%)"] == 75.0
+    assert table.loc["Question Clarity", "Joint Acceptability (%)"] == 100.0
+    out2 = outputs_text(tmp_path / "out2.ipynb")
+    assert "No human audit scored" not in out2 and "Answer Minimality" in out2 and "run_judge=False" in out2
+
+
+# ---------------------------------------------------------------- the judge against a fake server
+def judge_reply(first: str, retry: str):
+    "A fake-server reply function: `first` to a first request, `retry` to the one retry."
+    return lambda body: retry if len(body["messages"]) > 2 else first
+
+
+def endpoint(fake, **kw):
+    return llm.Endpoint(fake.base_url, "fake-judge", **{"timeout": 5, "max_retries": 1, "backoff_s": 0.01, **kw})
+
+
+def run(fake, root, records, judges=(q.Judge("fake"),), cache=None):
+    ep = endpoint(fake)
+    return q.run_judges(records, judges, q.llm_call({j.name: ep for j in judges}, cache), str(FIXTURE), progress=False)
+
+
+def test_invalid_reply_is_retried_once_then_scored_and_cached(root):
+    recs = fixture_test_records()[:3]
+    cache = llm.ResponseCache(root / "cache.jsonl")
+    with FakeLLM(reply=judge_reply("The pair looks fine.", json.dumps(GOOD))) as fake:
+        out = run(fake, root, recs, cache=cache)["fake"]
+        assert [r["status"] for r in out] == ["ok"] * 3 and all(r["attempts"] == 2 for r in out)
+        assert len(fake.requests) == 6
+        retry = fake.requests[1]["body"]["messages"]
+        assert retry[2] == {"role": "assistant", "content": "The pair looks fine."} and "not valid" in retry[3]["content"]
+        assert fake.requests[0]["body"]["response_format"]["type"] in ("json_schema", "json_object")
+        # the judgments file is written and a rerun (resume) makes no new request
+        path = q.judgments_path(str(FIXTURE), q.Judge("fake"))
+        assert [r["id"] for r in core.read_jsonl(path)] == [r["id"] for r in recs]
+        again = run(fake, root, recs, cache=llm.ResponseCache(root / "cache.jsonl"))["fake"]
+        assert len(fake.requests) == 6 and again == out
+
+
+def test_reply_invalid_twice_is_missing_never_guessed(root):
+    recs = fixture_test_records()[:2]
+    bad = json.dumps({**GOOD, "answer_minimality": 5})
+    with FakeLLM(reply=judge_reply(bad, "{}")) as fake:
+        out = run(fake, root, recs)["fake"]
+        assert len(fake.requests) == 4                                  # exactly one retry each
+    assert [r["status"] for r in out] == ["invalid", "invalid"]
+    assert all(r[c] is None for r in out for c in q.JUDGE_CRITERIA)
+    assert "answer_minimality" in out[0]["error"] and "2nd" in out[0]["error"]
+    long = q.judgments_frame(out)
+    assert long["score"].isna().all()
+    dist = q.score_distribution(q.rater_scores(long, "fake", ["fake"]), ["fake"])
+    assert (dist["missing"] == 2).all() and dist["mean"].isna().all()
+
+
+def test_rejected_request_is_recorded_as_error(root):
+    recs = fixture_test_records()[:2]
+    with FakeLLM([("status", 400, {}, error_body("context length exceeded"))], reply=lambda b: json.dumps(GOOD)) as fake:
+        out = run(fake, root, recs)["fake"]
+    assert out[0]["status"] == "error" and "context length exceeded" in out[0]["error"]
+    assert out[1]["status"] == "ok" and out[1]["answer_sufficiency"] == 2
+
+
+def test_unreachable_server_stops_the_run(root):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    ep = llm.Endpoint(f"http://127.0.0.1:{port}/v1", "nobody", timeout=1, max_retries=0)
+    with pytest.raises(llm.LLMUnreachableError):
+        q.judge_all(fixture_test_records()[:1], [q.Judge("x")], q.llm_call({"x": ep}, None), progress=False)
+
+
+def test_ensemble_tables_from_fake_judges(root):
+    recs = fixture_test_records()[:4]
+    judges = [q.Judge("a", params={"seed": 1}), q.Judge("b", params={"seed": 2}), q.Judge("c", params={"seed": 3})]
+    def reply(body):                                                    # judge c flags everything on legal relevance
+        return json.dumps({**GOOD, "legal_relevance": 1 if body.get("seed") == 3 else 3})
+    with FakeLLM(reply=reply) as fake:
+        out = run(fake, root, recs, judges)
+    long = q.judgments_frame([r for rows in out.values() for r in rows])
+    raters = q.rater_scores(long, "a", ["a", "b", "c"])
+    flagged = q.flagged_share(raters, ["a", "b", "c", "ensemble (majority)"]).set_index("criterion")
+    assert flagged.loc["Legal Relevance", "c"] == 100 and flagged.loc["Legal Relevance", "ensemble (majority)"] == 0
+    agree = q.judge_agreement(long, ["a", "b", "c"]).set_index("criterion")
+    assert agree.loc["Legal Relevance", "% unanimous"] == 0 and agree.loc["Answer Sufficiency", "% unanimous"] == 100
+    assert (agree["pairs scored by all"] == 4).all()
+
+
+# ---------------------------------------------------------------- the real local judge
+needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
+                                 reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
+
+
+@needs_llama
+def test_local_smollm2_judge_returns_schema_valid_scores(root):
+    rec = min(fixture_test_records(), key=lambda r: len(r["context"]))           # the shortest context keeps this quick
+    judge = q.profile_defaults("offline")["single_judge"]
+    with llm.local_llm_server(n_ctx=2048) as ep:
+        out = q.judge_one(rec, judge, q.llm_call({judge.name: ep}, llm.ResponseCache(root / "c.jsonl")))
+    assert out["status"] == "ok", out                                   # grammar-constrained: valid on the first try
+    assert all(out[c] in (1, 2, 3) for c in q.JUDGE_CRITERIA)

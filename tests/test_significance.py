@@ -1,0 +1,73 @@
+"""Paired bootstrap and Holm correction of indicipr.significance; the benchmark script's checks."""
+import subprocess
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from indicipr import significance as S
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 4), st.integers(3, 30), st.integers(0, 2**31 - 1),
+       st.sampled_from([[0.0, 100.0], [0.0, 50.0, 100.0], [0.0, 33.33, 66.67, 100.0]]))
+def test_vectorized_equals_loop_with_ties(n_systems, n_questions, seed, values):
+    """Discrete scores make resampled differences tie exactly with the observed one: both versions agree."""
+    rng = np.random.default_rng(seed)
+    scores = rng.choice(values, size=(n_systems, n_questions))
+    pairs = list(combinations(range(n_systems), 2))
+    vec = S.paired_bootstrap(scores, pairs, 300, seed)
+    loop = S.paired_bootstrap_loop(scores, pairs, 300, seed)
+    assert (vec["p_value"].to_numpy() == loop["p_value"].to_numpy()).all()
+    assert np.allclose(vec[["diff", "ci_low", "ci_high"]], loop[["diff", "ci_low", "ci_high"]], atol=1e-9)
+
+
+def test_p_value_against_explicit_definition():
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0, 100, 50), rng.uniform(0, 100, 50)
+    res = S.paired_bootstrap(np.stack([a, b]), [(0, 1)], 2000, seed=11)
+    idx = np.random.default_rng(11).integers(0, 50, size=(2000, 50))
+    boot = (a - b)[idx].mean(axis=1)
+    delta = (a - b).mean()
+    expected = (1 + np.sum(np.abs(boot - delta) >= abs(delta) - S.TIE_TOLERANCE)) / 2001
+    assert res["p_value"][0] == pytest.approx(expected)
+    assert res["ci_low"][0] == pytest.approx(np.percentile(boot, 2.5))
+    assert res["ci_high"][0] == pytest.approx(np.percentile(boot, 97.5))
+
+
+def test_null_and_clear_differences():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 100, 344)
+    same = S.compare_systems({"a": base, "b": base.copy()}, n_resamples=1000)
+    assert same["p"][0] == 1.0 and same["ΔF1 (A−B)"][0] == 0.0
+    better = S.compare_systems({"a": np.minimum(base + 10, 100), "b": base}, n_resamples=1000)
+    assert better["p"][0] == 1 / 1001 and better["CI 2.5%"][0] > 0 and bool(better["Significant (α=0.05)"][0])
+    # pure noise around the same mean: not significant in most seeds
+    p = [S.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0] for s in range(5)]
+    assert np.median(p) > 0.05
+
+
+def test_holm_is_not_holm_sidak():
+    p = [0.01, 0.02, 0.03, 0.04]
+    assert np.allclose(S.holm(p), [0.04, 0.06, 0.06, 0.06])
+    sidak = 1 - (1 - 0.01) ** 4
+    assert S.holm(p)[0] != pytest.approx(sidak)
+
+
+def test_compare_systems_validates_inputs():
+    with pytest.raises(ValueError, match="same questions"):
+        S.compare_systems({"a": [1, 2, 3], "b": [1, 2]})
+    with pytest.raises(ValueError, match="unknown systems"):
+        S.compare_systems({"a": [1, 2], "b": [1, 2]}, pairs=[("a", "c")])
+
+
+def test_benchmark_script_small():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "significance.py"), "--resamples", "300",
+                          "--repeat", "1"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "identical p-values: True" in out.stdout and "speed-up" in out.stdout
