@@ -169,7 +169,8 @@ def run_llm_baselines(data_source="sample", profile="offline", **overrides) -> l
                 for variant, preds in (("raw", raw), ("snap", snapped)):
                     if variant == "snap" and not st["snap"]: continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
-                    core.write_predictions(preds, system, data_source, family="llm", model=ep.model, setting=setting,
+                    shown = setting if variant == "raw" else f"{setting}, snapped to a context span"   # an inference change: say so
+                    core.write_predictions(preds, system, data_source, family="llm", model=ep.model, setting=shown,
                                            seed=st["shot_seed"], split=st["split"], postprocess=variant,
                                            shots=[s["id"] for s in shots], temperature=0, max_tokens=st["max_tokens"],
                                            system_prompt=QA_SYSTEM, base_url=ep.base_url if ep.kind != "replay" else "replay")
