@@ -41,7 +41,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from tqdm.auto import tqdm
 
-from .core import append_jsonl, data_dir
+from .core import JSONLError, append_jsonl, data_dir, read_jsonl
 
 _log = logging.getLogger("indicipr.llm")
 
@@ -187,17 +187,14 @@ class ResponseCache:
     def _load(self):
         drop_incomplete_tail(self.path)
         if not self.path.exists(): return
-        with open(self.path, encoding="utf-8") as f:
-            for line_no, line in enumerate(f, 1):
-                if not line.strip(): continue
-                try: rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise LLMError(f"{self.path}:{line_no}: corrupt cache line ({e.msg}); "
-                                   "delete the line or the file to re-request it") from None
-                if not isinstance(rec, dict) or "key" not in rec or "raw" not in rec:
+        try:
+            for line_no, rec in read_jsonl(self.path, with_lines=True):
+                if "key" not in rec or "raw" not in rec:
                     raise LLMError(f"{self.path}:{line_no}: not a cache record (needs 'key' and 'raw')")
                 if rec["key"] in self._entries: self.duplicates += 1
                 else: self._entries[rec["key"]] = rec
+        except JSONLError as e:
+            raise LLMError(f"corrupt cache line: {e}; delete the line or the file to re-request it") from None
 
     def __len__(self): return len(self._entries)
     def __contains__(self, key: str): return key in self._entries
