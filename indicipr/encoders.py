@@ -20,13 +20,13 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'QA_CONFIG', 'DEFAULTS', 'package_model_dir', 'resolve_model', 'model_short_name',
-           'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
-           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'pad_batch',
-           'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows', 'LengthGroupedBatchSampler', 'QATrainer',
-           'TrainConfig', 'resolved_pad_multiple', 'training_arguments', 'last_checkpoint', 'fit', 'run_dir_for',
-           'is_main_process', 'train_encoder', 'load_finetuned', 'predict_split', 'predict_main', 'stage_settings',
-           'run_encoders', 'seed_summary', 'train_main']
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'DEFAULTS', 'package_model_dir',
+           'resolve_model', 'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows',
+           'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
+           'pad_batch', 'default_eval_batch_size', 'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows',
+           'LengthGroupedBatchSampler', 'QATrainer', 'TrainConfig', 'resolved_pad_multiple', 'training_arguments',
+           'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'train_encoder', 'load_finetuned',
+           'predict_split', 'predict_main', 'stage_settings', 'run_encoders', 'seed_summary', 'train_main']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -164,10 +164,15 @@ def answer_length_profile(records, tokenizer, caps=(15, 30)) -> dict:
 
 # %% ../notebooks/08_encoders.ipynb #e4c104cc
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
-               max_answer_length: int, k: int = 1):
-    "Top-`k` (score, start, end) token spans per window, among context spans of at most `max_answer_length` tokens."
-    s = start_logits.float().masked_fill(~context_mask, float("-inf"))
-    e = end_logits.float().masked_fill(~context_mask, float("-inf"))
+               max_answer_length: int, k: int = 1, softmax_mask: torch.Tensor | None = None):
+    """Top-`k` (score, start, end) token spans per window, among context spans of at most `max_answer_length` tokens.
+    With `softmax_mask`, logits become log-probabilities over those tokens of each window first."""
+    s, e = start_logits.float(), end_logits.float()
+    if softmax_mask is not None:
+        s = s.masked_fill(~softmax_mask, float("-inf")).log_softmax(-1)
+        e = e.masked_fill(~softmax_mask, float("-inf")).log_softmax(-1)
+    s = s.masked_fill(~context_mask, float("-inf"))
+    e = e.masked_fill(~context_mask, float("-inf"))
     B, L = s.shape
     M = max(1, min(int(max_answer_length), L))
     band = torch.nn.functional.pad(e, (0, M - 1), value=float("-inf")).unfold(1, M, 1)  # band[b,i,d] = e[b,i+d]
@@ -201,6 +206,12 @@ def pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_len
     if tt is not None: out["token_type_ids"] = torch.from_numpy(tt)
     return out | {"context_mask": torch.from_numpy(ctx)}
 
+DEFAULT_EVAL_BATCH = {"cpu": 4, "cuda": 64, "mps": 16}
+
+def default_eval_batch_size(device) -> int:
+    "Windows per inference batch for a device type (cache-sized on CPU, large on accelerators)."
+    return DEFAULT_EVAL_BATCH.get(torch.device(device).type, 16)
+
 def batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     "Window indices sorted by length (longest first) and cut into batches."
     order = np.argsort(-lengths, kind="stable")
@@ -216,13 +227,19 @@ class Answer:
     score: float
     nbest: list = field(default_factory=list)
 
+SPAN_SCORES = ("logits", "window_probs")
+
 @torch.inference_mode()
 def predict_answers(model, tokenizer, records, max_length: int = 384, stride: int = 128,
-                    max_answer_length: int = 64, batch_size: int = 32, n_best: int = 1,
-                    pad_multiple: int = 8, device: str | None = None, progress: bool = False) -> list[Answer]:
-    "Best answer span for each record by batched sliding-window inference."
+                    max_answer_length: int = 64, batch_size: int | None = None, n_best: int = 1,
+                    pad_multiple: int = 8, device: str | None = None, progress: bool = False,
+                    span_score: str = "logits") -> list[Answer]:
+    """Best answer span for each record by batched sliding-window inference.
+    `span_score`: "logits" (`run_qa.py`: start + end logit) or "window_probs" (the QA pipeline: per-window probabilities)."""
+    if span_score not in SPAN_SCORES: raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
     records = list(records)
     dev = pick_device(device)
+    batch_size = batch_size or default_eval_batch_size(dev)
     model = model.to(dev).eval()
     windows = encode_windows(records, tokenizer, max_length, stride)
     best = [[] for _ in records]                               # per example: (score, start_char, end_char)
@@ -234,9 +251,10 @@ def predict_answers(model, tokenizer, records, max_length: int = 384, stride: in
     for idx in batches:
         batch = pad_batch(windows, idx, tokenizer.pad_token_id or 0, pad_multiple, max_length)
         ctx = batch.pop("context_mask").to(dev)
+        norm = (ctx | (batch["input_ids"] == tokenizer.cls_token_id).to(dev)) if span_score == "window_probs" else None
         with autocast:
             out = model(**{k: v.to(dev) for k, v in batch.items()})
-        vals, starts, ends = best_spans(out.start_logits, out.end_logits, ctx, max_answer_length, k=n_best)
+        vals, starts, ends = best_spans(out.start_logits, out.end_logits, ctx, max_answer_length, k=n_best, softmax_mask=norm)
         vals, starts, ends = vals.cpu().numpy(), starts.cpu().numpy(), ends.cpu().numpy()
         for r, w in enumerate(idx):
             offs, ex = windows.offsets[w], windows.example_index[w]
@@ -434,13 +452,13 @@ def load_finetuned(model_dir) -> tuple:
     return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), cfg
 
 # %% ../notebooks/08_encoders.ipynb #57936ae7
-def predict_split(model_dir, records, batch_size: int = 32, max_answer_length: int | None = None,
-                  device: str | None = None, progress: bool = True) -> dict[str, str]:
+def predict_split(model_dir, records, batch_size: int | None = None, max_answer_length: int | None = None,
+                  device: str | None = None, progress: bool = True, span_score: str = "logits") -> dict[str, str]:
     "`{id: prediction_text}` for `records` with a fine-tuned model folder."
     model, tok, cfg = load_finetuned(model_dir)
     mal = max_answer_length or cfg.get("max_answer_length", 64)
     answers = predict_answers(model, tok, records, cfg.get("max_length", 384), cfg.get("stride", 128), mal,
-                              batch_size, device=device, progress=progress)
+                              batch_size, device=device, progress=progress, span_score=span_score)
     return {r["id"]: a.text for r, a in zip(records, answers)}
 
 def predict_main(argv: list[str] | None = None) -> int:
@@ -450,7 +468,9 @@ def predict_main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", default="test", help="train | validation | test (default: test)")
     p.add_argument("--data-source", default="sample", help="'sample', 'hub' or a folder with the official files")
     p.add_argument("--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=None, help="windows per batch (default: 4 on CPU, 64 on GPU)")
+    p.add_argument("--span-score", default="logits", choices=SPAN_SCORES,
+                   help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)")
     p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: the model's qa_config.json)")
     p.add_argument("--device", default=None)
     args = p.parse_args(argv)
@@ -461,7 +481,8 @@ def predict_main(argv: list[str] | None = None) -> int:
         print(f"indicipr predict: unknown split {args.split!r} (train, validation, test)", file=sys.stderr); return 2
     except (core.BenchmarkUnavailable, core.QAFormatError) as e:
         print(f"indicipr predict: {e}", file=sys.stderr); return 2
-    try: preds = predict_split(args.model, records, args.batch_size, args.max_answer_length, args.device)
+    try: preds = predict_split(args.model, records, args.batch_size, args.max_answer_length, args.device,
+                               span_score=args.span_score)
     except FileNotFoundError as e:
         print(f"indicipr predict: {e}", file=sys.stderr); return 2
     system = Path(args.model).resolve().name
@@ -477,10 +498,10 @@ def predict_main(argv: list[str] | None = None) -> int:
 DEFAULTS = {
     "offline": {"models": ["minilm-l6"], "seeds": [0, 1], "epochs": 2.0, "learning_rate": 3e-4, "batch_size": 8,
                 "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
-                "eval_batch_size": 32, "split": "test"},
+                "eval_batch_size": None, "split": "test"},
     "paper": {"models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"], "seeds": [0, 1, 2],
               "epochs": 2.0, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
-              "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": 64, "split": "test"},
+              "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test"},
 }
 
 def stage_settings(profile: str = "offline", **overrides) -> dict:

@@ -32,3 +32,21 @@ def test_long_context_questions_keep_exact_gold_spans():
     long = [q for q in qs if len(q["context"].split()) >= 350]
     assert len(long) / len(qs) > 0.9
     assert any(q["answers"]["answer_start"][0] > 1500 for q in qs if q["id"].endswith("#last"))
+
+
+def test_forward_flops_matches_torch_flop_counter():
+    "The compute floor counts what torch's own FLOP counter counts for a BERT QA forward pass."
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import BertConfig, BertForQuestionAnswering
+    import qa_inference
+    cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                     max_position_embeddings=64, attn_implementation="eager")  # the counter sees eager attention's matmuls
+    model = BertForQuestionAnswering(cfg).eval()
+    total = 0
+    for n in (17, 40):
+        with FlopCounterMode(display=False) as fc, torch.inference_mode():
+            model(input_ids=torch.randint(0, 100, (1, n)))
+        total += fc.get_total_flops()
+    assert qa_inference.forward_flops([17, 40], layers=2, hidden=32, intermediate=64) == total
+    assert qa_inference.forward_flops([40], 2, 32, 64) > 2 * qa_inference.forward_flops([20], 2, 32, 64)  # attention is quadratic

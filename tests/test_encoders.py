@@ -69,6 +69,33 @@ def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir
         assert len(tok(x.text, add_special_tokens=False)["input_ids"]) <= 24 + 2   # cap (word pieces at the edges)
 
 
+def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_model_dir):
+    "span_score='window_probs': softmax per window over context + [CLS], best p_start * p_end over all windows."
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    recs, M = splits["test"][:12], 8
+    got = E.predict_answers(model, tok, recs, max_length=96, stride=32, max_answer_length=M, span_score="window_probs")
+    w = E.encode_windows(recs, tok, max_length=96, stride=32)
+    best = {}
+    for i in range(len(w)):
+        ids = torch.tensor(w.input_ids[i])[None]
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.tensor(w.token_type_ids[i])[None])
+        ctx = w.offsets[i][:, 0] >= 0
+        keep = ctx | (w.input_ids[i] == tok.cls_token_id)
+        ps, pe = (np.where(keep, np.exp(x[0].numpy() - x[0].numpy()[keep].max()), 0) for x in (out.start_logits, out.end_logits))
+        ps, pe = ps / ps.sum(), pe / pe.sum()
+        for a in np.flatnonzero(ctx):
+            for b in range(a, min(a + M, len(ctx))):
+                if ctx[b]:
+                    cand = (ps[a] * pe[b], w.offsets[i][a, 0], w.offsets[i][b, 1])
+                    ex = w.example_index[i]
+                    if ex not in best or cand[0] > best[ex][0]: best[ex] = cand
+    assert len(w) > len(recs)                                   # some examples do span several windows
+    for k, (x, r) in enumerate(zip(got, recs)):
+        assert (x.start, x.end) == best[k][1:], r["id"]
+        assert np.isclose(np.exp(x.score), best[k][0], rtol=1e-4)
+
+
 def test_best_window_wins_across_windows(tok):
     "An example split into windows gets the span of the window with the highest start+end logit."
     class Fake(torch.nn.Module):
