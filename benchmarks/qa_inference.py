@@ -160,11 +160,11 @@ def matmul_gflops(threads: int, shapes=((2048, 2048, 2048), (384, 384, 1536), (3
     return best
 
 
-def batch_size_sweep(model_dir: Path, records, sizes) -> list[dict]:
+def batch_size_sweep(model_dir: Path, records, sizes, max_answer_length: int) -> list[dict]:
     "Milliseconds per window of the project's inference at each batch size (the CPU default comes from this)."
     rows = []
     for bs in sizes:
-        r = run_ours(model_dir, records, bs, 40, warmup=2)
+        r = run_ours(model_dir, records, bs, max_answer_length, warmup=2)
         rows.append({"batch_size": bs, "ms/window": 1000 * r["seconds"] / r["windows"], "q/s": len(records) / r["seconds"]})
         print(f"  batch {bs:3d}: {rows[-1]['ms/window']:.1f} ms/window", flush=True)
     return rows
@@ -231,7 +231,7 @@ def main(argv=None) -> int:
     sweep = None
     if args.batch_sweep:
         print(f"batch-size sweep on the first {min(60, len(records))} questions:", flush=True)
-        sweep = batch_size_sweep(model_dir, records[:60], args.batch_sweep)
+        sweep = batch_size_sweep(model_dir, records[:60], args.batch_sweep, mal)
 
     def add(label, kind, run, **extra):
         rows.append({"system": label, "kind": kind, "max_answer_len": mal, "seconds": run["seconds"],
