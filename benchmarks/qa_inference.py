@@ -123,9 +123,15 @@ def run_ours(model_dir: Path, records, batch_size: int | None, max_answer_length
         t0 = time.perf_counter()
         answers = encoders.predict_answers(model, tok, records, **kw)
         secs = min(secs, time.perf_counter() - t0)
-    windows = encoders.encode_windows(records, tok, kw["max_length"], kw["stride"])
-    return {"seconds": secs, "warmup_seconds": warm, "predictions": {r["id"]: a.text for r, a in zip(records, answers)},
-            "windows": len(windows), "window_lengths": windows.lengths, "config": model_config(model_dir)}
+    return {"seconds": secs, "warmup_seconds": warm, "predictions": {r["id"]: a.text for r, a in zip(records, answers)}}
+
+
+def window_lengths(model_dir: Path, records) -> np.ndarray:
+    "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
+    from indicipr import encoders
+    cfg = json.loads((Path(model_dir) / encoders.QA_CONFIG).read_text()) if (Path(model_dir) / encoders.QA_CONFIG).exists() else {}
+    tok = encoders.load_tokenizer(str(model_dir))
+    return encoders.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
 
 
 def model_config(model_dir: Path) -> dict:
@@ -162,10 +168,10 @@ def matmul_gflops(threads: int, shapes=((2048, 2048, 2048), (384, 384, 1536), (3
 
 def batch_size_sweep(model_dir: Path, records, sizes, max_answer_length: int) -> list[dict]:
     "Milliseconds per window of the project's inference at each batch size (the CPU default comes from this)."
-    rows = []
+    rows, n_windows = [], len(window_lengths(model_dir, records))
     for bs in sizes:
         r = run_ours(model_dir, records, bs, max_answer_length, warmup=2)
-        rows.append({"batch_size": bs, "ms/window": 1000 * r["seconds"] / r["windows"], "q/s": len(records) / r["seconds"]})
+        rows.append({"batch_size": bs, "ms/window": 1000 * r["seconds"] / n_windows, "q/s": len(records) / r["seconds"]})
         print(f"  batch {bs:3d}: {rows[-1]['ms/window']:.1f} ms/window", flush=True)
     return rows
 
@@ -185,13 +191,14 @@ def run_peer(peer_python: Path, model_dir: Path, questions: Path, out: Path, bat
 
 
 def main(argv=None) -> int:
+    from indicipr.encoders import SPAN_SCORES, default_eval_batch_size
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="fine-tuned checkpoint (default: notebook 08's minilm-l6_seed0; trained if absent)")
     p.add_argument("--data-source", default="sample")
     p.add_argument("--min-words", type=int, default=350)
     p.add_argument("--limit", type=int, default=None, help="use only the first N questions (smoke runs)")
     p.add_argument("--batch-size", type=int, default=None, help="windows per batch of the project's inference (default: the CPU default, 4)")
-    p.add_argument("--span-score", default="window_probs", choices=["window_probs", "logits"],
+    p.add_argument("--span-score", default="window_probs", choices=SPAN_SCORES,
                    help="how ours compares spans across windows (window_probs: the pipeline's per-window probabilities)")
     p.add_argument("--logits-row", action=argparse.BooleanOptionalAction, default=True,
                    help="also report ours with run_qa.py's raw-logit rule (same forward passes, other decoding)")
@@ -226,7 +233,6 @@ def main(argv=None) -> int:
     print(f"{len(records)} questions, context words median {words[len(words) // 2]}, max {words[-1]}; "
           f"checkpoint {model_dir}; max answer length {mal} tokens; {args.threads} threads", flush=True)
 
-    from indicipr.encoders import default_eval_batch_size
     bs = args.batch_size or default_eval_batch_size("cpu")
     sweep = None
     if args.batch_sweep:
@@ -242,8 +248,9 @@ def main(argv=None) -> int:
     R = args.repeats
     ours = run_ours(model_dir, records, bs, mal, span_score=args.span_score, repeats=R)
     add(f"indicipr predict_answers (batch {bs}, fp32, {args.span_score})", "ours", ours)
-    print(f"  {ours['windows']} windows, {1000 * ours['seconds'] / ours['windows']:.1f} ms/window", flush=True)
-    other = "logits" if args.span_score == "window_probs" else "window_probs"
+    lengths = window_lengths(model_dir, records)
+    print(f"  {len(lengths)} windows, {1000 * ours['seconds'] / len(lengths):.1f} ms/window", flush=True)
+    other = next(s for s in SPAN_SCORES if s != args.span_score)
     if args.logits_row:
         add(f"indicipr predict_answers (batch {bs}, fp32, {other})", "ours-decoding",
             run_ours(model_dir, records, bs, mal, span_score=other, repeats=R))
@@ -269,13 +276,13 @@ def main(argv=None) -> int:
     ours_row = rows[0]
 
     # The compute floor: no fp32 implementation that runs these windows can beat flops / peak matmul rate.
-    flops = forward_flops(ours["window_lengths"], **ours["config"])
+    flops = forward_flops(lengths, **model_config(model_dir))
     peak = matmul_gflops(args.threads)
     floor_s = flops / (peak * 1e9)
     roofline = {"forward_gflop": flops / 1e9, "matmul_peak_gflops": peak, "floor_seconds": floor_s,
                 "max_ratio_fp32": best_peer["seconds"] / floor_s,
                 "ours_gflops": flops / 1e9 / ours_row["seconds"], "peer_gflops": flops / 1e9 / best_peer["seconds"]}
-    result = {"questions": len(records), "windows": ours["windows"], "threads": args.threads, "repeats": R, "checkpoint": str(model_dir),
+    result = {"questions": len(records), "windows": len(lengths), "threads": args.threads, "repeats": R, "checkpoint": str(model_dir),
               "max_answer_len": mal, "torch": torch.__version__, "peer_versions": peer["versions"], "rows": rows,
               "batch_sweep": sweep, "roofline": roofline,
               "ratio": ours_row["q/s"] / best_peer["q/s"], "f1_ours": ours_row["f1"], "f1_best_peer": best_peer["f1"],
