@@ -129,7 +129,7 @@ def run_ours(model_dir: Path, records, batch_size: int | None, max_answer_length
 def window_lengths(model_dir: Path, records) -> np.ndarray:
     "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
     from indicipr import encoders
-    cfg = json.loads((Path(model_dir) / encoders.QA_CONFIG).read_text()) if (Path(model_dir) / encoders.QA_CONFIG).exists() else {}
+    cfg = encoders.qa_config(model_dir)
     tok = encoders.load_tokenizer(str(model_dir))
     return encoders.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
 
@@ -191,7 +191,7 @@ def run_peer(peer_python: Path, model_dir: Path, questions: Path, out: Path, bat
 
 
 def main(argv=None) -> int:
-    from indicipr.encoders import SPAN_SCORES, default_eval_batch_size
+    from indicipr.encoders import SPAN_SCORES, default_eval_batch_size, qa_config
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="fine-tuned checkpoint (default: notebook 08's minilm-l6_seed0; trained if absent)")
     p.add_argument("--data-source", default="sample")
@@ -222,8 +222,7 @@ def main(argv=None) -> int:
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     model_dir = Path(args.model) if args.model else (find_checkpoint(args.data_source)
                                                      or train_checkpoint(args.data_source, out / "minilm-l6_bench"))
-    qa_cfg = json.loads((model_dir / "qa_config.json").read_text()) if (model_dir / "qa_config.json").exists() else {}
-    mal = int(qa_cfg.get("max_answer_length", 64))
+    mal = int(qa_config(model_dir).get("max_answer_length", 64))
     splits = core.load_benchmark(args.data_source)
     base = [dict(r) for s in ("train", "validation", "test") for r in splits[s]]
     records = long_context_questions(base, args.min_words)[: args.limit]

@@ -25,7 +25,7 @@ __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 
            'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
            'pad_batch', 'default_eval_batch_size', 'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows',
            'LengthGroupedBatchSampler', 'QATrainer', 'TrainConfig', 'resolved_pad_multiple', 'training_arguments',
-           'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'train_encoder', 'load_finetuned',
+           'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
            'predict_split', 'predict_main', 'stage_settings', 'run_encoders', 'seed_summary', 'train_main']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
@@ -444,12 +444,16 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
         core.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
     return output_dir
 
+def qa_config(model_dir) -> dict:
+    "The inference settings (`qa_config.json`) `train_encoder` saved beside a model; `{}` for a folder without them."
+    path = Path(model_dir) / QA_CONFIG
+    return json.loads(path.read_text()) if path.exists() else {}
+
 def load_finetuned(model_dir) -> tuple:
     "(model, tokenizer, qa_config) of a folder written by `train_encoder`."
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file(): raise FileNotFoundError(f"{model_dir}: not a saved model (no config.json)")
-    cfg = json.loads((model_dir / QA_CONFIG).read_text()) if (model_dir / QA_CONFIG).exists() else {}
-    return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), cfg
+    return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
 
 # %% ../notebooks/08_encoders.ipynb #57936ae7
 def predict_split(model_dir, records, batch_size: int | None = None, max_answer_length: int | None = None,
