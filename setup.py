@@ -24,6 +24,7 @@ setuptools.setup(
     license="Apache-2.0",
     packages=setuptools.find_packages(include=["indicipr", "indicipr.*"]),
     include_package_data=True,
+    package_data={"indicipr": ["templates/*"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
     extras_require={"dev": dev_requirements},

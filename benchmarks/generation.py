@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from indicipr.llm import (GENERATION_DEFAULTS, ResponseCache, chat_json, ensure_recorded_sample,  # noqa: E402
+from indicipr.core import stage_settings  # noqa: E402
+from indicipr.llm import (PROFILE_DEFAULTS, ResponseCache, chat_json, ensure_recorded_sample,  # noqa: E402
                           generate_candidates, local_llm_server, recorded_contexts)
 
 
@@ -44,7 +45,7 @@ def main(argv=None):
     ap.add_argument("--n-threads", type=int, default=None, help="llama.cpp threads (default: the server's, half the cores)")
     args = ap.parse_args(argv)
 
-    settings = GENERATION_DEFAULTS["offline"]
+    settings = stage_settings(PROFILE_DEFAULTS, "offline")
     contexts = recorded_contexts(ensure_recorded_sample())[: args.contexts]
     rows = []
     with tempfile.TemporaryDirectory() as tmp, local_llm_server(n_threads=args.n_threads) as endpoint:

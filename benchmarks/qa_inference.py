@@ -9,14 +9,16 @@ threads; the peer runs in its own virtual environment because transformers 5 rem
     benchmarks/.peer-venv/bin/pip install torch==2.13.0 "transformers<5"
     .venv/bin/python benchmarks/qa_inference.py            # --help for the options
 
-Reported: questions/second of each system, the ratio to the peer's best throughput, and EM/F1
-of each against the gold answers. Rows that change the numerics (int8 dynamic quantization)
+Reported: questions/second of each system, the measured ratio to the peer's best throughput, and
+EM/F1 of each against the gold answers; no target ratio is assumed. Rows that change the numerics (int8 dynamic quantization)
 are reported separately with their own F1 and never count towards the ratio; so are the
 torch.compile row (`--compile`, its compile time apart) and ours with the other decoding rule.
 
-Ours compares spans across windows by per-window probabilities by default (`--span-score
-window_probs`, as the pipeline does), so both systems decode alike; `run_qa.py`'s raw-logit rule is
-the extra `ours-decoding` row. `--batch-sweep 1 2 4 8 16` first times ours at several batch sizes
+Ours compares spans across windows with the library's default rule (the default of
+`indicipr.encoders.predict_answers`'s `span_score`, read from its signature, so the benchmark times
+what the pipeline runs); `--span-score` picks either rule (`window_probs`: per-window
+probabilities, as the transformers pipeline does; `logits`: `run_qa.py`'s start + end logit), and
+the rule not chosen is the extra `ours-decoding` row (`--no-other-rule-row` drops it). `--batch-sweep 1 2 4 8 16` first times ours at several batch sizes
 (where the CPU default of 4 windows per batch comes from).
 
 Last, the script prints the compute floor: the forward passes' floating-point operations (counted
@@ -102,8 +104,15 @@ def score(records, preds) -> dict:
             "f1": 100 * sum(token_f1(preds[r["id"]], r["answers"]["text"]) for r in records) / n}
 
 
+def library_span_score() -> str:
+    "The span-scoring rule `indicipr.encoders.predict_answers` uses when none is given (what the pipeline runs)."
+    import inspect
+    from indicipr import encoders
+    return inspect.signature(encoders.predict_answers).parameters["span_score"].default
+
+
 def run_ours(model_dir: Path, records, batch_size: int | None, max_answer_length: int, quantize: bool = False,
-             warmup: int = 4, span_score: str = "window_probs", compile: bool = False, repeats: int = 1) -> dict:
+             warmup: int = 4, span_score: str | None = None, compile: bool = False, repeats: int = 1) -> dict:
     "Time the project's inference (`indicipr.encoders.predict_answers`) on `records`: the fastest of `repeats` runs."
     import torch
     from indicipr import encoders
@@ -113,7 +122,7 @@ def run_ours(model_dir: Path, records, batch_size: int | None, max_answer_length
         model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     if compile:
         model = torch.compile(model, dynamic=True)
-    kw = dict(max_length=cfg.get("max_length", 384), stride=cfg.get("stride", 128), span_score=span_score,
+    kw = dict(max_length=cfg.get("max_length", 384), stride=cfg.get("stride", 128), span_score=span_score or library_span_score(),
               max_answer_length=max_answer_length, batch_size=batch_size, device="cpu")
     t0 = time.perf_counter()
     encoders.predict_answers(model, tok, records[:warmup], **kw)
@@ -198,10 +207,11 @@ def main(argv=None) -> int:
     p.add_argument("--min-words", type=int, default=350)
     p.add_argument("--limit", type=int, default=None, help="use only the first N questions (smoke runs)")
     p.add_argument("--batch-size", type=int, default=None, help="windows per batch of the project's inference (default: the CPU default, 4)")
-    p.add_argument("--span-score", default="window_probs", choices=SPAN_SCORES,
-                   help="how ours compares spans across windows (window_probs: the pipeline's per-window probabilities)")
-    p.add_argument("--logits-row", action=argparse.BooleanOptionalAction, default=True,
-                   help="also report ours with run_qa.py's raw-logit rule (same forward passes, other decoding)")
+    p.add_argument("--span-score", default=library_span_score(), choices=SPAN_SCORES,
+                   help="how ours compares spans across windows (default: indicipr.encoders.predict_answers's default, "
+                        f"{library_span_score()!r})")
+    p.add_argument("--other-rule-row", action=argparse.BooleanOptionalAction, default=True,
+                   help="also report ours with the other span-scoring rule (same forward passes, other decoding)")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                    help="add a torch.compile row (fp32; its compile time is reported apart)")
     p.add_argument("--batch-sweep", type=int, nargs="*", default=None,
@@ -250,7 +260,7 @@ def main(argv=None) -> int:
     lengths = window_lengths(model_dir, records)
     print(f"  {len(lengths)} windows, {1000 * ours['seconds'] / len(lengths):.1f} ms/window", flush=True)
     other = next(s for s in SPAN_SCORES if s != args.span_score)
-    if args.logits_row:
+    if args.other_rule_row:
         add(f"indicipr predict_answers (batch {bs}, fp32, {other})", "ours-decoding",
             run_ours(model_dir, records, bs, mal, span_score=other, repeats=R))
     if args.compile:
@@ -284,16 +294,14 @@ def main(argv=None) -> int:
     result = {"questions": len(records), "windows": len(lengths), "threads": args.threads, "repeats": R, "checkpoint": str(model_dir),
               "max_answer_len": mal, "torch": torch.__version__, "peer_versions": peer["versions"], "rows": rows,
               "batch_sweep": sweep, "roofline": roofline,
-              "ratio": ours_row["q/s"] / best_peer["q/s"], "f1_ours": ours_row["f1"], "f1_best_peer": best_peer["f1"],
-              "goal_met": ours_row["q/s"] >= 3 * best_peer["q/s"] and ours_row["f1"] >= best_peer["f1"] - 1e-9}
+              "ratio": ours_row["q/s"] / best_peer["q/s"], "f1_ours": ours_row["f1"], "f1_best_peer": best_peer["f1"]}
     (out / "qa_inference.json").write_text(json.dumps(result, indent=2))
     import pandas as pd
     cols = ["system", "kind", "max_answer_len", "seconds", "q/s", "x best peer", "em", "f1"]
     table = pd.DataFrame(rows)
     if "compile_seconds" in table: cols.append("compile_seconds")
     print(table[cols].round(2).to_markdown(index=False))
-    print(f"\nratio ours / best peer: {result['ratio']:.2f}x; F1 ours {ours_row['f1']:.2f} vs best peer {best_peer['f1']:.2f}; "
-          f"goal (>=3x at equal or better F1) {'met' if result['goal_met'] else 'NOT met'}")
+    print(f"\nratio ours / best peer: {result['ratio']:.2f}x; F1 ours {ours_row['f1']:.2f} vs best peer {best_peer['f1']:.2f}")
     print(f"compute floor: {flops / 1e9:.0f} GFLOP of forward passes; this machine's best fp32 matmul rate is {peak:.0f} GFLOP/s "
           f"with {args.threads} threads, so no fp32 run of these windows takes under {floor_s:.1f} s: at most "
           f"{roofline['max_ratio_fp32']:.2f}x the best peer. Ours runs at {roofline['ours_gflops']:.0f} GFLOP/s, "

@@ -12,9 +12,9 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 # %% auto #0
-__all__ = ['SYSTEMS', 'CARD_FIGURES', 'DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
+__all__ = ['SYSTEMS', 'CARD', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
            'bm25_retrieval_answer', 'whitespace_token_spans', 'oracle_window_answer', 'gold_token_count',
-           'predict_records', 'sensitivity_rows', 'run_bm25']
+           'predict_records', 'sensitivity_rows', 'run_bm25', 'bm25_results_table', 'sensitivity_table', 'card_gaps']
 
 # %% ../notebooks/07_bm25.ipynb #1a993f48
 _WORD = re.compile(r"\w+")
@@ -134,14 +134,14 @@ def sensitivity_rows(records, metric=None) -> list[dict]:
     return rows
 
 # %% ../notebooks/07_bm25.ipynb #d00e1f03
-CARD_FIGURES = {  # the card's test-split figures (EM, F1, Char-F1), for comparison only
-    "bm25_retrieval": (0.00, 20.21, 77.10),
-    "bm25_oracle_window": (14.24, 51.30, 85.23),
+CARD = {  # the card's lexical baselines on the official 344-question test split, for comparison only
+    "bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
+    "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23},
 }
-DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
+PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):
-    "Predict `split` with both systems, write the predictions, return `{system: (predictions, scores)}`."
+    "Predict `split` with both systems, write the predictions, return `{system: (predictions, (frame, summary))}`."
     from indicipr import core, metrics
     records = list(core.load_benchmark(data_source)[split])
     results = {}
@@ -152,3 +152,30 @@ def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params
                                seed=None, split=split, k1=params.k1, b=params.b, epsilon=params.epsilon)
         results[system] = (preds, metrics.score_predictions(records, preds))
     return results
+
+def bm25_results_table(results: dict, card: bool = False):
+    "One row per system of `run_bm25`'s results: questions, EM, F1, Char-F1; `card` adds the card's figures beside them."
+    import pandas as pd
+    rows = []
+    for system, (preds, (_, summary)) in results.items():
+        row = {"system": system, "questions": len(preds), "EM": summary["em"], "F1": summary["f1"], "Char-F1": summary["char_f1"]}
+        if card: row.update({f"card {m}": v for m, v in CARD[system].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+def sensitivity_table(records, card: bool = False, metric=None):
+    "`sensitivity_rows` as a table; `card` adds each row's |ΔF1| to the card's figure for its system."
+    import pandas as pd
+    table = pd.DataFrame(sensitivity_rows(records, metric))
+    if card: table["|ΔF1| to card"] = (table["F1"] - table["system"].map(lambda s: CARD[s]["F1"])).abs()
+    return table
+
+def card_gaps(results: "pd.DataFrame", sensitivity: "pd.DataFrame"):
+    "Per system: the default protocol minus the card (EM, F1, Char-F1) and the sensitivity variant closest to the card's F1."
+    import pandas as pd
+    rows = []
+    for _, r in results.iterrows():
+        best = sensitivity[sensitivity.system == r["system"]].sort_values("|ΔF1| to card").iloc[0]
+        rows.append({"system": r["system"], **{f"Δ{m} (ours − card)": r[m] - r[f"card {m}"] for m in ("EM", "F1", "Char-F1")},
+                     "closest variant": f"tokens={best['tokens']}, idf={best['idf']}", "its F1": best["F1"], "card F1": r["card F1"]})
+    return pd.DataFrame(rows)

@@ -24,16 +24,26 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 # %% auto #0
-__all__ = ['ACTS', 'QA_FIELDS', 'HUB_ID', 'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'NOTEBOOKS', 'KERNEL_NAME', 'REPORT_PACKAGES',
-           'REPORT_CSS', 'DELEGATED', 'project_root', 'data_dir', 'figures_path', 'tables_path', 'build_dir',
-           'shared_dir', 'Act', 'register_act', 'act_for_id', 'act_for_key', 'seed_everything', 'JSONLError',
-           'write_text_atomic', 'dumps_record', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'QAFormatError',
-           'validate_qa_record', 'read_qa_file', 'make_qa_record', 'BenchmarkUnavailable', 'resolve_source',
-           'source_tag', 'split_names', 'load_local_splits', 'to_dataset_dict', 'hub_reachable', 'load_hub_splits',
-           'load_benchmark', 'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions',
-           'read_predictions', 'read_prediction_meta', 'save_table', 'save_figure', 'PipelineError', 'StageResult',
-           'find_notebook', 'ensure_kernel', 'format_seconds', 'failing_cell', 'run_notebook', 'run_pipeline',
-           'package_versions', 'notebook_to_html', 'write_report', 'build_parser', 'delegate', 'main']
+__all__ = ['ACTS', 'CARD_PER_ACT', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'ACT_CUES', 'PROFILE_NAMES', 'QA_FIELDS', 'HUB_ID',
+           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'TIMING_COLUMN', 'FIGURE_METADATA', 'RUN_DIR_ENV', 'TIMINGS_FILE',
+           'NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'REPORT_PACKAGES', 'REPORT_SECTIONS',
+           'FOLD_ROWS', 'CARD_TABLES', 'REPORT_TEMPLATE', 'NUMERIC_CELL', 'REPORT_CSS', 'DELEGATED', 'project_root',
+           'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'Act', 'register_act', 'id_prefix',
+           'act_for_id', 'act_key', 'act_name', 'act_for_key', 'text_act_votes', 'prefix_evidence', 'infer_act_mapping',
+           'parse_act_mapping', 'use_act_mapping', 'act_mapping_report', 'assign_acts', 'seed_everything',
+           'stage_settings', 'construction_job', 'JSONLError', 'write_text_atomic', 'dumps_record', 'write_jsonl',
+           'append_jsonl', 'read_jsonl', 'QAFormatError', 'validate_qa_record', 'read_qa_file', 'make_qa_record',
+           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'split_names', 'load_local_splits',
+           'to_dataset_dict', 'hub_endpoint', 'hub_reachable', 'load_hub_splits', 'infer_acts_of', 'load_benchmark',
+           'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions', 'read_predictions',
+           'read_prediction_meta', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
+           'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'find_notebook',
+           'notebook_parameters', 'parameters_for', 'check_extra_parameters', 'ensure_kernel', 'quiet_kernel_config',
+           'kernel_manager_logging_to', 'format_seconds', 'failing_cell', 'run_notebook', 'run_figures_dir',
+           'run_pipeline', 'ReportItem', 'ReportSection', 'card_table', 'is_official_source', 'templates_dir',
+           'package_versions', 'notebook_to_html', 'table_caption', 'read_table', 'format_cell', 'leading_number',
+           'table_view', 'headline', 'expand_item', 'report_entry', 'report_sections', 'write_report', 'build_parser',
+           'delegate', 'reproduce_main', 'main']
 
 # %% ../notebooks/00_core.ipynb #d3a3fef0
 def _has_settings(folder: Path) -> bool:
@@ -109,27 +119,138 @@ for _a in [
         "Plant Varieties", 2001, "pvf", ("ppv", "ppvfr", "pvfr", "plant", "plant_varieties", "pv")),
 ]: register_act(_a)
 
+# The card's per-Act table: QA pairs in the full dataset and in the test split.
+CARD_PER_ACT = {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
+                "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)}
+
+UNKNOWN_ACT = "Unknown"     # the per-Act tables' row for records whose Act cannot be told
+UNKNOWN_ACT_KEY = "unknown"
+
+_ACT_MAPPING: dict[str, str] = {}   # prefix → Act key, inferred from the data or set by the user; wins over the registry
+
+def id_prefix(qid: str) -> str:
+    "The Act prefix of an official id: `cop_000001` → `cop`."
+    return str(qid).rsplit("_", 1)[0].lower()
+
 def _prefix_index() -> dict:
     index = {}
     for act in ACTS.values():
         for name in (act.prefix, act.key, *act.aliases): index[name.lower()] = act
     return index
 
-def act_for_id(qid: str) -> Act:
-    "The Act an official id belongs to, from its prefix (`cop_000001` → Copyright)."
-    prefix = str(qid).rsplit("_", 1)[0].lower()
-    act = _prefix_index().get(prefix)
-    if act is None:
-        known = ", ".join(sorted(a.prefix for a in ACTS.values()))
-        raise KeyError(f"id {qid!r}: unknown Act prefix {prefix!r} (known: {known}); "
-                       "add it with indicipr.core.register_act(...)")
+def act_for_id(qid: str, strict: bool = True) -> Act | None:
+    "The Act of an official id, from the active prefix mapping, then the registry (`cop_000001` → Copyright)."
+    prefix = id_prefix(qid)
+    act = ACTS.get(_ACT_MAPPING.get(prefix, "")) or _prefix_index().get(prefix)
+    if act is None and strict:
+        known = ", ".join(sorted({a.prefix for a in ACTS.values()} | set(_ACT_MAPPING)))
+        raise KeyError(f"id {qid!r}: unknown Act prefix {prefix!r} (known: {known}); load the data with "
+                       "load_benchmark (it infers the mapping), set INDICIPR_ACT_MAP='prefix=act_key,…', "
+                       "or add it with indicipr.core.register_act(...)")
     return act
+
+def act_key(qid: str) -> str:
+    "The Act key of an id, or `UNKNOWN_ACT_KEY`: what per-Act analyses group by (they never fail on a prefix)."
+    act = act_for_id(qid, strict=False)
+    return act.key if act else UNKNOWN_ACT_KEY
+
+def act_name(qid: str) -> str:
+    "The card's short name of an id's Act, or `UNKNOWN_ACT`."
+    act = act_for_id(qid, strict=False)
+    return act.short if act else UNKNOWN_ACT
 
 def act_for_key(key: str) -> Act:
     "The Act for a registry key or any accepted prefix/alias."
     act = ACTS.get(key) or _prefix_index().get(str(key).lower())
     if act is None: raise KeyError(f"unknown Act {key!r}; known keys: {', '.join(ACTS)}")
     return act
+
+# %% ../notebooks/00_core.ipynb #1d0a3b97
+ACT_CUES = {   # phrases that name an Act or its own institutions (lower-cased text)
+    "patents": [r"\bpatents? act\b", r"\bpatents?\b", r"\bcontroller\b", r"\binvention", r"\bpatentee"],
+    "trademarks": [r"\btrade marks? act\b", r"\btrade ?marks?\b", r"\bregistrar of trade marks\b", r"\bcollective marks?\b"],
+    "copyright": [r"\bcopyright", r"\bregistrar of copyrights\b", r"\bauthor\b", r"\bperformers?\b", r"\bcinematograph"],
+    "designs": [r"\bdesigns act\b", r"(?<!layout-)\bdesigns?\b(?!-)", r"\bproprietor of (?:a|the) design\b"],
+    "gi": [r"\bgeographical indications?\b", r"\bauthori[sz]ed users?\b", r"\bregistrar of geographical"],
+    "semiconductor": [r"\bsemiconductor\b", r"\blayout-designs?\b", r"\bintegrated circuits?\b"],
+    "plant_varieties": [r"\bplant variet", r"\bfarmers?['’]? rights?\b", r"\bbreeders?\b", r"\bfarmers?\b", r"\bextant variet"],
+}
+_CUE_RX = {k: [re.compile(p) for p in ps] for k, ps in ACT_CUES.items()}
+
+def text_act_votes(record: dict) -> dict[str, float]:
+    "One record's vote: the Act(s) whose cues its title and context mention most (ties share the vote)."
+    text = f"{record.get('title', '')} {record.get('context', '')}".lower()
+    hits = {k: sum(len(rx.findall(text)) for rx in rxs) for k, rxs in _CUE_RX.items()}
+    top = max(hits.values())
+    winners = [k for k, n in hits.items() if n == top and n > 0]
+    return {k: 1 / len(winners) for k in winners}
+
+def prefix_evidence(records: Iterable[dict], card_counts: dict[str, int] | None = None) -> dict[str, dict[str, float]]:
+    "Per prefix, per Act key: the share of text votes, +1 when the prefix's count equals the card's, +0.25 for the registry."
+    by_prefix: dict[str, list[dict]] = {}
+    for r in records: by_prefix.setdefault(id_prefix(r["id"]), []).append(r)
+    known = _prefix_index()
+    evidence = {}
+    for prefix, recs in by_prefix.items():
+        score = dict.fromkeys(ACTS, 0.0)
+        for r in recs:
+            for k, v in text_act_votes(r).items(): score[k] += v / len(recs)
+        for k, n in (card_counts or {}).items():
+            if n == len(recs): score[k] += 1.0
+        if prefix in known: score[known[prefix].key] += 0.25
+        evidence[prefix] = score
+    return evidence
+
+def infer_act_mapping(records: Iterable[dict], card_counts: dict[str, int] | None = None,
+                      min_evidence: float = 0.2) -> dict[str, str | None]:
+    "Prefix → Act key matched one to one by the best total evidence; `None` where the evidence is below `min_evidence`."
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+    evidence = prefix_evidence(records, card_counts)
+    prefixes, keys = sorted(evidence), list(ACTS)
+    if not prefixes: return {}
+    cost = -np.array([[evidence[p][k] for k in keys] for p in prefixes])
+    rows, cols = linear_sum_assignment(cost)
+    mapping = dict.fromkeys(prefixes)
+    for i, j in zip(rows, cols):
+        if -cost[i, j] >= min_evidence: mapping[prefixes[i]] = keys[j]
+    return mapping
+
+def parse_act_mapping(text: str | None) -> dict[str, str]:
+    "`'pat=patents, tmk=trademarks'` → `{'pat': 'patents', 'tmk': 'trademarks'}` (Act keys or aliases)."
+    out = {}
+    for item in filter(None, (s.strip() for s in (text or "").split(","))):
+        if "=" not in item: raise ValueError(f"INDICIPR_ACT_MAP item {item!r}: expected prefix=act_key")
+        prefix, key = (s.strip() for s in item.split("=", 1))
+        out[prefix.lower()] = act_for_key(key).key
+    return out
+
+def use_act_mapping(mapping: dict[str, str | None] | None) -> dict[str, str]:
+    "Make `mapping` (prefix → Act key) the active one, the user's `INDICIPR_ACT_MAP` on top; `None` clears it."
+    _ACT_MAPPING.clear()
+    _ACT_MAPPING.update({p.lower(): act_for_key(k).key for p, k in (mapping or {}).items() if k})
+    _ACT_MAPPING.update(parse_act_mapping(os.environ.get("INDICIPR_ACT_MAP")))
+    return dict(_ACT_MAPPING)
+
+def act_mapping_report(records: list[dict], mapping: dict[str, str | None]) -> str:
+    "The lines printed after inference: each prefix, its count and Act, and the ids whose Act cannot be told."
+    counts: dict[str, int] = {}
+    for r in records: counts[id_prefix(r["id"])] = counts.get(id_prefix(r["id"]), 0) + 1
+    lines = ["Acts from the data (prefix → Act; override with INDICIPR_ACT_MAP='prefix=act_key,…'):"]
+    for p in sorted(counts):
+        act = act_for_id(f"{p}_0", strict=False)
+        lines.append(f"  {p:>8}: {counts[p]:>5} records → {act.short if act else UNKNOWN_ACT}")
+    unknown = [r["id"] for r in records if act_for_id(r["id"], strict=False) is None]
+    if unknown:
+        lines.append(f"  {len(unknown)} records whose Act cannot be told (reported as {UNKNOWN_ACT!r}): "
+                     + ", ".join(unknown[:20]) + (" …" if len(unknown) > 20 else ""))
+    return "\n".join(lines)
+
+def assign_acts(records: list[dict], card_counts: dict[str, int] | None = None, verbose: bool = True) -> dict[str, str]:
+    "Infer the prefix → Act mapping of `records`, make it active and (by default) print it; returns the active mapping."
+    active = use_act_mapping(infer_act_mapping(records, card_counts))
+    if verbose: print(act_mapping_report(records, active))
+    return active
 
 # %% ../notebooks/00_core.ipynb #d80947b7
 def seed_everything(seed: int) -> int:
@@ -146,6 +267,25 @@ def seed_everything(seed: int) -> int:
         if torch.cuda.is_available(): torch.cuda.manual_seed_all(seed)
     except ImportError: pass
     return seed
+
+# %% ../notebooks/00_core.ipynb #bf052b09
+PROFILE_NAMES = ("offline", "paper")
+
+def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dict:
+    "A deep copy of `defaults[profile]` with the non-`None` `overrides` applied; an unknown profile names the known ones."
+    import copy
+    if profile not in defaults:
+        raise ValueError(f"unknown profile {profile!r}; expected one of {sorted(defaults)}")
+    settings = copy.deepcopy(defaults[profile])
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return settings
+
+def construction_job(data_source: str | os.PathLike = "sample", profile: str = "offline", rebuild: bool | None = None) -> str:
+    """What notebooks 01–04 do: `"rebuild"` (statutes → generation → filters → split → a new benchmark) or
+    `"score"` (analyse the official files of `data_source`: no PDF, no generation LLM). By default only the
+    offline profile on the sample rebuilds (the sample itself); anything else is scored unless `rebuild=True`."""
+    if rebuild is not None: return "rebuild" if rebuild else "score"
+    return "rebuild" if (str(data_source) == "sample" and profile == "offline") else "score"
 
 # %% ../notebooks/00_core.ipynb #1f66c5d8
 class JSONLError(ValueError):
@@ -268,7 +408,9 @@ class BenchmarkUnavailable(RuntimeError):
     "The benchmark cannot be loaded from where it was asked for; the message says what to do."
 
 def _features():
-    from datasets import Features, List, Value
+    from datasets import Features, Value
+    try: from datasets import List            # datasets >= 4
+    except ImportError: from datasets import Sequence as List
     return Features({"id": Value("string"), "title": Value("string"), "context": Value("string"),
                      "question": Value("string"),
                      "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))}})
@@ -306,15 +448,22 @@ def to_dataset_dict(splits: dict[str, list[dict]]):
     return DatasetDict({name: Dataset.from_list([{c: r[c] for c in cols} for r in recs], features=feats)
                         for name, recs in splits.items()})
 
-def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
-    "Whether the hub answers a TCP connection quickly (offline settings count as unreachable)."
+def hub_endpoint() -> str:
+    "The hub the Hugging Face clients talk to: `HF_ENDPOINT` (a mirror, or a stand-in) or huggingface.co."
+    return os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
+
+def hub_reachable(endpoint: str | None = None, timeout: float = 3.0) -> bool:
+    "Whether the hub (`hub_endpoint()`) answers a TCP connection quickly (offline settings count as unreachable)."
+    from urllib.parse import urlsplit
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"): return False
+    url = urlsplit(endpoint or hub_endpoint())
+    port = url.port or (443 if url.scheme == "https" else 80)
     try:
-        with socket.create_connection((host, port), timeout=timeout): return True
-    except OSError: return False
+        with socket.create_connection((url.hostname, port), timeout=timeout): return True
+    except (OSError, TypeError): return False
 
 def _hub_help() -> str:
-    return (f"cannot reach the Hugging Face hub for {HUB_ID}. Offline, place the official files "
+    return (f"cannot reach the Hugging Face hub ({hub_endpoint()}) for {HUB_ID}. Offline, place the official files "
             f"({', '.join(OFFICIAL_FILES.values())}) in data/benchmark/ — `indicipr fetch` does it on a "
             f"machine with network, or download them from https://huggingface.co/datasets/{HUB_ID} "
             "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'.")
@@ -330,14 +479,29 @@ def load_hub_splits(merged: bool = False) -> dict[str, list[dict]]:
         out[s] = [validate_qa_record(dict(r), f"{HUB_ID}:{files[s]}:{i + 1}") for i, r in enumerate(ds[s])]
     return out
 
+_LAST_ACT_REPORT: list[str] = []
+
+def infer_acts_of(splits: dict[str, list[dict]]) -> dict[str, str]:
+    "Infer and activate the Acts of official-format splits (printed once per distinct mapping)."
+    records = [r for s in ("train", "validation", "test") for r in splits.get(s, [])] or \
+              [r for recs in splits.values() for r in recs]
+    active = use_act_mapping(infer_act_mapping(records, {k: full for k, (full, _) in CARD_PER_ACT.items()}))
+    report = act_mapping_report(records, active)
+    if report not in _LAST_ACT_REPORT:
+        print(report); _LAST_ACT_REPORT[:] = [report]
+    return active
+
 def load_benchmark(source: str | os.PathLike = "sample", merged: bool = False):
-    "The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request)."
+    "The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request); Acts inferred from the data."
     kind, folder = resolve_source(source)
-    if kind == "hub": return to_dataset_dict(load_hub_splits(merged))
-    if not folder.is_dir():
+    if kind == "hub": splits = load_hub_splits(merged)
+    elif not folder.is_dir():
         raise BenchmarkUnavailable(f"{folder}: no such folder" + (
             " (the embedded sample is built by notebooks 01–04)" if kind == "sample" else ""))
-    return to_dataset_dict(load_local_splits(folder, merged))
+    else: splits = load_local_splits(folder, merged)
+    if kind == "sample": use_act_mapping(None)     # the sample uses the registry's prefixes
+    else: infer_acts_of(splits)
+    return to_dataset_dict(splits)
 
 # %% ../notebooks/00_core.ipynb #f7bc83dc
 def verify_benchmark(folder: str | os.PathLike, expected: dict | None = OFFICIAL_COUNTS) -> dict[str, int]:
@@ -417,10 +581,22 @@ def read_prediction_meta(path: str | os.PathLike) -> dict:
     meta_path = path.with_name(path.name.rsplit(".", 1)[0] + ".meta.json")
     return json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {"system": path.stem}
 
-# %% ../notebooks/00_core.ipynb #ad9e77b9
+# %% ../notebooks/00_core.ipynb #aabcd99a
+TIMING_COLUMN = re.compile(r"(?i)^(seconds?|secs?|time|duration|elapsed|wall|runtime)(\b|_|\s|$)|(_s|_secs?|_seconds|\(s\))$")
+FIGURE_METADATA = {"png": {"Software": "indicipr"},
+                   "pdf": {"Creator": "indicipr", "Producer": "indicipr", "CreationDate": None}}
+
+def timing_columns(columns) -> list[str]:
+    "The column names that look like durations (they belong in `record_timings`, not in a committed table)."
+    return [str(c) for c in columns if TIMING_COLUMN.search(str(c).strip())]
+
 def save_table(df, name: str, figures_dir: str | os.PathLike | None = None, caption: str | None = None,
                index: bool = False, floatfmt: str = ".2f"):
     "Write `df` to `tables/<name>.csv|.md|.tex` and return it (so a notebook cell displays it)."
+    timed = timing_columns(df.columns)
+    if timed:
+        raise ValueError(f"save_table({name!r}): column(s) {timed} look like timings; a committed table holds results "
+                         "only: drop them and pass the durations to indicipr.core.record_timings(stage, **seconds)")
     out = tables_path(figures_dir)
     write_text_atomic(out / f"{name}.csv", df.to_csv(index=index))
     md = df.to_markdown(index=index, floatfmt=floatfmt)
@@ -431,7 +607,7 @@ def save_table(df, name: str, figures_dir: str | os.PathLike | None = None, capt
     return df
 
 def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dpi: int = 150) -> list[Path]:
-    "Write a matplotlib figure to `<name>.png` and `<name>.pdf`."
+    "Write a matplotlib figure to `<name>.png` and `<name>.pdf`, with fixed metadata (same plot, same bytes)."
     out = figures_path(figures_dir)
     paths = []
     for ext in ("png", "pdf"):
@@ -439,22 +615,45 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
         fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=f".{ext}")
         os.close(fd)
         try:
-            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext)
+            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext, metadata=FIGURE_METADATA[ext])
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp): os.unlink(tmp)
         paths.append(target)
     return paths
 
-# %% ../notebooks/00_core.ipynb #d21c5aa5
+# %% ../notebooks/00_core.ipynb #c33317a7
+RUN_DIR_ENV = "INDICIPR_RUN_DIR"
+TIMINGS_FILE = "timings.jsonl"
+
+def record_timings(stage: str, **seconds: float | None) -> Path | None:
+    "Append `{stage, name, seconds}` lines to the runner's `timings.jsonl` (no-op outside the runner; `None` values skipped)."
+    run_dir = os.environ.get(RUN_DIR_ENV)
+    if not run_dir: return None
+    path = Path(run_dir) / TIMINGS_FILE
+    for name, s in seconds.items():
+        if s is not None: append_jsonl(path, {"stage": stage, "name": name, "seconds": round(float(s), 3)})
+    return path
+
+def read_timings(run_dir: str | os.PathLike) -> list[dict]:
+    "The durations the stages of a run recorded (empty when none)."
+    path = Path(run_dir) / TIMINGS_FILE
+    return list(read_jsonl(path)) if path.exists() else []
+
+# %% ../notebooks/00_core.ipynb #adaffda2
 NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
              "07_bm25", "08_encoders", "09_llms", "10_significance", "11_errors", "12_quality"]
+COMMON_PARAMETERS = ("data_source", "profile", "figures_dir")
 KERNEL_NAME = "indicipr"
+KERNEL_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 REPORT_PACKAGES = ["indicipr", "torch", "transformers", "datasets", "openai", "rank-bm25", "llama-cpp-python",
                    "papermill", "nbdev", "pandas", "numpy", "scikit-learn", "statsmodels", "seaborn"]
 
 class PipelineError(RuntimeError):
     "A notebook of the pipeline failed; the message names the notebook and its failing cell."
+
+class RunnerUsageError(ValueError):
+    "The run was asked for something that does not exist (a notebook name, a parameter); nothing ran."
 
 @dataclass
 class StageResult:
@@ -463,6 +662,21 @@ class StageResult:
     seconds: float = 0.0
     output: str | None = None
     error: str | None = None
+    timings: list = field(default_factory=list)   # what the notebook passed to `record_timings`
+
+def select_notebooks(only: str | Iterable[str] | None = None, known: list[str] = NOTEBOOKS) -> list[str]:
+    "The notebooks to run, in pipeline order: all, or those `only` names (a comma-separated string or a list; exact names or unique prefixes)."
+    if only is None: return list(known)
+    asked = [s.strip() for s in (only.split(",") if isinstance(only, str) else only) if s and s.strip()]
+    chosen, problems = set(), []
+    for name in asked:
+        hits = [name] if name in known else [k for k in known if k.startswith(name)]
+        if len(hits) == 1: chosen.add(hits[0])
+        else: problems.append(f"{name!r} ({'matches ' + ', '.join(hits) if hits else 'no such notebook'})")
+    if problems or not asked:
+        raise RunnerUsageError(f"unknown notebook name(s): {'; '.join(problems) or 'none given'}. "
+                               f"Valid names: {', '.join(known)}")
+    return [k for k in known if k in chosen]
 
 def find_notebook(stem: str, nbs_dir: Path) -> Path | None:
     "The notebook `<stem>.ipynb` (or one whose name starts with `<stem>`) in `nbs_dir`."
@@ -470,6 +684,32 @@ def find_notebook(stem: str, nbs_dir: Path) -> Path | None:
     if exact.exists(): return exact
     found = sorted(nbs_dir.glob(f"{stem}*.ipynb"))
     return found[0] if found else None
+
+def notebook_parameters(nb_path: Path) -> list[str]:
+    "The names assigned in the notebook's `parameters`-tagged cell (empty when it has none)."
+    import ast
+    nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            tree = ast.parse(src, filename=f"{nb_path} (parameters cell)")
+            targets = [t for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                       for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+            return [t.id for t in targets if isinstance(t, ast.Name)]
+    return []
+
+def parameters_for(nb_path: Path, parameters: dict) -> dict:
+    "The run's parameters that this notebook declares (the common three always; papermill warns on the others)."
+    declared = set(notebook_parameters(nb_path)) | set(COMMON_PARAMETERS)
+    return {k: v for k, v in parameters.items() if k in declared}
+
+def check_extra_parameters(parameters: dict, notebooks: list[Path]) -> None:
+    "Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored)."
+    declared = set(COMMON_PARAMETERS).union(*(notebook_parameters(nb) for nb in notebooks))
+    unknown = sorted(set(parameters) - declared)
+    if unknown:
+        raise RunnerUsageError(f"parameter(s) {', '.join(unknown)} are not declared by any notebook of this run "
+                               f"({', '.join(nb.stem for nb in notebooks)}); declared: {', '.join(sorted(declared))}")
 
 def ensure_kernel(name: str = KERNEL_NAME) -> str:
     "Register a Jupyter kernel for *this* Python (in its prefix) so papermill runs the same environment."
@@ -481,6 +721,36 @@ def ensure_kernel(name: str = KERNEL_NAME) -> str:
     from ipykernel.kernelspec import install
     install(kernel_name=name, display_name=f"Python ({name})", prefix=sys.prefix)
     return name
+
+def quiet_kernel_config():
+    "Kernel-manager config: CurveZMQ keys for the kernel's sockets where pyzmq and jupyter_client support them."
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+    config = Config()
+    if zmq.has("curve") and "transport_encryption" in KernelManager.class_trait_names():
+        config.KernelManager.transport_encryption = "auto"
+    return config
+
+def kernel_manager_logging_to(log_path: Path):
+    "A kernel-manager class whose kernels write their own log (their stderr) to `log_path` instead of the terminal."
+    from jupyter_client import AsyncKernelManager
+    class KernelManagerWithLog(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "ab") as log:                   # the kernel process keeps its own handle
+                return await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": log})
+    return KernelManagerWithLog
+
+class _environ:
+    "Set environment variables for the duration of a `with` block (the kernel inherits them), then restore them."
+    def __init__(self, **values: str): self.values, self.saved = values, {}
+    def __enter__(self):
+        for k, v in self.values.items(): self.saved[k] = os.environ.get(k); os.environ[k] = v
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
 
 def format_seconds(s: float) -> str:
     m, sec = divmod(int(round(s)), 60)
@@ -499,25 +769,40 @@ def failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
             return pos, len(cells), first.strip()
     return None, len(cells), ""
 
-def run_notebook(nb_path: Path, out_path: Path, parameters: dict, kernel_name: str) -> None:
-    "Execute one notebook with papermill (its working directory is the notebooks folder)."
+def run_notebook(nb_path: Path, out_path: Path, parameters: dict, kernel_name: str, kernel_log: Path | None = None) -> None:
+    "Execute one notebook with papermill (its working directory is the notebooks folder), quietly; the kernel's log to `kernel_log`."
     import papermill as pm
-    pm.execute_notebook(str(nb_path), str(out_path), parameters=parameters, kernel_name=kernel_name,
-                        cwd=str(nb_path.parent), language="python", progress_bar=False, log_output=False)
+    extra = {"kernel_manager_class": kernel_manager_logging_to(Path(kernel_log))} if kernel_log else {}
+    pm.execute_notebook(str(nb_path), str(out_path), parameters=parameters_for(nb_path, parameters),
+                        kernel_name=kernel_name, cwd=str(nb_path.parent), language="python", progress_bar=False,
+                        log_output=False, config=quiet_kernel_config(), **extra)
+
+def run_figures_dir(parameters: dict, run_dir: str | os.PathLike) -> str | None:
+    """Where a run's tables and figures go: the committed `figures/` (`None`) belong to the main job, the offline
+    profile on the sample; any other run (paper profile, official files, a rebuild) writes into `<run_dir>/figures`
+    unless `figures_dir` is given."""
+    if parameters.get("figures_dir") is not None: return str(parameters["figures_dir"])
+    if parameters.get("profile", "offline") == "offline" and str(parameters.get("data_source", "sample")) == "sample": return None
+    return str(Path(run_dir) / "figures")
 
 def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | None = None,
-                 notebooks: list[str] | None = None, nbs_dir: str | os.PathLike | None = None,
+                 notebooks: str | list[str] | None = None, nbs_dir: str | os.PathLike | None = None,
                  report: bool = True, echo=print) -> list[StageResult]:
-    "Run the notebooks in order; write executed copies and the HTML report to `run_dir`."
+    "Run the notebooks in order; write executed copies, `timings.jsonl` and the HTML report to `run_dir`."
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
+    names = select_notebooks(notebooks)                        # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
+    check_extra_parameters(parameters, [nb for nb in (find_notebook(n, nbs_dir) for n in names) if nb])
     run_dir = Path(run_dir) if run_dir else project_root() / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    parameters["figures_dir"] = run_figures_dir(parameters, run_dir)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
-    names = notebooks or NOTEBOOKS
+    timings_file = run_dir / TIMINGS_FILE
+    if timings_file.exists(): timings_file.unlink()            # this run's durations only
     kernel = ensure_kernel()
     results, start = [], time.time()
     echo(f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
-         f"data_source={parameters['data_source']}, run folder {run_dir}")
+         f"data_source={parameters['data_source']}, run folder {run_dir}, "
+         f"tables and figures in {parameters['figures_dir'] or figures_path()}")
     failure = None
     for i, name in enumerate(names, 1):
         tag = f"[{i}/{len(names)}] {name}"
@@ -525,23 +810,28 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
             results.append(StageResult(name, "not run")); continue
         nb = find_notebook(name, nbs_dir)
         if nb is None:
-            results.append(StageResult(name, "missing", error="notebook not written yet"))
+            results.append(StageResult(name, "missing", error="notebook not found"))
             echo(f"{tag}: MISSING (no {name}.ipynb in {nbs_dir}) | elapsed {format_seconds(time.time() - start)}")
             continue
-        out = run_dir / "notebooks" / nb.name
-        t0 = time.time()
+        out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
+        t0, recorded_before = time.time(), len(read_timings(run_dir))
         echo(f"{tag}: running ...")
         try:
-            run_notebook(nb, out, parameters, kernel)
-            results.append(StageResult(name, "ok", time.time() - t0, str(out)))
+            with _environ(**{RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
+                run_notebook(nb, out, parameters, kernel, kernel_log)
+            result = StageResult(name, "ok", time.time() - t0, str(out))
             echo(f"{tag}: ok in {format_seconds(time.time() - t0)} | elapsed {format_seconds(time.time() - start)}")
         except Exception as e:
             pos, total, src = failing_cell(out)
             where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
             detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
             failure = f"notebook {nb.name} failed at {where}: {detail[:2000]}"
-            results.append(StageResult(name, "failed", time.time() - t0, str(out), failure))
-            echo(f"{tag}: FAILED after {format_seconds(time.time() - t0)}\n  {failure}\n  executed copy: {out}")
+            result = StageResult(name, "failed", time.time() - t0, str(out), failure)
+            echo(f"{tag}: FAILED after {format_seconds(time.time() - t0)}\n  {failure}\n  executed copy: {out}"
+                 + (f"\n  kernel log: {kernel_log}" if kernel_log.exists() and kernel_log.stat().st_size else ""))
+        if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()
+        result.timings = read_timings(run_dir)[recorded_before:]
+        results.append(result)
     duration = time.time() - start
     if report: echo(f"report: {write_report(run_dir, results, parameters, duration)}")
     missing = [r.name for r in results if r.status == "missing"]
@@ -551,7 +841,152 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
     if failure: raise PipelineError(failure)
     return results
 
-# %% ../notebooks/00_core.ipynb #d44a9d85
+# %% ../notebooks/00_core.ipynb #74f1dcb3
+@dataclass(frozen=True)
+class ReportItem:
+    table: str                      # table name under tables/ (a glob such as "split_sizes_*" gives one entry per match)
+    title: str                      # short heading, also the table of contents' entry
+    figures: tuple = ()             # figures shown beside the table ("*" is replaced by the table's matched part)
+    notebook: str | None = None     # the notebook that writes it (linked to its executed copy)
+    fold: bool = False              # long per-system tables start folded
+    card: str | None = None         # key of CARD_TABLES: the card's values, shown beside on official data
+
+@dataclass(frozen=True)
+class ReportSection:
+    id: str
+    title: str
+    items: tuple
+
+def _R(table, title, *figures, nb=None, fold=False, card=None) -> ReportItem:
+    return ReportItem(table, title, tuple(figures), nb, fold, card)
+
+REPORT_SECTIONS = [
+    ReportSection("benchmark", "The benchmark", (
+        _R("dataset_at_a_glance", "Dataset at a glance", "length_distributions", nb="05_stats", card="dataset_at_a_glance"),
+        _R("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
+        _R("00_benchmark_splits", "Dataset splits", nb="00_core"),
+    )),
+    ReportSection("construction", "Construction", (
+        _R("corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"),
+        _R("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
+        _R("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
+        _R("selection", "Context-balanced selection", nb="04_split", card="selection"),
+        _R("split_sizes_*", "Section-level split", nb="04_split"),
+        _R("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
+        _R("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
+        _R("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
+    )),
+    ReportSection("data", "The data", (
+        _R("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
+        _R("question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"),
+        _R("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
+    )),
+    ReportSection("results", "Results", (
+        _R("results", "All systems", nb="10_significance", card="results"),
+        _R("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
+        _R("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
+        _R("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
+        _R("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
+        _R("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
+        _R("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
+        _R("encoder_answer_lengths", "Encoders: answer lengths and the decoding cap", "encoder_answer_lengths", nb="08_encoders"),
+        _R("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
+        _R("significance", "Significance (paired bootstrap, Holm)", "significance_ci", nb="10_significance", card="significance"),
+        _R("significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True),
+        _R("results_runs", "Results: every run", nb="10_significance", fold=True),
+        _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
+        _R("per_act_best", "Per-Act performance", "per_act_best", nb="10_significance", card="per_act"),
+        _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
+        _R("error_taxonomy_best", "Error analysis", nb="11_errors", card="errors"),
+        _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
+        _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
+        _R("answer_structure_best", "Answer structure", nb="11_errors", card="answer_structure"),
+        _R("answer_structure_groups", "Answer-structure groups of the gold answers", "answer_structure_gold", nb="11_errors"),
+        _R("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
+    )),
+    ReportSection("quality", "Quality", (
+        _R("judge_status", "LLM judges: replies", nb="12_quality"),
+        _R("judge_score_distribution", "LLM judges: score distribution", "judge_score_distribution", nb="12_quality", fold=True),
+        _R("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
+        _R("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
+        _R("judge_agreement", "LLM judges: agreement", nb="12_quality"),
+        _R("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
+        _R("audit_results", "Human audit", nb="12_quality", card="audit"),
+        _R("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
+    )),
+]
+FOLD_ROWS = 15          # a table longer than this starts folded
+
+# %% ../notebooks/00_core.ipynb #25e02d44
+CARD_TABLES = {   # the dataset card's published values, shown beside the computed tables on official data
+    "dataset_at_a_glance": (["Property", "Card"], [
+        ("Total QA pairs", "4,462"), ("Initial statutory contexts", "1,173"), ("Retained statutory contexts", "1,116"),
+        ("Acts covered", "7"), ("Training samples", "3,710"), ("Validation samples", "408"), ("Test samples", "344"),
+        ("Average context length", "171.3 words"), ("Average question length", "11.9 words"),
+        ("Average answer length", "35.6 words")]),
+    "corpus": (["Corpus", "Card"], [("Initial statutory contexts", "1,173"), ("Acts", "7")]),
+    "generation": (["Setting", "Card"], [("Model", "gpt-4o"), ("QA pairs requested per context", "up to 5"),
+                                         ("Initial contexts", "1,173"), ("Raw generated candidates", "5,721")]),
+    "filters": (["Stage", "Card"], [("Raw candidates", "5,721"), ("After the nine filters", "4,689"),
+                                    ("Most exclusions", "F3 and F4")]),
+    "selection": (["Stage", "Card"], [("Filtered candidates", "4,689"), ("Final QA pairs", "4,462"),
+                                      ("Retained contexts", "1,116")]),
+    "split_integrity": (["Act", "Card Jaccard"], [("each of the seven Acts", "0.00")]),
+    "question_patterns": (["Pattern", "Card"], [("Questions", "4,462"), ("Unique after normalization", "4,118"),
+                                                ("Begin with “what does”", "1,157"), ("Begin with “under section”", "960"),
+                                                ("Begin with “what is”", "875")]),
+    "question_openings": (["Opening", "Card"], [("what does", "1,157"), ("under section", "960"), ("what is", "875")]),
+    "unseen_vocabulary": (["Field", "Card unseen (%)"], [("Answers", "11.1"), ("Questions", "15.3"), ("Contexts", "13.7")]),
+    "bm25": (["System", "EM", "F1", "Char-F1"], [("BM25 Retrieval", "0.00", "20.21", "77.10"),
+                                                 ("BM25 Oracle Window", "14.24", "51.30", "85.23")]),
+    "encoders": (["Model", "EM", "F1", "Char-F1"], [
+        ("BERT-base", "63.66", "83.33", "86.38"), ("LegalBERT-US", "65.12", "84.66", "86.67"),
+        ("InCaseLawBERT", "63.08", "84.37", "86.40"), ("InLegalBERT", "63.66", "85.02", "87.26")]),
+    "llms": (["Model", "Setting", "EM", "F1", "Char-F1"], [
+        ("Mistral 7B", "Zero-shot", "18.31", "67.11", "75.07"), ("Mistral 7B", "3-shot", "24.71", "68.83", "76.01"),
+        ("Llama 3.1:8B", "Zero-shot", "33.43", "74.78", "79.61"), ("Llama 3.1:8B", "3-shot", "33.43", "77.02", "79.78"),
+        ("Qwen2.5:7B", "Zero-shot", "29.94", "77.59", "81.04"), ("Qwen2.5:7B", "3-shot", "34.30", "76.39", "78.60")]),
+    "significance": (["Comparison", "Card"], [("InLegalBERT vs BERT-base, LegalBERT-US, InCaseLawBERT",
+                                                "no significant F1 difference (10,000 resamples, Holm)")]),
+    "per_act": (["Act", "Test samples", "Card F1"], [
+        ("Designs", "24", "100.00"), ("Patents", "69", "98.40"), ("Semiconductor", "47", "91.53"),
+        ("Trade Marks", "88", "83.83"), ("Geographical Indications", "51", "83.66"), ("Copyright", "25", "79.41"),
+        ("Plant Varieties", "40", "53.20")]),
+    "errors": (["Error type", "Count", "%"], [
+        ("Span-boundary errors", "100", "80.0"), ("Low overlap", "20", "16.0"), ("Minor-word differences", "2", "1.6"),
+        ("Partial overlap", "2", "1.6"), ("Completely wrong", "1", "0.8")]),
+    "answer_structure": (["Group (InLegalBERT)", "Card"], [
+        ("Short answers (≤ 33 words)", "F1 86.24"), ("Long answers", "F1 83.78"), ("Single-clause answers", "EM 66.03"),
+        ("Multi-clause answers", "EM 56.10"), ("Earlier answers", "F1 85.83"), ("Later answers", "F1 84.21")]),
+    "audit": (["Criterion", "Joint acceptability", "κ", "Quadratic κ"], [
+        ("Question Clarity", "99.0%", "-0.008", "0.051"), ("Answer Correctness", "95.0%", "0.117", "0.328"),
+        ("Answer Minimality", "75.5%", "0.312", "0.613")]),
+}
+
+def _card_per_act() -> tuple[list, list]:
+    "The card's per-Act table, from `CARD_PER_ACT`."
+    return ["Act", "Card full", "Card test"], [(ACTS[k].short, f"{full:,}", str(test)) for k, (full, test) in CARD_PER_ACT.items()]
+
+def card_table(key: str | None) -> tuple[list, list] | None:
+    "The card's values for a report entry: (columns, rows), or None."
+    if key == "per_act_distribution": return _card_per_act()
+    if key == "results": return (["System", "EM", "F1", "Char-F1"],
+                                 [r for k in ("bm25", "encoders") for r in CARD_TABLES[k][1]]
+                                 + [(f"{m} ({s})", em, f1, c) for m, s, em, f1, c in CARD_TABLES["llms"][1]])
+    return CARD_TABLES.get(key)
+
+def is_official_source(data_source) -> bool:
+    "True for the published files (the hub, or a folder of them); False for the embedded sample."
+    return str(data_source) != "sample"
+
+# %% ../notebooks/00_core.ipynb #62c32e76
+REPORT_TEMPLATE = "report.html.j2"
+
+def templates_dir() -> Path:
+    "The folder of the package's jinja2 templates (`indicipr/templates`)."
+    import importlib.resources
+    return Path(str(importlib.resources.files("indicipr") / "templates"))
+
 def package_versions(names=REPORT_PACKAGES) -> dict[str, str]:
     out = {"python": platform.python_version()}
     for n in names:
@@ -566,82 +1001,176 @@ def notebook_to_html(nb_path: Path, out_path: Path) -> Path:
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(nb_path, as_version=4))
     return write_text_atomic(out_path, body)
 
-def _table_html(csv_path: Path) -> str:
-    import pandas as pd
-    try: df = pd.read_csv(csv_path)
-    except Exception as e: return f"<p>could not read {html.escape(csv_path.name)}: {html.escape(str(e))}</p>"
-    return df.to_html(index=False, border=0, classes="tbl", float_format=lambda x: f"{x:.2f}", na_rep="")
-
-def _caption(md_path: Path) -> str:
-    if md_path.exists():
-        first = md_path.read_text(encoding="utf-8").splitlines()[0] if md_path.stat().st_size else ""
+def table_caption(md_path: Path) -> str:
+    "The caption `save_table` wrote as the Markdown file's bold first line ('' when none)."
+    if md_path.exists() and md_path.stat().st_size:
+        first = md_path.read_text(encoding="utf-8").splitlines()[0]
         if first.startswith("**") and first.endswith("**"): return first.strip("*")
     return ""
 
-REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-h1{margin-bottom:.2em} .meta{color:#555} table.tbl{border-collapse:collapse;margin:.5em 0 1.5em}
-.tbl td,.tbl th{border-bottom:1px solid #ddd;padding:.25em .7em;text-align:right} .tbl th{background:#f3f3f3}
-.ok{color:#17803d}.failed{color:#b91c1c}.missing,.notrun{color:#a16207} figure{margin:1em 0 2em}
-figure img{max-width:100%;border:1px solid #eee} nav a{margin-right:1em}"""
+def read_table(csv_path: Path):
+    "A table as `save_table` wrote it (empty cells stay empty strings)."
+    import pandas as pd
+    return pd.read_csv(csv_path, keep_default_na=False, na_values=[])
+
+def format_cell(value) -> str:
+    "Report formatting: floats with two decimals (whole numbers without), everything else as written."
+    if isinstance(value, float):
+        if value != value: return ""
+        return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.2f}"
+    return str(value)
+
+NUMERIC_CELL = re.compile(r"\s*-?\d+(\.\d+)?(\s*±\s*\d+(\.\d+)?)?\s*%?\s*")
+
+def leading_number(value) -> float | None:
+    "The number a cell starts with: 17.28 for '17.28 ± 0.57'; None for text or an empty cell."
+    m = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(value))
+    return float(m.group(1)) if m else None
+
+def table_view(df) -> dict:
+    "Columns (numeric ones right-aligned) and formatted rows of a table, for the template."
+    rows = [[format_cell(v) for v in r] for r in df.itertuples(index=False)]
+    numeric = [all(NUMERIC_CELL.fullmatch(row[j]) for row in rows if row[j] != "") and any(row[j] != "" for row in rows)
+               for j in range(len(df.columns))]
+    return {"columns": [{"name": str(c), "num": n} for c, n in zip(df.columns, numeric)], "rows": rows, "numeric": numeric}
+
+def _ci_of(system: str, tables_dir: Path, results) -> str:
+    "The best system's CI: CI columns of `results`, else of `results_ci` / `significance_ci`; '—' when none exists."
+    for frame in [results] + [read_table(tables_dir / f"{n}.csv") for n in ("results_ci", "significance_ci")
+                              if (tables_dir / f"{n}.csv").exists()]:
+        cols = [c for c in frame.columns if re.search(r"\bCI\b", str(c))]
+        if not cols or "System" not in frame.columns: continue
+        rows = frame[frame["System"].astype(str) == str(system)]
+        if len(rows): return "; ".join(f"{c} {format_cell(rows.iloc[0][c])}" for c in cols if format_cell(rows.iloc[0][c]))
+    return "—"
+
+def headline(tables_dir: Path) -> dict | None:
+    "The best system by F1 in `results.csv` (EM, F1, Char-F1, CI) and the best system of each family; None without results."
+    path = tables_dir / "results.csv"
+    if not path.exists(): return None
+    results = read_table(path)
+    if not {"System", "F1"} <= set(results.columns): return None
+    f1 = results["F1"].map(leading_number)
+    if f1.notna().sum() == 0: return None
+    results = results.assign(_f1=f1)
+    def summary(row) -> dict:
+        return {"system": str(row["System"]), "family": str(row.get("Family", "")), "setting": str(row.get("Setting", "")),
+                **{m: format_cell(row[m]) if m in row else "—" for m in ("EM", "F1", "Char-F1")}}
+    best = results.loc[results["_f1"].idxmax()]
+    families = []
+    if "Family" in results.columns:
+        for _, part in results.dropna(subset=["_f1"]).groupby("Family", sort=False):
+            families.append(summary(part.loc[part["_f1"].idxmax()]))
+    return {"best": {**summary(best), "ci": _ci_of(best["System"], tables_dir, results)}, "families": families,
+            "caption": table_caption(path.with_suffix(".md"))}
+
+def _is_glob(name: str) -> bool: return any(ch in name for ch in "*?[")
+
+def expand_item(item: ReportItem, available: list[str], placed: set) -> list[tuple[str, str]]:
+    "(table, matched part) for each not yet placed table the item names; a glob gives one pair per match."
+    import fnmatch
+    if not _is_glob(item.table): return [(item.table, "")] if item.table in available and item.table not in placed else []
+    prefix, suffix = item.table.split("*", 1) if "*" in item.table else (item.table, "")
+    return [(t, t[len(prefix):len(t) - len(suffix) or None]) for t in sorted(available)
+            if fnmatch.fnmatch(t, item.table) and t not in placed]
+
+def report_entry(name: str, title: str, tables_dir: Path, figures: list[str], notebook: str | None = None,
+                 fold: bool = False, card: tuple | None = None, notebook_pages: dict | None = None) -> dict:
+    "What the template needs to show one table: title, caption, cells, figures beside it, card values, its notebook."
+    import pandas as pd
+    try: df, error = read_table(tables_dir / f"{name}.csv"), None
+    except Exception as e: df, error = None, f"could not read {name}.csv: {e}"
+    if df is not None and any("card" in str(c).lower() for c in df.columns): card = None   # already beside
+    rows = 0 if df is None else len(df)
+    return {"id": f"t-{name}", "name": name, "title": title, "caption": table_caption(tables_dir / f"{name}.md"),
+            "table": None if df is None else table_view(df), "error": error, "rows": rows, "folded": fold or rows > FOLD_ROWS,
+            "figures": [{"name": f, "src": f"figures/{f}.png"} for f in figures],
+            "card": None if card is None else table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
+            "notebook": {"name": notebook, "href": (notebook_pages or {}).get(notebook)} if notebook else None}
+
+def report_sections(tables_dir: Path, figure_names: list[str], official: bool, notebook_pages: dict,
+                    sections: list[ReportSection] | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    "The card-ordered sections (`REPORT_SECTIONS` by default), then the tables and figures the spec does not name ('Other')."
+    sections = REPORT_SECTIONS if sections is None else sections
+    available = sorted(p.stem for p in tables_dir.glob("*.csv"))
+    placed, shown_figures, out = set(), set(), []
+    for sec in sections:
+        entries = []
+        for item in sec.items:
+            for name, tag in expand_item(item, available, placed):
+                placed.add(name)
+                figs = [f for f in (f.replace("*", tag) for f in item.figures) if f in figure_names and f not in shown_figures]
+                shown_figures.update(figs)
+                card = card_table(item.card) if official and item.card else None
+                entries.append(report_entry(name, item.title + (f" ({tag})" if tag else ""), tables_dir, figs,
+                                            item.notebook, item.fold, card, notebook_pages))
+        out.append({"id": sec.id, "title": sec.title, "entries": entries})
+    others = [report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed]
+    other_figures = [{"name": f, "src": f"figures/{f}.png"} for f in figure_names if f not in shown_figures]
+    return out, others, other_figures
+
+REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em}
+h1{margin:.1em 0 .1em;font-size:1.6em} h2{margin-top:1.6em;border-bottom:2px solid #1f4e9a;color:#1f4e9a}
+h3{margin:1.4em 0 .2em} .meta{color:#555;margin:.2em 0} .caption{color:#444;margin:.2em 0 .5em}
+#headline{background:#e8f0fb;border-left:6px solid #1f4e9a;padding:.5em 1em;margin:.6em 0;display:flex;flex-wrap:wrap;gap:.3em 2em}
+#headline .big{font-size:1.2em} #headline>div{flex:1 1 420px} #headline table{margin:0;font-size:.85em}
+#toc{display:grid;grid-template-columns:1fr 1.2fr .9fr 1.5fr 1.2fr .8fr;gap:.2em 1em;font-size:.8em;margin:.5em 0 1em}
+#toc b{display:block;margin-bottom:.15em} #toc a{display:block;color:#1f4e9a;text-decoration:none;line-height:1.3}
+table.tbl{border-collapse:collapse;margin:.3em 0 .6em;font-size:.9em}
+.tbl td,.tbl th{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}
+.tbl th{background:#f3f3f3} .tbl .num{text-align:right;white-space:nowrap} .row{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}
+.row>div{overflow-x:auto;max-width:100%} figure{margin:0} figure img{max-width:560px;width:100%;border:1px solid #eee}
+.card{background:#fff8e6;border:1px solid #f0d48a;padding:.2em .6em} .card .tbl th{background:#fbe9bd}
+.ok{color:#17803d}.failed{color:#b91c1c}.missing,.notrun{color:#a16207} .src{font-size:.8em;color:#666}
+details>summary{cursor:pointer;color:#1f4e9a}"""
 
 def write_report(run_dir: str | os.PathLike, results: list[StageResult], parameters: dict, duration: float,
                  figures_dir: str | os.PathLike | None = None) -> Path:
-    "Write `<run_dir>/report/index.html` and one HTML page per executed notebook."
+    "Write `<run_dir>/report/index.html` (from the jinja2 template), `run.json` and one HTML page per executed notebook."
     import shutil
+    import jinja2
     run_dir = Path(run_dir); rep = run_dir / "report"; (rep / "figures").mkdir(parents=True, exist_ok=True)
     figs_src = figures_path(figures_dir or parameters.get("figures_dir"))
     tabs_src = tables_path(figures_dir or parameters.get("figures_dir"))
-    rows = []
+    pages = {}
     for r in results:
-        link = html.escape(r.name)
         if r.output and Path(r.output).exists():
-            try:
-                notebook_to_html(Path(r.output), rep / f"{r.name}.html")
-                link = f'<a href="{html.escape(r.name)}.html">{html.escape(r.name)}</a>'
+            try: notebook_to_html(Path(r.output), rep / f"{r.name}.html"); pages[r.name] = f"{r.name}.html"
             except Exception as e: r.error = (r.error or "") + f" (HTML conversion failed: {e})"
-        cls = r.status.replace(" ", "")
-        rows.append(f"<tr><td style='text-align:left'>{link}</td><td class='{cls}'>{r.status}</td>"
-                    f"<td>{format_seconds(r.seconds) if r.seconds else ''}</td>"
-                    f"<td style='text-align:left'>{html.escape(r.error or '')}</td></tr>")
-    tables = []
-    for csv in sorted(tabs_src.glob("*.csv")):
-        cap = _caption(csv.with_suffix(".md"))
-        tables.append(f"<h3 id='t-{csv.stem}'>{html.escape(csv.stem)}</h3>"
-                      + (f"<p>{html.escape(cap)}</p>" if cap else "") + _table_html(csv))
-    figures = []
-    for png in sorted(figs_src.glob("*.png")):
-        shutil.copy2(png, rep / "figures" / png.name)
-        figures.append(f"<figure id='f-{png.stem}'><img src='figures/{html.escape(png.name)}' alt='{html.escape(png.stem)}'>"
-                       f"<figcaption>{html.escape(png.stem)}</figcaption></figure>")
-    params = "".join(f"<tr><td style='text-align:left'>{html.escape(str(k))}</td><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
-                     for k, v in parameters.items())
-    versions = "".join(f"<tr><td style='text-align:left'>{html.escape(k)}</td><td style='text-align:left'>{html.escape(v)}</td></tr>"
-                       for k, v in package_versions().items())
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>IndicIPR-QA compendium: run report</title>
-<style>{REPORT_CSS}</style></head><body>
-<h1>IndicIPR-QA compendium: run report</h1>
-<p class="meta">Run folder {html.escape(str(run_dir))} · finished {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} · duration {format_seconds(duration)}</p>
-<nav><a href="#notebooks">Notebooks</a><a href="#tables">Tables ({len(tables)})</a><a href="#figures">Figures ({len(figures)})</a><a href="#environment">Environment</a></nav>
-<h2 id="notebooks">Notebooks</h2>
-<table class="tbl"><tr><th>notebook</th><th>status</th><th>time</th><th>note</th></tr>{''.join(rows)}</table>
-<h2>Parameters</h2><table class="tbl">{params}</table>
-<h2 id="tables">Tables</h2>{''.join(tables) or '<p>No tables were written.</p>'}
-<h2 id="figures">Figures</h2>{''.join(figures) or '<p>No figures were written.</p>'}
-<h2 id="environment">Environment</h2><table class="tbl">{versions}</table>
-<p class="meta">IndicIPR-QA is for research and education; it is not legal advice.</p>
-</body></html>"""
+    figure_names = sorted(p.stem for p in figs_src.glob("*.png"))
+    for name in figure_names: shutil.copy2(figs_src / f"{name}.png", rep / "figures" / f"{name}.png")
+    official = is_official_source(parameters.get("data_source", "sample"))
+    sections, other_tables, other_figures = report_sections(tabs_src, figure_names, official, pages)
+    counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
+    context = {
+        "css": REPORT_CSS, "run_dir": str(run_dir), "duration": format_seconds(duration),
+        "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "data_source": str(parameters.get("data_source")), "profile": str(parameters.get("profile")),
+        "official": official, "headline": headline(tabs_src),
+        "status": ", ".join(f"{n} {s}" for s, n in counts.items() if n), "sections": sections,
+        "other_tables": other_tables, "other_figures": other_figures,
+        "notebooks": [{"name": r.name, "href": pages.get(r.name), "status": r.status, "css": r.status.replace(" ", ""),
+                       "time": format_seconds(r.seconds) if r.seconds else "", "note": r.error or "",
+                       "timings": [{"name": t.get("name", ""), "seconds": format_seconds(float(t.get("seconds", 0)))}
+                                   for t in r.timings]} for r in results],
+        "parameters": {str(k): str(v) for k, v in parameters.items()}, "versions": package_versions(),
+    }
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    page = env.get_template(REPORT_TEMPLATE).render(**context)
     write_text_atomic(rep / "run.json", json.dumps({"parameters": parameters, "duration_s": duration,
-                                                    "results": [asdict(r) for r in results]}, indent=2, default=str))
+                                                    "results": [asdict(r) for r in results],
+                                                    "timings": [{"notebook": r.name, **t} for r in results for t in r.timings]},
+                                                   indent=2, default=str))
     return write_text_atomic(rep / "index.html", page)
 
-# %% ../notebooks/00_core.ipynb #34886c34
+# %% ../notebooks/00_core.ipynb #f1987682
 DELEGATED = {"evaluate": [("indicipr.metrics", "evaluate_main"), ("indicipr.evaluate", "main")],
              "predict": [("indicipr.encoders", "predict_main")],
              "audit": [("indicipr.quality", "audit_main")]}
 
 def _parse_value(v: str):
     "Papermill-style value parsing for `-p key value`: JSON if it parses, else the string."
-    import json
     try: return json.loads(v)
     except ValueError: return v
 
@@ -653,7 +1182,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="offline", choices=["offline", "paper"])
     r.add_argument("--figures-dir", default=None, help="where figures/tables go (default: figures/)")
     r.add_argument("--run-dir", default=None, help="where executed notebooks and the report go (default: runs/<time>)")
-    r.add_argument("--only", default=None, help="comma-separated notebook names to run (default: all 13)")
+    r.add_argument("--only", default=None, help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
+                                                f"order (default: all {len(NOTEBOOKS)}): {', '.join(NOTEBOOKS)}")
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="extra notebook parameter (repeatable), as papermill's -p")
     f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
@@ -674,20 +1204,29 @@ def delegate(command: str, argv: list[str]) -> int:
     print(f"indicipr {command}: not available ({'; '.join(problems)})", file=sys.stderr)
     return 2
 
+def reproduce_main(args) -> int:
+    "`indicipr reproduce`: 0 when every notebook ran, 1 when one failed or is missing, 2 for a usage error (nothing ran)."
+    params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
+    params.update({k: _parse_value(v) for k, v in args.parameter})
+    try:
+        names = select_notebooks(args.only)
+        results = run_pipeline(params, run_dir=args.run_dir, notebooks=names)
+    except RunnerUsageError as e:
+        print(f"indicipr reproduce: {e}", file=sys.stderr); return 2
+    except PipelineError as e:
+        print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
+    missing = [r.name for r in results if r.status == "missing"]
+    if missing:
+        print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr); return 1
+    return 0
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in DELEGATED: return delegate(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     core = sys.modules[__name__]
     try:
-        if args.command == "reproduce":
-            params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
-            params.update({k: _parse_value(v) for k, v in args.parameter})
-            only = [s.strip() for s in args.only.split(",")] if args.only else None
-            try: run_pipeline(params, run_dir=args.run_dir, notebooks=only)
-            except PipelineError as e:
-                print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
-            return 0
+        if args.command == "reproduce": return reproduce_main(args)
         if args.command == "fetch":
             counts = core.fetch_benchmark(args.dest)
             print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items())); return 0

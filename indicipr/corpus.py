@@ -8,21 +8,26 @@ from __future__ import annotations
 import re
 import shutil
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .core import ACTS, act_for_key, data_dir, read_jsonl, JSONLError, shared_dir
+from .core import ACTS, act_for_key, data_dir, read_jsonl, JSONLError, shared_dir, stage_settings, act_key
 
 # %% auto #0
-__all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'CORPUS_PROFILES', 'statutes_manifest', 'pdf_dir',
-           'StatuteFormatError', 'statutes_jsonl_path', 'sample_statutes_dir', 'read_sections_jsonl', 'repair_encoding',
-           'is_toc_page', 'remove_toc_pages', 'remove_footnote_blocks', 'strip_footnote_zone', 'remove_page_numbers',
-           'remove_editorial_notes', 'unwrap_amendment_brackets', 'remove_glued_footnote_digits', 'strip_heading',
-           'remove_margin_notes', 'section_title', 'subsection_starts', 'split_subsections',
+__all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
+           'statutes_manifest', 'pdf_dir', 'StatuteFormatError', 'statutes_jsonl_path', 'sample_statutes_dir',
+           'read_sections_jsonl', 'repair_encoding', 'is_toc_page', 'remove_toc_pages', 'remove_footnote_blocks',
+           'strip_footnote_zone', 'remove_page_numbers', 'remove_parenthesised_notes', 'remove_bracket_notes',
+           'tidy_removed_notes', 'remove_editorial_notes', 'unwrap_amendment_brackets', 'remove_glued_footnote_digits',
+           'strip_heading', 'remove_margin_notes', 'section_title', 'subsection_starts', 'split_subsections',
            'normalize_subsection_label', 'join_hard_line_breaks', 'normalize_whitespace', 'clean_section_units',
            'clean_section', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts', 'split_pdf_sections',
-           'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'context_stats', 'plot_context_lengths',
-           'sync_sample_statutes', 'load_statutes']
+           'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'editorial_leftovers',
+           'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words', 'kept_editorial_tokens',
+           'check_section', 'cleaner_check_table', 'project_statute_sources', 'read_statute_source',
+           'cleaner_check_main', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'load_statutes',
+           'released_contexts']
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
@@ -111,12 +116,14 @@ def remove_toc_pages(pages: list[str]) -> list[str]:
 
 # %% ../notebooks/01_corpus.ipynb #4fd26117
 _EDIT_VERB = r"(?:Subs\.|Ins\.|Inserted|Substituted|[Oo]mitted|[Aa]dded|Rep\.|Renumbered|Amended)"
-_FOOTNOTE_LINE = re.compile(rf"^[ \t]*\*?\d{{1,3}}\.?[ \t]+(?=[^\n]{{0,80}}?\b{_EDIT_VERB})[^\n]*(?:\bAct\b|w\.e\.f\.|\bibid\b)[^\n]*$", re.M)
+_FOOTNOTE_LINE = re.compile(
+    rf"^[ \t]*\*?\d{{1,3}}\.?[ \t]+(?:(?=[^\n]{{0,80}}?\b{_EDIT_VERB}[ \t]+(?:by|for|vide|as|w\.e\.f\.)\b)"
+    rf"[^\n]*(?:\bAct\b|\bOrdinance\b|\bRegulation\b|w\.e\.f\.|\b[Ii]bid\b)|[Ii]bid\b)[^\n]*$", re.M)
 _FOOTNOTE_HEAD = re.compile(r"^[ \t]*Foot\s*-?\s*notes?[ \t]*[-:—–]*[ \t]*$", re.M | re.I)
 _RULE_LINE = re.compile(r"^[ \t]*[—–\-_=]{5,}[ \t]*$", re.M)
 
 def remove_footnote_blocks(text: str) -> str:
-    "Remove footnote headers (`Footnote -`), rule lines and footnote lines (`1. Subs. by Act …`)."
+    "Remove footnote headers (`Footnote -`), rule lines and footnote lines (`1. Subs. by Act …`, `2. Ibid.`)."
     for rx in (_FOOTNOTE_HEAD, _RULE_LINE, _FOOTNOTE_LINE): text = rx.sub("", text)
     return text
 
@@ -130,20 +137,85 @@ def remove_page_numbers(text: str) -> str:
     return re.sub(r"^[ \t]*\d{1,3}[ \t]*$", "", text, flags=re.M)
 
 # %% ../notebooks/01_corpus.ipynb #90f46696
-_NOTE = re.compile(r"\[\s*\(?\s*Note\s*:.*?\)?\s*\]", re.S | re.I)
-_BRACKET_NOTE = re.compile(rf"\[\s*{_EDIT_VERB}\s+(?:by|vide|w\.e\.f\.)[^\]]*\]")
+_GONE = "\x00"  # stands where a note was removed, until `tidy_removed_notes`
+_FN_MARK = r"(?:(?<![\d)\]])\d{1,2}[ \t]?|\*[ \t]?)"  # a footnote marker before a bracket: `1[`, `2 [`, `*[`
+_NOTE_OPEN = re.compile(rf"(?P<bracket>{_FN_MARK}?\[\s*)?\(\s*(?:(?i:Note)\s*:|{_EDIT_VERB}\s+(?:by|vide|for)\b)")
+
+def _closing_paren(text: str, start: int) -> int | None:
+    "Index of the `)` closing the `(` at `start`, nested pairs counted; None when a `]` or the end of the text comes first."
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(": depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0: return i
+        elif text[i] == "]": return None
+    return None
+
+def _note_end(text: str, m: re.Match) -> int | None:
+    "End (exclusive) of the note opened by match `m`; an unbalanced note in a bracket ends at the bracket's last `)`."
+    paren = m.end("bracket") if m.group("bracket") else m.start()
+    close = _closing_paren(text, paren)
+    if close is None and m.group("bracket"):
+        bracket_end = text.find("]", paren)
+        close = text.rfind(")", paren, bracket_end) if bracket_end > 0 else -1
+        if close < 0: return None
+    return None if close is None else close + 1
+
+def remove_parenthesised_notes(text: str) -> str:
+    """Remove notes in parentheses, `(Note: Subs. by Act 38 of 1994, S.16 (w.e.f. …))`, `(Ins. by Act 40 of 2010 …)`,
+    and keep the statutory words after them. A note opening a bracket, `[(Note: …) <substituted words>]`, takes the `[`
+    (and its footnote marker) along and leaves the words; a bracket holding only the note goes whole."""
+    out, pos = [], 0
+    while m := _NOTE_OPEN.search(text, pos):
+        end = _note_end(text, m)
+        if end is None:
+            out.append(text[pos:m.end()]); pos = m.end(); continue
+        rest = re.match(r"\s*\]", text[end:]) if m.group("bracket") else None
+        out += [text[pos:m.start()], _GONE]
+        pos = end + (rest.end() if rest else 0)
+    return "".join(out) + text[pos:]
+
+# %% ../notebooks/01_corpus.ipynb #bfb5ad11
+_BRACKET_NOTE = re.compile(rf"{_FN_MARK}?\[\s*{_EDIT_VERB}\s+(?:by|vide|w\.e\.f\.)[^\]]*\]")
+_WEF_GROUP = re.compile(r"\(\s*w\.e\.f\.[^()\]]*\)\.?")
 _INLINE_NOTE = re.compile(rf"\b{_EDIT_VERB}\s+by\s+[^()\n\[\]]{{0,120}}?\(\s*w\.e\.f\.[^)]*\)\.?"
                           r"|\bw\.e\.f\.\s*\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
-_STARS = re.compile(r"(?:\*[ \t]*){3,}")
-_GONE = "\x00"
+_STARS = re.compile(r"(?:(?<![\w.,])\d{1,2})?(?:\*[ \t]*){3,}")  # omitted text, with its glued footnote number (`2***`)
+
+def _bracket_note(m: re.Match) -> str:
+    "`[Omitted by …]` goes whole; `[Subs. by Act … (w.e.f. …) <words>]` keeps the words after the note."
+    inner = m.group(0)[m.group(0).index("[") + 1:-1]
+    wef = list(_WEF_GROUP.finditer(inner))
+    words = inner[wef[-1].end():] if wef else ""
+    return _GONE + (words if words.strip() else "")
+
+def remove_bracket_notes(text: str) -> str:
+    "Remove notes that fill a bracket: `[Omitted by …]`, `[Subs. by Act … (w.e.f. …)]` (substituted words after the note stay)."
+    return _BRACKET_NOTE.sub(_bracket_note, text)
+
 _EMPTY_CLAUSE = re.compile(rf"^[ \t]*\(\w{{1,5}}\)[ \t]*{_GONE}[ \t]*[;.,:]?[ \t]*$", re.M)
+_NOTE_ONLY_BRACKETS = re.compile(rf"(?:{_FN_MARK}?\[|\()[ \t]*(?:{_GONE}[ \t]*)+[\])]")
+_DOUBLED_PUNCT = re.compile(rf"([,;:])[ \t]*(?:{_GONE}[ \t]*)+[,;:](?=\s|$)")
+_EMPTY_BRACKETS = re.compile(r"[ \t]*(?:\(\s*\)|\[\s*\])")
+
+def tidy_removed_notes(text: str) -> str:
+    """Where notes were removed: brackets that held only notes, clauses an omission left empty (`(d) [Omitted by …];`),
+    a punctuation mark doubled by the removal (`Board, [note], and`) and empty `()` / `[]` go; then the note markers."""
+    text = _NOTE_ONLY_BRACKETS.sub(_GONE, text)
+    text = _EMPTY_CLAUSE.sub("", text)
+    text = _DOUBLED_PUNCT.sub(r"\1", text)
+    return _EMPTY_BRACKETS.sub("", text.replace(_GONE, ""))
 
 def remove_editorial_notes(text: str) -> str:
-    "Remove `[(Note: …)]`, `[Omitted by …]`, inline `Ins. by Act … (w.e.f. …)`, `***`, and clauses an omission left empty."
-    for rx in (_NOTE, _BRACKET_NOTE, _INLINE_NOTE, _STARS): text = rx.sub(_GONE, text)
-    return _EMPTY_CLAUSE.sub("", text).replace(_GONE, "")
+    "Remove every editorial note (in parentheses, in brackets, inline; `***`), keep the statutory words they introduce, tidy up."
+    text = remove_parenthesised_notes(text)
+    text = remove_bracket_notes(text)
+    text = _INLINE_NOTE.sub(_GONE, text)
+    text = _STARS.sub(_GONE, text)
+    return tidy_removed_notes(text)
 
-_MARKER = re.compile(r"(?<![\d)\]])(?:\d{1,2}|\*)[ \t]?(?=\[)")
+_MARKER = re.compile(rf"{_FN_MARK}(?=\[)")
 
 def unwrap_amendment_brackets(text: str) -> str:
     "Drop amendment markers `1[…]`, `2 […]`, `*[…]` and bare `[…]` wrappers, keeping the statutory words inside."
@@ -309,6 +381,17 @@ def split_pdf_sections(text: str) -> list[tuple[str, str, str]]:
         out.append((m.group("num"), re.sub(r"\s+", " ", m.group("head")).strip(), body))
     return out
 
+def _first_line(page: str) -> str:
+    return next((l for l in page.splitlines() if l.strip()), "")
+
+def remove_running_heads(pages: list[str], min_share: float = 0.3) -> list[str]:
+    "Drop running heads: a short first line that, digits aside, opens at least 3 pages and `min_share` of them."
+    key = lambda line: re.sub(r"\d+", "#", " ".join(line.split()))
+    firsts = [_first_line(p) for p in pages]
+    counts = Counter(key(l) for l in firsts if l.strip() and len(l) <= 100)
+    heads = {k for k, n in counts.items() if n >= 3 and n >= min_share * len(pages)}
+    return [p.replace(first, "", 1) if first.strip() and key(first) in heads else p for p, first in zip(pages, firsts)]
+
 def read_pdf_pages(path: str | Path) -> list[str]:
     "The extracted text of every page of a PDF (pypdf)."
     from pypdf import PdfReader
@@ -317,7 +400,8 @@ def read_pdf_pages(path: str | Path) -> list[str]:
 def read_statute_pdf(path: str | Path, act: str, source_url: str | None = None) -> list[dict]:
     "Section records (the JSONL shape) from an Act's official PDF."
     act = act_for_key(act).key
-    pages = [remove_page_numbers(strip_footnote_zone(p)) for p in remove_toc_pages(read_pdf_pages(path))]
+    pages = remove_running_heads(remove_toc_pages(read_pdf_pages(path)))
+    pages = [remove_page_numbers(strip_footnote_zone(p)) for p in pages]
     text = unwrap_amendment_brackets(remove_editorial_notes(repair_encoding("\n".join(pages))))
     sections = split_pdf_sections(text)
     if not sections: raise StatuteFormatError(f"{path}: no section heading like '1. Short title.—' found; is this an India Code PDF of the Act?")
@@ -336,6 +420,178 @@ def read_official_pdfs(folder: str | Path | None = None, acts: Iterable[str] | N
                                 "(or run with profile='offline' for the section JSONL, or pass statutes_path=...)")
     return [r for a in acts for r in read_statute_pdf(folder / f"{a}.pdf", a)]
 
+# %% ../notebooks/01_corpus.ipynb #972004f5
+LEFTOVER_PATTERNS = {
+    "amendment note": r"\b(?:Subs|Ins|Rep)\.\s|\b(?:Inserted|Substituted|Omitted|Renumbered|Amended)\s+(?:by|for|vide|as)\b"
+                      r"|\b(?:omitted|added)\s+by\s+(?:Act|the\s+\w+(?:\s+\(\w+\))?\s+(?:Act|Ordinance)|s\.)",
+    "w.e.f.": r"\bw\.\s?e\.\s?f\b",
+    "Note:": r"\bNote\s*:",
+    "ibid": r"\b[Ii]bid\b",
+    "footnote header": r"\bFoot\s*-?\s*notes?\b",
+    "square bracket": r"[\[\]]",
+    "empty brackets": r"\(\s*\)|\[\s*\]",
+    "omission stars": r"\*",
+    "footnote digits glued to a word": r"(?<=[a-z]{2})\d{1,2}\b|\b\d{1,2}(?=[A-Za-z]{3,})",
+    "doubled space": r"  ",
+    "space before punctuation": r" [,;:.](?=\s|$)|\( | \)",
+    "doubled punctuation": r"[,;:]\s*[,;:]|,\s*\.(?!\w)|\(\s*[,;:.]",
+    "punctuation opening a unit": r"^\s*[,;:.)\]]",
+}
+_LEFTOVER_RX = {name: re.compile(rx, re.M) for name, rx in LEFTOVER_PATTERNS.items()}
+
+def editorial_leftovers(cleaned_text: str, width: int = 30) -> list[str]:
+    "Editorial residue in cleaned text, one `name: …context…` string per finding (see `LEFTOVER_PATTERNS`); [] when clean."
+    found = []
+    for name, rx in _LEFTOVER_RX.items():
+        for m in rx.finditer(cleaned_text):
+            a, b = max(0, m.start() - width), m.end() + width
+            found.append(f"{name}: …{cleaned_text[a:b]}…")
+    return found
+
+# %% ../notebooks/01_corpus.ipynb #ad29e082
+_AMEND = r"(?:(?:Subs|Ins|Rep)\.|\b(?:Inserted|Substituted|Omitted|omitted|[Aa]dded|Renumbered|Amended))"
+_NOTE_SPAN_RULES = {  # an independent, deliberately plain description of editorial text in a raw section
+    "footnote line": rf"^[ \t]*\*?\d{{1,3}}\.?[ \t]+(?:[^\n]{{0,40}}?{_AMEND}[ \t]+(?:by|for|vide|as)\b|[Ii]bid\b)[^\n]*$",
+    "footnote header or rule": r"^[ \t]*(?:Foot\s*-?\s*notes?\W*|[—–\-_=]{5,})[ \t]*$",
+    "page number": r"^[ \t]*\d{1,3}[ \t]*$",
+    "inline note": rf"{_AMEND}[ \t]+by\b[^\n()\[\]]{{0,150}}?\(\s*w\.e\.f\.[^()]*\)\.?|\bw\.e\.f\.\s*[\d./-]+",
+    "marker before a bracket or stars": r"(?<![\d)\]])\d{1,2}(?=[ \t]?\[|\*)",
+    "marker glued to a word": r"(?<=[a-z]{2})\d{1,2}(?![\w])",
+}
+_NOTE_SPAN_RX = {k: re.compile(v, re.M) for k, v in _NOTE_SPAN_RULES.items()}
+_NOTE_START = re.compile(rf"\(\s*(?:(?i:Note)\s*:|{_AMEND}\s+(?:by|for|vide)\b|w\.e\.f\.)|\[\s*{_AMEND}\s+(?:by|vide)\b")
+
+def _paren_span_end(text: str, i: int) -> int:
+    "End of the parenthesised group opening at `text[i]` (at a `]` or the end of the text when it never closes)."
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        if depth == 0: return j + 1
+        if text[j] == "]": return j
+    return len(text)
+
+def _bracket_note_end(text: str, i: int) -> int:
+    "End of a bracket note `[Subs. by …]` at `i`: its `]`, or the end of a `(w.e.f. …)` followed by substituted words."
+    close = text.find("]", i)
+    close = len(text) if close < 0 else close
+    wef = [m.end() for m in re.finditer(r"\(\s*w\.e\.f\.[^()]*\)", text[i:close])]
+    return i + wef[-1] if wef and text[i + wef[-1]:close].strip(" .") else close + 1
+
+def editorial_spans(raw: str, section: str | None = None, title: str = "") -> list[tuple[int, int, str]]:
+    """`(start, end, kind)` of the non-statutory parts of a raw section: footnote lines and headers, page numbers,
+    notes in parentheses or brackets (a note before substituted words ends at its own closing parenthesis), inline
+    notes, footnote markers, the section's number and heading (and margin-note copies of it), and clauses holding
+    nothing but a note. Written apart from the cleaner, so that checking the cleaner against it can fail."""
+    spans = [(m.start(), m.end(), k) for k, rx in _NOTE_SPAN_RX.items() for m in rx.finditer(raw)]
+    for m in _NOTE_START.finditer(raw):
+        end = _paren_span_end(raw, m.start()) if raw[m.start()] == "(" else _bracket_note_end(raw, m.start())
+        spans.append((m.start(), end, "note"))
+    words = re.findall(r"\w+", title)
+    if words:
+        sep = r"\W{1,3}"
+        for m in re.finditer(sep.join(map(re.escape, words)), raw):  # at the start, opening a line, or glued (`title.word`)
+            if re.fullmatch(r"\W*(?:Section\s+)?(?:\d+\s?[A-Z]{0,3})?\W*", raw[:m.start()]) or re.search(r"(?:^|\n)[ \t]*(?:\d{0,2}\[)?$", raw[:m.start()]) \
+                    or re.match(r"\.[a-z]", raw[m.end():]):
+                spans.append((m.start(), m.end(), "heading"))
+        for k in range(len(words) - 1, 1, -1):  # a heading fragment before the word it repeats (`Prohibition of of`)
+            for m in re.finditer(rf"\b{sep.join(map(re.escape, words[:k]))}\s+(?={re.escape(words[k - 1])}\b)", raw):
+                spans.append((m.start(), m.end(), "heading"))
+    if section:
+        num = re.match(r"(\d+)([A-Z]*)", section)
+        blank = _blank(raw, spans)
+        suffix = rf"\s?{num.group(2)}" if num and num.group(2) else ""
+        m = re.match(rf"[\s#.:—–-]*(?:Section\s+)?{num.group(1)}{suffix}(?![\dA-Za-z])", blank) if num else None
+        if m: spans.append((0, m.end(), "heading"))
+    blank = _blank(raw, spans)
+    for m in re.finditer(r"^[ \t]*\(\w{1,5}\)[ \t]*[\W_]*$", blank, re.M):  # a clause whose whole text was a note
+        if any(s < m.end() and e > m.start() for s, e, _ in spans):
+            spans.append((m.start(), m.end(), "omitted clause"))
+    return sorted(spans)
+
+def _blank(text: str, spans) -> str:
+    "`text` with every span replaced by spaces (offsets kept)."
+    chars = list(text)
+    for s, e, *_ in spans: chars[s:e] = " " * (e - s)
+    return "".join(chars)
+
+_TOKEN = re.compile(r"(?P<enumerator>\((?:\d{1,3}[A-Z]{1,2}|[a-z]{1,2}|[ivxl]{1,6}|[A-Z])\))"
+                    r"|(?P<number>\d+)|(?P<word>[A-Za-z\u00C0-\u024F]+)|(?P<symbol>[&%§₹$])")
+
+def statutory_tokens(text: str) -> Counter:
+    """Word types of a text, counted: `enumerator` (a clause label `(a)`, `(iv)`, `(A)`, `(2A)`), `number` (a run of digits,
+    so `(1)` and `1.` are the same sub-section number), `word` (a run of Latin letters, case kept; `sub-section` is two
+    words), `symbol` (`& % § ₹ $`). Keys are `(type, token)`, an enumerator's token being its bare label; punctuation
+    and spacing are not counted."""
+    return Counter((m.lastgroup, m.group().strip(" \t()")) for m in _TOKEN.finditer(text))
+
+def statutory_text(raw: str, section: str | None = None, title: str = "") -> str:
+    "The raw text with its `editorial_spans` blanked out: what a cleaner must keep, word for word."
+    return _blank(raw, editorial_spans(raw, section, title))
+
+def lost_statutory_words(raw: str, cleaned: str, section: str | None = None, title: str = "") -> Counter:
+    """Statutory word tokens of the raw text (its words outside `editorial_spans`) missing from the cleaned text:
+    a multiset difference, keyed `(word type, token)` (see `statutory_tokens`). Empty when nothing was lost."""
+    return statutory_tokens(statutory_text(raw, section, title)) - statutory_tokens(cleaned)
+
+def kept_editorial_tokens(raw: str, cleaned: str, section: str | None = None, title: str = "") -> Counter:
+    "The other direction: tokens of the cleaned text that are no statutory word of the raw text (a footnote number left behind, a note's words)."
+    return statutory_tokens(cleaned) - statutory_tokens(statutory_text(raw, section, title))
+
+# %% ../notebooks/01_corpus.ipynb #3b52b7b5
+WORD_TYPES = ("word", "number", "enumerator", "symbol")
+
+def check_section(rec: dict) -> dict:
+    "Clean one raw section record and check it: editorial `leftovers` (strings) and `lost` statutory words (a Counter)."
+    sec = clean_section(rec)
+    cleaned = " ".join(sec["units"])
+    args = (rec["text"], cleaned, rec["section"], rec.get("title", ""))
+    leftovers = [f"{sec['title']}: {f}" for f in editorial_leftovers(sec["title"])]
+    leftovers += [f for u in sec["units"] for f in editorial_leftovers(u)]
+    leftovers += [f"not a statutory word of the raw text ({t}): {w!r}" for (t, w), n in kept_editorial_tokens(*args).items() for _ in range(n)]
+    return {"act": rec["act"], "section": rec["section"], "leftovers": leftovers, "lost": lost_statutory_words(*args)}
+
+def cleaner_check_table(checks: list[dict]):
+    "Per-Act table (and a Total row): sections, editorial leftovers, statutory words lost, and the lost words by word type."
+    import pandas as pd
+    def row(name, cs):
+        lost = sum((c["lost"] for c in cs), Counter())
+        return {"Act": name, "Sections": len(cs), "Leftovers": sum(len(c["leftovers"]) for c in cs), "Lost words": sum(lost.values()),
+                **{f"lost {t}": sum(n for (typ, _), n in lost.items() if typ == t) for t in WORD_TYPES}}
+    keys = list(dict.fromkeys(c["act"] for c in checks))
+    rows = [row(ACTS[k].short if k in ACTS else k, [c for c in checks if c["act"] == k]) for k in keys]
+    return pd.DataFrame(rows + [row("Total", checks)])
+
+def project_statute_sources() -> list[Path]:
+    "Every set of raw sections the project holds: the committed section JSONL, `../shared/statutes/` and the official PDFs, where present."
+    found = [sample_statutes_dir() / "sections.jsonl", statutes_jsonl_path()]
+    if pdf_dir().is_dir() and any(pdf_dir().glob("*.pdf")): found.append(pdf_dir())
+    return list(dict.fromkeys(p.resolve() for p in found if p.exists()))
+
+def read_statute_source(path: str | Path) -> list[dict]:
+    "Raw section records from a section JSONL file or a folder of `<act>.pdf` India Code PDFs (only the Acts present)."
+    path = Path(path)
+    if path.is_dir(): return read_official_pdfs(path, [a for a in ACTS if (path / f"{a}.pdf").is_file()])
+    return read_sections_jsonl(path)
+
+def cleaner_check_main(argv: list[str] | None = None) -> int:
+    "CLI: per-Act editorial leftovers and lost statutory words after cleaning, for each source; exit status 1 when any count is > 0."
+    import argparse
+    ap = argparse.ArgumentParser(prog="cleaner_check", description="Check the statute cleaner: editorial leftovers and lost statutory words.")
+    ap.add_argument("sources", nargs="*", help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)")
+    ap.add_argument("--show", type=int, default=20, help="findings to list per source (default 20)")
+    args = ap.parse_args(argv)
+    failed = False
+    for src in args.sources or project_statute_sources():
+        checks = [check_section(r) for r in read_statute_source(src)]
+        table = cleaner_check_table(checks)
+        print(f"\n{src}: {len(checks)} sections\n{table.to_string(index=False)}")
+        findings = [f"  {c['act']} {c['section']}: {f}" for c in checks for f in c["leftovers"]]
+        findings += [f"  {c['act']} {c['section']}: lost {t} {w!r} x{n}" for c in checks for (t, w), n in c["lost"].items()]
+        if findings: print("\n".join(findings[:args.show]) + (f"\n  … and {len(findings) - args.show} more" if len(findings) > args.show else ""))
+        failed |= bool(findings)
+    print("\ncleaner check:", "FAILED (see the findings above)" if failed else "0 leftovers and 0 lost statutory words")
+    return int(failed)
+
 # %% ../notebooks/01_corpus.ipynb #fe1919e4
 def context_stats(contexts: list[dict]):
     "Per-Act table: sections, contexts, truncated contexts, and context length in words (mean, median, min, max)."
@@ -347,12 +603,12 @@ def context_stats(contexts: list[dict]):
         if not len(d): continue
         w = d.n_words
         rows.append({"Act": ACTS[key].short, "Sections": d.section.nunique(), "Contexts": len(d),
-                     "Truncated": int(d.truncated.sum()), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
+                     **({"Truncated": int(d.truncated.sum())} if "truncated" in d else {}), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
                      "Min words": int(w.min()), "Max words": int(w.max())})
     if rows:
         w = df.n_words
         rows.append({"Act": "Total", "Sections": len(df.groupby(["act", "section"])), "Contexts": len(df),
-                     "Truncated": int(df.truncated.sum()), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
+                     **({"Truncated": int(df.truncated.sum())} if "truncated" in df else {}), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
                      "Min words": int(w.min()), "Max words": int(w.max())})
     return pd.DataFrame(rows)
 
@@ -370,7 +626,7 @@ def plot_context_lengths(contexts: list[dict]):
     return fig
 
 # %% ../notebooks/01_corpus.ipynb #e6f5a325
-CORPUS_PROFILES = {
+PROFILE_DEFAULTS = {
     "offline": {"input": "jsonl", "max_context_words": 260},
     "paper": {"input": "pdf", "max_context_words": 260},
 }
@@ -392,5 +648,20 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
     if statutes_path is not None:
         p = Path(statutes_path)
         return read_official_pdfs(p) if p.is_dir() else read_sections_jsonl(p)
-    if CORPUS_PROFILES[profile]["input"] == "pdf": return read_official_pdfs()
+    if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf": return read_official_pdfs()
     return read_sections_jsonl(statutes_jsonl_path())
+
+# %% ../notebooks/01_corpus.ipynb #88ba2f84
+_TITLE_SECTION = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
+
+def released_contexts(records: Iterable[dict]) -> list[dict]:
+    "The distinct contexts of official-format records, in first-seen order, with Act, section and length in words."
+    seen, out = set(), []
+    for r in records:
+        key = (act_key(r["id"]), r["context"])
+        if key in seen: continue
+        seen.add(key)
+        m = _TITLE_SECTION.match(r.get("title") or "")
+        out.append({"act": key[0], "section": m.group(1) if m else r.get("title", ""), "title": r.get("title", ""),
+                    "context": r["context"], "n_words": len(r["context"].split())})
+    return out

@@ -20,13 +20,15 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'DEFAULTS', 'package_model_dir',
-           'resolve_model', 'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows',
-           'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
-           'pad_batch', 'default_eval_batch_size', 'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows',
-           'LengthGroupedBatchSampler', 'QATrainer', 'TrainConfig', 'resolved_pad_multiple', 'training_arguments',
-           'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
-           'predict_split', 'predict_main', 'stage_settings', 'run_encoders', 'seed_summary', 'train_main']
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'PROFILE_DEFAULTS',
+           'SHRINK_PARAMETERS', 'package_model_dir', 'resolve_model', 'model_short_name', 'load_tokenizer',
+           'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths', 'suggest_max_answer_length',
+           'answer_length_profile', 'best_spans', 'pick_device', 'pad_batch', 'default_eval_batch_size',
+           'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows', 'LengthGroupedBatchSampler', 'QATrainer',
+           'TrainConfig', 'resolved_pad_multiple', 'planned_steps', 'training_arguments', 'last_checkpoint', 'fit',
+           'run_dir_for', 'is_main_process', 'checkpoint_revision', 'device_label', 'model_size', 'train_encoder',
+           'qa_config', 'load_finetuned', 'predict_split', 'predict_main', 'shrink_note', 'run_settings',
+           'run_encoders', 'encoder_tables', 'seed_summary', 'train_main']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -365,17 +367,23 @@ class TrainConfig:
     seed: int = 0
     logging_steps: int = 20
     save_checkpoints: bool = True
+    max_steps: int | None = None      # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
 
 def resolved_pad_multiple(cfg: TrainConfig) -> int:
     return cfg.pad_multiple or (64 if torch.cuda.is_available() else 8)
+
+def planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
+    "Optimiser steps of a run, as the `Trainer` counts them: `max_steps` when set, else ⌈epochs × batches per epoch⌉."
+    if cfg.max_steps: return int(cfg.max_steps)
+    return math.ceil(cfg.epochs * math.ceil(n_windows / (cfg.batch_size * world)))
 
 def training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **overrides) -> TrainingArguments:
     "`TrainingArguments` for `cfg`: precision and optimiser by device, warm-up in steps."
     cuda = torch.cuda.is_available()
     bf16 = cuda and torch.cuda.is_bf16_supported()
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    steps = math.ceil(n_windows / (cfg.batch_size * world)) * math.ceil(cfg.epochs)
+    steps = planned_steps(cfg, n_windows, int(os.environ.get("WORLD_SIZE", "1")))
     kw = dict(output_dir=str(output_dir), per_device_train_batch_size=cfg.batch_size, num_train_epochs=cfg.epochs,
+              max_steps=int(cfg.max_steps) if cfg.max_steps else -1,
               learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay,
               warmup_steps=int(round(cfg.warmup_ratio * steps)), seed=cfg.seed, data_seed=cfg.seed,
               bf16=bf16, fp16=cuda and not bf16, optim="adamw_torch_fused" if cuda else "adamw_torch",
@@ -412,6 +420,30 @@ def is_main_process() -> bool:
 def _same_settings(old: dict, new: dict) -> bool:
     return all(old.get(k) == v for k, v in new.items() if k != "pad_multiple")
 
+def checkpoint_revision(name: str) -> str | None:
+    """What exactly was fine-tuned: the hub commit of a downloaded checkpoint (its snapshot in the local cache),
+    the version of a model package, or None for a local folder."""
+    ref = MODEL_REGISTRY.get(name, name)
+    if ref.startswith("package:"):
+        import importlib.metadata as md
+        pkg = ref.split(":", 1)[1].replace("_", "-")
+        try: return f"{pkg} {md.version(pkg)}"
+        except md.PackageNotFoundError: return None
+    if Path(ref).is_dir(): return None
+    from huggingface_hub import try_to_load_from_cache
+    path = try_to_load_from_cache(ref, "config.json")
+    return Path(path).parent.name if isinstance(path, str) and Path(path).parent.parent.name == "snapshots" else None
+
+def device_label() -> str:
+    "The training device as the report states it: `cpu`, or `cuda (<GPU name>)`."
+    return f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
+
+def model_size(model) -> dict:
+    "Layers, hidden size and parameters (millions) of a loaded model: the size the report states."
+    cfg = model.config
+    return {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),
+            "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1)}
+
 def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_answer_length: int,
                   extra_meta: dict | None = None, callbacks=None) -> Path:
     "Fine-tune `model` on `train_records`; save model, tokenizer and `qa_config.json` to `output_dir`."
@@ -435,8 +467,12 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
     resume = last_checkpoint(output_dir / "checkpoints")
     t0 = time.perf_counter()
     trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
+    args = trainer.args
     meta.update(train_windows=len(packed), train_seconds=round(time.perf_counter() - t0, 1),
                 resumed_from=Path(resume).name if resume else None, global_steps=trainer.state.global_step,
+                planned_steps=planned_steps(cfg, len(packed), args.world_size), device=device_label(),
+                precision="bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
+                base_revision=checkpoint_revision(model), **model_size(qa_model),
                 final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None))
     if trainer.is_world_process_zero():
         trainer.save_model(str(output_dir)); tok.save_pretrained(str(output_dir))
@@ -499,24 +535,40 @@ def predict_main(argv: list[str] | None = None) -> int:
     return 0
 
 # %% ../notebooks/08_encoders.ipynb #93364f31
-DEFAULTS = {
-    "offline": {"models": ["minilm-l6"], "seeds": [0, 1], "epochs": 2.0, "learning_rate": 3e-4, "batch_size": 8,
-                "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
+PROFILE_DEFAULTS = {
+    "offline": {"models": ["minilm-l6"], "seeds": [0, 1], "epochs": 2.0, "max_steps": None, "learning_rate": 3e-4,
+                "batch_size": 8, "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
                 "eval_batch_size": None, "split": "test"},
     "paper": {"models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"], "seeds": [0, 1, 2],
-              "epochs": 2.0, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
+              "epochs": 2.0, "max_steps": None, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
               "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test"},
 }
+SHRINK_PARAMETERS = ("epochs", "max_steps")    # what a CPU rehearsal may shrink; data and inference stay full size
 
-def stage_settings(profile: str = "offline", **overrides) -> dict:
-    "Profile defaults updated with the non-None overrides."
-    if profile not in DEFAULTS: raise ValueError(f"unknown profile {profile!r}; expected one of {list(DEFAULTS)}")
-    return DEFAULTS[profile] | {k: v for k, v in overrides.items() if v is not None}
+def shrink_note(settings: dict, profile: str) -> str:
+    "The shrink parameters that differ from the profile's defaults, e.g. `epochs 0.25 (profile 2.0)`; `none` if none."
+    base = PROFILE_DEFAULTS[profile]
+    diff = [f"{k} {settings[k]:g} (profile {base[k]})" if isinstance(settings[k], float) else f"{k} {settings[k]} (profile {base[k]})"
+            for k in SHRINK_PARAMETERS if settings.get(k) != base.get(k)]
+    return "; ".join(diff) or "none"
+
+def run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) -> dict:
+    "The effective settings of one run (read back from its `qa_config.json`): a row of the `encoder_settings` table."
+    m = qa_config(model_dir)
+    return {"model": model, "seed": seed, "checkpoint": m.get("resolved_model"), "revision": m.get("base_revision"),
+            "layers": m.get("layers"), "hidden": m.get("hidden"), "parameters_m": m.get("parameters_m"),
+            "epochs": m.get("epochs"), "max_steps": m.get("max_steps"), "steps": m.get("global_steps"),
+            "train_windows": m.get("train_windows"), "batch_size": m.get("batch_size"),
+            "learning_rate": m.get("learning_rate"), "max_length": m.get("max_length"), "stride": m.get("stride"),
+            "max_answer_length": m.get("max_answer_length"), "device": m.get("device"), "precision": m.get("precision"),
+            "eval_questions": n_eval, "shrink": shrink}
 
 def run_encoders(data_source="sample", profile="offline", **overrides) -> list[dict]:
-    "Train every model × seed, predict the split, write predictions; one result row per run."
+    """Train every model × seed, predict the whole split, write predictions; one row per run: scores, `train_s` and
+    `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`)."""
     from indicipr import core, metrics
-    st = stage_settings(profile, **overrides)
+    st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
+    shrink = shrink_note(st, profile)
     ds = core.load_benchmark(data_source)
     train, evalset = [dict(r) for r in ds["train"]], [dict(r) for r in ds[st["split"]]]
     rows = []
@@ -524,24 +576,36 @@ def run_encoders(data_source="sample", profile="offline", **overrides) -> list[d
         tok = load_tokenizer(model)
         mal = st["max_answer_length"] or suggest_max_answer_length(train, tok, st["answer_coverage"])
         for seed in st["seeds"]:
-            cfg = TrainConfig(epochs=st["epochs"], learning_rate=st["learning_rate"], batch_size=st["batch_size"],
-                              max_length=st["max_length"], stride=st["stride"], seed=seed)
+            cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
+                              batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed)
             out = train_encoder(model, train, cfg, run_dir_for(data_source, model, seed), mal,
                                 {"data_source": core.source_tag(data_source)})
             if not is_main_process(): continue
             t0 = time.perf_counter()
-            preds = predict_split(out, evalset, st["eval_batch_size"], progress=False)
+            preds = predict_split(out, evalset, st["eval_batch_size"], progress=False)   # always the whole split
             pred_s = time.perf_counter() - t0
+            missing = [r["id"] for r in evalset if r["id"] not in preds]
+            if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
             system = f"{model_short_name(model)}_seed{seed}"
-            meta = json.loads((out / QA_CONFIG).read_text())
+            meta = qa_config(out)
             core.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
                                    seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
-                                   train_seconds=meta.get("train_seconds"))
+                                   train_seconds=meta.get("train_seconds"), shrink=shrink)
             _, summary = metrics.score_predictions(evalset, preds)
             rows.append({"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
                          "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
-                         "train_s": meta.get("train_seconds"), "predict_s": round(pred_s, 1), "max_answer_length": mal})
+                         "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": round(pred_s, 1),
+                         "settings": run_settings(model, seed, out, len(evalset), shrink)})
     return rows
+
+def encoder_tables(rows) -> tuple:
+    """(runs, settings, timings) of `run_encoders`' rows: the results table, the effective-settings table (results
+    only, no durations) and `{"<system> train|predict": seconds}` for `core.record_timings`."""
+    import pandas as pd
+    timings = {f"{r['system']} {what}": r.get(key) for r in rows for what, key in (("train", "train_s"), ("predict", "predict_s"))}
+    runs = pd.DataFrame([{k: v for k, v in r.items() if k not in ("train_s", "predict_s", "settings")} for r in rows])
+    settings = pd.DataFrame([r["settings"] for r in rows if "settings" in r])
+    return runs, settings, timings
 
 def seed_summary(rows) -> "pd.DataFrame":
     "Mean ± sd over seeds per model (EM, F1, Char-F1)."
@@ -556,19 +620,24 @@ def seed_summary(rows) -> "pd.DataFrame":
         out.append(r)
     return pd.DataFrame(out)
 
+
 # %% ../notebooks/08_encoders.ipynb #b74f07c6
 def train_main(argv: list[str] | None = None) -> int:
     "`python -m indicipr.encoders` / `accelerate launch -m indicipr.encoders`: the stage without the notebook."
     p = argparse.ArgumentParser(prog="python -m indicipr.encoders")
     p.add_argument("--data-source", default="sample")
-    p.add_argument("--profile", default="offline", choices=list(DEFAULTS))
+    p.add_argument("--profile", default="offline", choices=list(PROFILE_DEFAULTS))
     p.add_argument("--models", nargs="+", default=None)
     p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--epochs", type=float, default=None)
+    p.add_argument("--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)")
+    p.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
+    p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
     args = p.parse_args(argv)
-    rows = run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs)
+    rows = run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
+                        max_steps=args.max_steps, max_answer_length=args.max_answer_length)
     if is_main_process():
         for r in rows: print(json.dumps(r))
     return 0
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "encoders": sys.exit(train_main())
+

@@ -5,19 +5,21 @@
 # %% ../notebooks/03_filters.ipynb #47700723
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .core import ACTS, build_dir, data_dir, read_jsonl, write_jsonl
+from .core import ACTS, act_key, build_dir, data_dir, read_jsonl, write_jsonl
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 'VAGUE_QUESTIONS', 'ARTIFACT_PATTERNS', 'FILTERS',
            'tokens', 'informative_tokens', 'f1_required_fields', 'f2_answer_in_context', 'f3_answer_length',
            'f4_answer_share', 'f5_question_quality', 'f6_no_leakage', 'context_truncated', 'f7_context_complete',
            'answer_in_editorial_note', 'f8_no_artifacts', 'f9_not_numeric', 'first_failure', 'apply_filters',
-           'filter_table', 'builds_with_candidates', 'filter_build', 'plot_filter_funnel']
+           'filter_table', 'builds_with_candidates', 'filter_build', 'plot_filter_funnel', 'candidate_from_released',
+           'filter_released']
 
 # %% ../notebooks/03_filters.ipynb #98effa4a
 STOPWORDS = frozenset("""a an the of to in on at by for with from into under as and or nor but if than then that
@@ -217,3 +219,19 @@ def plot_filter_funnel(tables: dict):
     ax.set_ylabel("% of raw candidates remaining"); ax.set_ylim(0, 105); ax.legend(); ax.grid(alpha=.3)
     fig.tight_layout()
     return fig
+
+# %% ../notebooks/03_filters.ipynb #233f3575
+_SECTION_TITLE = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
+
+def candidate_from_released(record: dict) -> dict:
+    "A released official-format pair in the shape of a raw candidate, so that the nine filters apply to it."
+    m = _SECTION_TITLE.match(record.get("title") or "")
+    return {"candidate_id": record["id"], "context_id": f"{act_key(record['id'])}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
+            "act": act_key(record["id"]), "section": m.group(1) if m else "", "title": record.get("title", ""),
+            "context": record["context"], "question": record["question"], "answer": record["answers"]["text"][0]}
+
+def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"]:
+    "The filter log and table of released pairs: which of them the nine filters would exclude today."
+    candidates = [candidate_from_released(r) for r in records]
+    log = apply_filters(candidates)
+    return log, filter_table(log)

@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'DEFAULTS', 'user_message', 'answer_message',
-           'build_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name', 'qa_requests',
-           'predict_llm', 'stage_settings', 'cache_path', 'run_llm_baselines']
+__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'user_message',
+           'answer_message', 'build_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
+           'qa_requests', 'predict_llm', 'cache_path', 'run_llm_baselines']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
 QA_SYSTEM = ("You answer questions about Indian intellectual-property statutes. Copy the answer from the "
@@ -48,25 +48,14 @@ def draw_shots(train_records, k: int = 3, seed: int = 0) -> list[dict]:
     return random.Random(seed).sample(pool, k)
 
 # %% ../notebooks/09_llms.ipynb #7f18fc30
-_OPEN_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"(.*)$', re.S)
-
-def _unescape_partial(s: str) -> str:
-    "JSON string content that may be cut anywhere (a dangling backslash escape is dropped)."
-    import json
-    s = re.sub(r'"\s*\}?\s*$', "", s)                   # a closing quote/brace that did arrive
-    for cut in range(len(s), max(len(s) - 6, -1), -1):     # drop an escape sequence cut in half
-        try: return json.loads(f'"{s[:cut]}"')
-        except ValueError: continue
-    return s
-
-def reply_answer(parsed, raw: str) -> tuple[str, bool]:
+def reply_answer(raw: str | None, finish_reason: str | None = None) -> tuple[str, bool]:
     "`(answer, parsed_ok)` from a chat reply: the JSON `answer`, the text of a truncated one, else the raw text."
-    if isinstance(parsed, dict) and isinstance(parsed.get("answer"), str): return parsed["answer"].strip(), True
-    m = _OPEN_ANSWER.match(raw or "")
-    if m: return _unescape_partial(m.group(1)).strip(), False
-    text = (raw or "").strip()
-    m = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
-    if m: text = m.group(1).strip()
+    from indicipr.llm import parse_json_reply, strip_code_fence
+    obj, _ = parse_json_reply(raw, finish_reason, schema=ANSWER_SCHEMA)
+    if obj is not None: return obj["answer"].strip(), True
+    obj, _ = parse_json_reply(raw, finish_reason, partial=True)
+    if isinstance(obj, dict) and isinstance(obj.get("answer"), str): return obj["answer"].strip(), False
+    text = strip_code_fence((raw or "").strip()).strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'": text = text[1:-1].strip()
     return text, False
 
@@ -101,13 +90,13 @@ def snap_to_context(answer: str, context: str, max_factor: float = 2.0) -> str:
     return context[spans[i][0]:spans[j][1]]
 
 # %% ../notebooks/09_llms.ipynb #52715602
-PAPER_MODELS = ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"]
+PAPER_MODELS = ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"]      # the card's; the same as llm.CARD_MODELS["qa"]
 CARD_NAMES = {"mistral:7b": "Mistral 7B", "llama3.1:8b": "Llama 3.1:8B", "qwen2.5:7b": "Qwen2.5:7B"}
 SETTINGS = {"zero-shot": 0, "3-shot": 3}
-DEFAULTS = {
-    "offline": {"models": [None], "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
+PROFILE_DEFAULTS = {
+    "offline": {"qa_models": ["smollm2"], "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
                 "max_tokens": 64, "shot_seed": 0, "concurrency": 1, "snap": True},
-    "paper": {"models": PAPER_MODELS, "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
+    "paper": {"qa_models": PAPER_MODELS, "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
               "max_tokens": 256, "shot_seed": 0, "concurrency": 2, "snap": True},
 }
 
@@ -122,13 +111,14 @@ def qa_requests(records, shots, max_tokens: int, seed: int = 0) -> list[dict]:
     return [{"messages": build_messages(r, shots), "schema": ANSWER_SCHEMA, "params": params} for r in records]
 
 def predict_llm(endpoint, records, shots, cache=None, max_tokens: int = 96, concurrency: int = 1,
-                desc: str = "LLM QA") -> tuple[dict, dict, dict]:
+                desc: str = "LLM QA", confirm_cost: bool = False) -> tuple[dict, dict, dict]:
     "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set."
     from indicipr import llm
-    results = llm.run_requests(endpoint, qa_requests(records, shots, max_tokens), cache, concurrency=concurrency, desc=desc)
+    results = llm.run_requests(endpoint, qa_requests(records, shots, max_tokens), cache, concurrency=concurrency,
+                               desc=desc, validate=False, confirm_cost=confirm_cost)
     raw, snapped, n_parsed = {}, {}, 0
     for rec, res in zip(records, results):
-        ans, ok = reply_answer(res.parsed, res.raw)
+        ans, ok = reply_answer(res.raw)
         n_parsed += ok
         raw[rec["id"]] = ans
         snapped[rec["id"]] = snap_to_context(ans, rec["context"])
@@ -137,35 +127,32 @@ def predict_llm(endpoint, records, shots, cache=None, max_tokens: int = 96, conc
     return raw, snapped, stats
 
 # %% ../notebooks/09_llms.ipynb #3ec83144
-def stage_settings(profile: str = "offline", **overrides) -> dict:
-    "Profile defaults updated with the non-None overrides."
-    if profile not in DEFAULTS: raise ValueError(f"unknown profile {profile!r}; expected one of {list(DEFAULTS)}")
-    return DEFAULTS[profile] | {k: v for k, v in overrides.items() if v is not None}
-
 def cache_path(data_source) -> Path:
     from indicipr import core
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{core.source_tag(data_source)}.jsonl"
 
-def run_llm_baselines(data_source="sample", profile="offline", **overrides) -> list[dict]:
+def run_llm_baselines(data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False,
+                      **overrides) -> list[dict]:
     "Every model × setting on the split: predictions written, one result row per system."
     import time
     from indicipr import core, llm, metrics
-    st = stage_settings(profile, **overrides)
+    st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
     records = [dict(r) for r in ds[st["split"]]]
     if st["max_questions"]: records = records[:int(st["max_questions"])]
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    for model in st["models"]:
-        with llm.open_endpoint(profile, model) as ep:
+    with llm.open_endpoints(llm.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
+        for model in st["qa_models"]:
+            ep = endpoints[model]
             short = llm_short_name(ep.model)
             for setting in st["settings"]:
                 shots = draw_shots(train, SETTINGS[setting], st["shot_seed"]) if SETTINGS[setting] else []
                 t0 = time.perf_counter()
                 raw, snapped, stats = predict_llm(ep, records, shots, cache, st["max_tokens"], st["concurrency"],
-                                                  desc=f"{short} {setting}")
-                secs = time.perf_counter() - t0
+                                                  desc=f"{short} {setting}", confirm_cost=confirm_cost)
+                core.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
                     if variant == "snap" and not st["snap"]: continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
@@ -176,6 +163,5 @@ def run_llm_baselines(data_source="sample", profile="offline", **overrides) -> l
                                            system_prompt=QA_SYSTEM, base_url=ep.base_url if ep.kind != "replay" else "replay")
                     _, summ = metrics.score_predictions(records, preds)
                     rows.append({"model": ep.model, "setting": setting, "postprocess": variant, "system": system,
-                                 "em": summ["em"], "f1": summ["f1"], "char_f1": summ["char_f1"], **stats,
-                                 "seconds": round(secs, 1)})
+                                 "em": summ["em"], "f1": summ["f1"], "char_f1": summ["char_f1"], **stats})
     return rows

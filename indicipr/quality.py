@@ -14,22 +14,22 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Callable, Iterable, Sequence
+from typing import Annotated, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from . import core
+from . import core, llm
 
 # %% auto #0
-__all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILES', 'SHEET_INFO_COLUMNS',
-           'SHEET_COLUMNS', 'SPREADSHEET_CELL_LIMIT', 'AUDIT_INSTRUCTIONS', 'Score', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC',
-           'JUDGE_FORMAT', 'JUDGE_SCHEMA', 'Judge', 'profile_defaults', 'allocate_by_stratum', 'act_key',
+__all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'SHEET_INFO_COLUMNS',
+           'SHEET_COLUMNS', 'SPREADSHEET_CELL_LIMIT', 'AUDIT_INSTRUCTIONS', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM',
+           'JUDGE_RUBRIC', 'JUDGE_FORMAT', 'Judge', 'judges_from_models', 'allocate_by_stratum', 'act_key',
            'stratified_sample', 'audit_row', 'write_csv_atomic', 'export_audit_kit', 'AuditSheetError',
            'parse_score_cell', 'read_audit_sheet', 'check_same_pairs', 'cohen_kappas', 'criterion_agreement',
            'audit_agreement', 'audit_results_table', 'JudgeScores', 'parse_judge_reply', 'judge_messages',
-           'retry_messages', 'judgment_record', 'judge_one', 'distinct_judges', 'judge_all', 'llm_call',
+           'retry_messages', 'judgment_record', 'judge_request', 'judgment', 'distinct_judges', 'judge_all',
            'judgments_path', 'run_judges', 'judgments_frame', 'wide_scores', 'majority_vote', 'round_to_level',
            'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act', 'judge_agreement',
            'distribution_figure', 'judge_human_agreement', 'audit_dir', 'filled_sheets', 'sheet_name', 'score_sheets',
@@ -59,24 +59,32 @@ HUMAN_TO_JUDGE = {
 # %% ../notebooks/12_quality.ipynb #866fe6ff
 @dataclass(frozen=True)
 class Judge:
-    "One judge: a label for tables, the model name sent to the endpoint (None: the endpoint's own) and generation params."
+    "One judge: a label for tables, the model name asked (default: the label) and generation params."
     name: str
     model: str | None = None
     params: dict = field(default_factory=dict, hash=False, compare=False)
 
+    def __post_init__(self):
+        if self.model is None: object.__setattr__(self, "model", self.name)
+
 
 _GREEDY = {"temperature": 0.0, "max_tokens": 96}
 
-PROFILES = {
+
+def judges_from_models(models: Sequence[str] | None) -> tuple[Judge, ...] | None:
+    "Greedy judges named after `models` (the first is the single judge); None stays None (the profile's judges)."
+    return None if models is None else tuple(Judge(m, m, dict(_GREEDY)) for m in models)
+
+
+PROFILE_DEFAULTS = {
     "offline": {
         "judge_split": "test",
         "judge_pairs": 6,
         "judge_seed": 0,
-        "single_judge": Judge("smollm2", None, {**_GREEDY, "seed": 0}),
-        "ensemble": (
-            Judge("smollm2", None, {**_GREEDY, "seed": 0}),
-            Judge("smollm2-smoke-s1", None, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
-            Judge("smollm2-smoke-s2", None, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
+        "judges": (                 # one local model under three names: a smoke run of the ensemble path
+            Judge("smollm2", llm.LOCAL_MODEL, {**_GREEDY, "seed": 0}),
+            Judge("smollm2-smoke-s1", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
+            Judge("smollm2-smoke-s2", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
         ),
         "smoke": True,
         "audit_pairs": 200,
@@ -87,25 +95,13 @@ PROFILES = {
         "judge_split": "merged",
         "judge_pairs": None,
         "judge_seed": 0,
-        "single_judge": Judge("gemma3:12b", "gemma3:12b", dict(_GREEDY)),
-        "ensemble": (
-            Judge("gemma3:12b", "gemma3:12b", dict(_GREEDY)),
-            Judge("llama3.1:8b", "llama3.1:8b", dict(_GREEDY)),
-            Judge("mistral:7b", "mistral:7b", dict(_GREEDY)),
-        ),
+        "judges": judges_from_models(llm.CARD_MODELS["judge"]),
         "smoke": False,
         "audit_pairs": 200,
         "audit_seed": 0,
         "concurrency": 4,
     },
 }
-
-
-def profile_defaults(profile: str) -> dict:
-    "The stage defaults of `profile` (a copy); an unknown profile is an error naming the known ones."
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {sorted(PROFILES)}")
-    return dict(PROFILES[profile])
 
 # %% ../notebooks/12_quality.ipynb #54eb9b08
 def allocate_by_stratum(sizes: dict, n: int) -> dict:
@@ -121,8 +117,8 @@ def allocate_by_stratum(sizes: dict, n: int) -> dict:
 
 
 def act_key(record: dict) -> str:
-    "The Act key of a benchmark record, from its id prefix."
-    return core.act_for_id(record["id"]).key
+    "The Act key of a benchmark record, from its id prefix (`core.UNKNOWN_ACT_KEY` when it cannot be told)."
+    return core.act_key(record["id"])
 
 
 def stratified_sample(records: Sequence[dict], n: int | None, seed: int = 0,
@@ -152,7 +148,7 @@ def audit_row(record: dict) -> dict:
     if len(ctx) > SPREADSHEET_CELL_LIMIT:
         raise ValueError(f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
                          f"({SPREADSHEET_CELL_LIMIT}); it would be truncated")
-    return {"pair_id": record["id"], "act": core.act_for_id(record["id"]).short,
+    return {"pair_id": record["id"], "act": core.act_name(record["id"]),
             "title": record.get("title", ""), "question": record["question"],
             "answer": record["answers"]["text"][0], "context": ctx,
             **{c: "" for c in AUDIT_CRITERIA}, "comment": ""}
@@ -206,7 +202,7 @@ def export_audit_kit(records: Sequence[dict], out_dir, annotators: Sequence[str]
     (out / "filled").mkdir(parents=True, exist_ok=True)
     core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
-    counts = {a.short: int(drawn[a.short]) for a in core.ACTS.values() if a.short in drawn}
+    counts = {n: int(drawn[n]) for n in [*(a.short for a in core.ACTS.values()), core.UNKNOWN_ACT] if n in drawn}
     manifest = {"source": source, "seed": seed, "n_requested": n, "n": len(rows), "per_act": counts,
                 "annotators": list(annotators), "ids": [r["pair_id"] for r in rows], "sheets": sheets}
     core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
@@ -329,22 +325,13 @@ class JudgeScores(BaseModel):
     legal_relevance: Score
 
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+JUDGE_SCHEMA = {"type": "object", "properties": {c: {"type": "integer", "enum": list(SCORES)} for c in JUDGE_CRITERIA},
+                "required": list(JUDGE_CRITERIA)}
 
 
-def parse_judge_reply(raw: str | dict | None) -> tuple[JudgeScores | None, str | None]:
-    "Validate a judge's reply (text, possibly fenced, or an already parsed dict) → (scores, error)."
-    if raw is None: return None, "empty reply"
-    if isinstance(raw, BaseModel): raw = raw.model_dump()
-    if isinstance(raw, str):
-        m = _JSON_OBJECT.search(raw)
-        if not m: return None, "no JSON object in the reply"
-        try: raw = json.loads(m.group(0))
-        except json.JSONDecodeError as e: return None, f"invalid JSON: {e}"
-    if not isinstance(raw, dict): return None, f"expected a JSON object, got {type(raw).__name__}"
-    try: return JudgeScores.model_validate(raw), None
-    except ValidationError as e:
-        return None, "; ".join(f"{'.'.join(map(str, er['loc']))}: {er['msg']}" for er in e.errors())
+def parse_judge_reply(raw: str | None) -> tuple[JudgeScores | None, str | None]:
+    "Validate a judge's reply text (possibly fenced) → (scores, error)."
+    return llm.parse_json_reply(raw, schema=JudgeScores)
 
 # %% ../notebooks/12_quality.ipynb #b18a7d5b
 JUDGE_SYSTEM = ("You are a careful reviewer of an extractive question-answering dataset built from "
@@ -365,8 +352,8 @@ JUDGE_FORMAT = ('Return JSON only: {"question_specificity": 1|2|3, "answer_suffi
 
 def judge_messages(record: dict) -> list[dict]:
     "Chat messages asking a judge to score one benchmark record."
-    act = core.act_for_id(record["id"])
-    user = (f"{JUDGE_RUBRIC}\nAct: {act.title}\nTitle: {record.get('title', '')}\n\nContext:\n"
+    act = core.act_for_id(record["id"], strict=False)
+    user = (f"{JUDGE_RUBRIC}\nAct: {act.title if act else core.UNKNOWN_ACT}\nTitle: {record.get('title', '')}\n\nContext:\n"
             f'"""{record["context"]}"""\n\nQuestion: {record["question"]}\n'
             f"Answer: {record['answers']['text'][0]}\n\n{JUDGE_FORMAT}")
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
@@ -386,22 +373,26 @@ def judgment_record(record: dict, judge: Judge, scores: JudgeScores | None, stat
             **{c: (getattr(scores, c) if scores is not None else None) for c in JUDGE_CRITERIA}}
 
 
-def judge_one(record: dict, judge: Judge, call: Callable) -> dict:
-    "Score one pair with one judge: one retry after a reply that fails validation, then missing."
-    messages = judge_messages(record)
-    parsed, raw, err = call(messages, judge)
-    if err is not None and raw is None: return judgment_record(record, judge, None, "error", err, 1)
-    scores, verr = parse_judge_reply(parsed if parsed is not None else raw)
+def judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | None = None) -> dict:
+    "The request asking `judge` at `endpoint` to score `record` (or the retry `messages`), for `llm.run_requests`."
+    return {"messages": messages if messages is not None else judge_messages(record), "schema": JUDGE_SCHEMA,
+            "params": dict(judge.params), "endpoint": endpoint}
+
+
+def judgment(record: dict, judge: Judge, first, retry=None) -> dict:
+    "The judgment of one pair from its first result and, when that reply was invalid, the retry's."
+    if first.raw is None: return judgment_record(record, judge, None, "error", first.error, 1)
+    scores, why = parse_judge_reply(first.raw)
     if scores is not None: return judgment_record(record, judge, scores, "ok", None, 1)
-    parsed, raw2, err2 = call(retry_messages(messages, raw, verr), judge)
-    if err2 is not None and raw2 is None: return judgment_record(record, judge, None, "error", err2, 2)
-    scores, verr2 = parse_judge_reply(parsed if parsed is not None else raw2)
+    if retry is None: raise ValueError(f"{record['id']} / {judge.name}: an invalid first reply needs its retry")
+    if retry.raw is None: return judgment_record(record, judge, None, "error", retry.error, 2)
+    scores, why2 = parse_judge_reply(retry.raw)
     if scores is not None: return judgment_record(record, judge, scores, "ok", None, 2)
-    return judgment_record(record, judge, None, "invalid", f"1st: {verr}; 2nd: {verr2}", 2)
+    return judgment_record(record, judge, None, "invalid", f"1st: {why}; 2nd: {why2}", 2)
 
 
 def distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
-    "Judges by name, first occurrence kept (the single judge is also an ensemble member); a name reused with other settings is an error."
+    "Judges by name, first occurrence kept; a name reused with other settings is an error."
     seen: dict[str, Judge] = {}
     for j in judges:
         if j.name in seen and (seen[j.name].model, seen[j.name].params) != (j.model, j.params):
@@ -410,48 +401,39 @@ def distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
     return list(seen.values())
 
 
-def judge_all(records: Sequence[dict], judges: Sequence[Judge], call: Callable, concurrency: int = 1,
-              progress: bool = True) -> dict[str, list[dict]]:
-    "Score every record with every judge → judgments per judge name, in record order."
-    from concurrent.futures import ThreadPoolExecutor
-    from tqdm.auto import tqdm
+def judge_all(records: Sequence[dict], judges: Sequence[Judge], endpoints: Mapping, cache=None, concurrency: int = 1,
+              progress: bool = True, confirm_cost: bool = False) -> dict[str, list[dict]]:
+    "Score every record with every judge (`endpoints`: judge model → Endpoint) → judgments per judge name, in record order."
     judges = distinct_judges(judges)
-    # pair-major order: consecutive requests share the whole prompt, which a llama.cpp server reuses
-    tasks = [(r, j) for r in records for j in judges]
-    with ThreadPoolExecutor(max_workers=max(1, int(concurrency))) as pool:
-        rows = list(tqdm(pool.map(lambda t: judge_one(t[0], t[1], call), tasks), total=len(tasks),
-                         desc=f"LLM judges ({len(judges)})", disable=not progress))
+    missing = sorted({j.model for j in judges} - set(endpoints))
+    if missing: raise ValueError(f"no endpoint for the judge model(s) {missing}; endpoints given for {sorted(endpoints)}")
+    tasks = [(r, j) for r in records for j in judges]              # pair-major
+    def run(requests, desc):
+        return llm.run_requests(None, requests, cache, concurrency=concurrency, desc=desc, validate=False, progress=progress,
+                                record_request_errors=True, confirm_cost=confirm_cost) if requests else []
+    first = run([judge_request(r, j, endpoints[j.model]) for r, j in tasks], f"LLM judges ({len(judges)})")
+    invalid = [i for i, res in enumerate(first) if res.raw is not None and parse_judge_reply(res.raw)[0] is None]
+    retried = run([judge_request(tasks[i][0], tasks[i][1], endpoints[tasks[i][1].model],
+                                 retry_messages(judge_messages(tasks[i][0]), first[i].raw, parse_judge_reply(first[i].raw)[1]))
+                   for i in invalid], "LLM judges: retries")
+    second = dict(zip(invalid, retried))
+    rows = [judgment(r, j, first[i], second.get(i)) for i, (r, j) in enumerate(tasks)]
     return {j.name: [row for row in rows if row["judge"] == j.name] for j in judges}
 
 # %% ../notebooks/12_quality.ipynb #5cdd0d33
-JUDGE_SCHEMA = {"type": "object", "properties": {c: {"type": "integer", "enum": list(SCORES)} for c in JUDGE_CRITERIA},
-                "required": list(JUDGE_CRITERIA)}
-
-
-def llm_call(endpoints: dict, cache) -> Callable:
-    "A `call(messages, judge)` for `judge_one` through `indicipr.llm.chat_json` (cached) at `endpoints[judge.name]`."
-    from indicipr import llm
-
-    def call(messages, judge: Judge):
-        try:
-            res = llm.chat_json(endpoints[judge.name], messages, JUDGE_SCHEMA, cache, validate=False, **judge.params)
-        except llm.LLMRequestError as e:     # this request failed for good: recorded, never guessed
-            return None, None, str(e)
-        return res.parsed, res.raw, None
-    return call
-
-
 def judgments_path(data_source: str, judge: Judge) -> Path:
     "Where one judge's judgments for a data source are written."
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", judge.name)
     return core.build_dir(core.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
 
 
-def run_judges(records: Sequence[dict], judges: Sequence[Judge], call: Callable, data_source: str,
-               concurrency: int = 1, progress: bool = True) -> dict[str, list[dict]]:
-    "`judge_all`, then write each judge's judgments to `data/build/<source>/judge/<judge>.jsonl`."
-    out = judge_all(records, judges, call, concurrency, progress)
-    for j in distinct_judges(judges): core.write_jsonl(judgments_path(data_source, j), out[j.name])
+def run_judges(records: Sequence[dict], judges: Sequence[Judge], data_source: str, config=None, cache=None,
+               concurrency: int = 1, confirm_cost: bool = False, progress: bool = True) -> dict[str, list[dict]]:
+    "Open the judges' endpoints (`config`: an `llm.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
+    judges = distinct_judges(judges)
+    with llm.open_endpoints(config or llm.llm_config(), [j.model for j in judges]) as endpoints:
+        out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
+    for j in judges: core.write_jsonl(judgments_path(data_source, j), out[j.name])
     return out
 
 # %% ../notebooks/12_quality.ipynb #e1377f7c
@@ -495,7 +477,7 @@ def ensemble_frame(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
-def rater_scores(long: pd.DataFrame, single: str, members: Sequence[str]) -> pd.DataFrame:
+def rater_scores(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
     "Long table of the raters shown in the tables: each judge, `ensemble (mean, rounded)` (rounded level) and `ensemble (majority)`."
     ens = ensemble_frame(long, members)
     parts = [long]
@@ -531,12 +513,12 @@ def flagged_share(raters: pd.DataFrame, order: Sequence[str] | None = None) -> p
 
 
 def flagged_by_act(raters: pd.DataFrame, rater: str) -> pd.DataFrame:
-    "Share (%) of one rater's scored pairs flagged per Act (rows, in ACTS order) and criterion (columns)."
+    "Share (%) of one rater's scored pairs flagged per Act (rows, in ACTS order, then Unknown) and criterion (columns)."
     d = raters[raters["judge"] == rater].dropna(subset=["score"]).assign(flagged=lambda x: x["score"] == 1)
     t = (100 * d.groupby(["act", "criterion"])["flagged"].mean()).unstack("criterion")
     t = t.reindex(columns=[c for c in JUDGE_CRITERIA if c in t.columns]).rename(columns=JUDGE_CRITERIA)
-    t = t.reindex([k for k in core.ACTS if k in t.index])
-    t.index = [core.ACTS[k].short for k in t.index]
+    t = t.reindex([k for k in [*core.ACTS, core.UNKNOWN_ACT_KEY] if k in t.index])
+    t.index = [core.ACTS[k].short if k in core.ACTS else core.UNKNOWN_ACT for k in t.index]
     t.index.name = "Act"; t.columns.name = None
     return t.round(1).reset_index()
 

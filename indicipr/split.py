@@ -12,15 +12,18 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from .core import (ACTS, QAFormatError, build_dir, data_dir, make_qa_record, read_jsonl, read_qa_file,
-                           write_jsonl, OFFICIAL_FILES)
+from .core import (ACTS, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, UNKNOWN_ACT, UNKNOWN_ACT_KEY, QAFormatError,
+                           act_key, build_dir, data_dir, make_qa_record, read_jsonl, read_qa_file, resolve_source,
+                           stage_settings, write_jsonl)
+from .filters import builds_with_candidates
 
 # %% auto #0
-__all__ = ['SPLITS', 'SPLIT_FILES', 'CARD_SPLIT_SIZES', 'CARD_PER_ACT', 'SPLIT_PROFILES', 'normalize_question',
-           'question_jaccard', 'span_overlap', 'near_duplicate', 'balance_by_type', 'select_context',
-           'select_candidates', 'natural_key', 'assign_sections', 'SplitIntegrityError', 'official_records',
-           'check_split_integrity', 'split_sizes', 'per_act_distribution', 'context_jaccard', 'write_split_files',
-           'split_build', 'publish_sample', 'selection_table', 'plot_split_distribution']
+__all__ = ['SPLITS', 'CARD', 'PROFILE_DEFAULTS', 'normalize_question', 'question_jaccard', 'span_overlap', 'near_duplicate',
+           'balance_by_type', 'select_context', 'select_candidates', 'natural_key', 'assign_sections',
+           'SplitIntegrityError', 'official_records', 'check_split_integrity', 'card_comparable',
+           'act_keys_in_card_order', 'act_label', 'section_of', 'split_sizes', 'per_act_distribution',
+           'context_jaccard', 'split_integrity_table', 'write_split_files', 'split_build', 'SamplePublishError',
+           'may_publish_sample', 'stage_plan', 'publish_sample', 'selection_table', 'plot_split_distribution']
 
 # %% ../notebooks/04_split.ipynb #c6f2c715
 def normalize_question(q: str) -> str:
@@ -107,9 +110,6 @@ def assign_sections(candidates: list[dict], ratios: tuple[float, float, float], 
     return assignment
 
 # %% ../notebooks/04_split.ipynb #bc1d19a9
-SPLIT_FILES = {"train": OFFICIAL_FILES["train"], "validation": OFFICIAL_FILES["validation"],
-               "test": OFFICIAL_FILES["test"], "merged": OFFICIAL_FILES["merged"]}
-
 class SplitIntegrityError(AssertionError):
     "Something is in two splits, or the split files disagree with the merged file."
 
@@ -135,14 +135,13 @@ def official_records(selected: list[dict], assignment: dict) -> tuple[dict[str, 
 
 def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict]) -> None:
     "Raise `SplitIntegrityError` when a context or section crosses splits or the files disagree."
-    from indicipr.core import act_for_id
     where = {p["id"]: p for p in provenance}
     seen = {"context text": {}, "context id": {}, "section": {}}
     for split in SPLITS:
         for r in splits[split]:
             p = where.get(r["id"])
             if p is None or p["split"] != split: raise SplitIntegrityError(f"{r['id']}: in {split} but provenance says {p and p['split']}")
-            if act_for_id(r["id"]).key != p["act"]: raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
+            if act_key(r["id"]) != p["act"]: raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
             for kind, key in (("context text", r["context"]), ("context id", p["context_id"]), ("section", (p["act"], p["section"]))):
                 other = seen[kind].setdefault(key, split)
                 if other != split:
@@ -152,46 +151,90 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
         raise SplitIntegrityError("merged file is not exactly the union of train, validation and test")
 
 # %% ../notebooks/04_split.ipynb #23daafd0
-CARD_SPLIT_SIZES = {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
-CARD_PER_ACT = {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
-                "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)}
+CARD = {"train_test_jaccard": 0.0}   # the card: train–test source-context Jaccard 0.00 for all seven Acts
 
-def split_sizes(splits: dict[str, list[dict]], provenance: list[dict]):
-    "QA pairs, contexts and sections per split, with the card's sizes beside them."
+def card_comparable(data_source, splits: dict[str, list] | None = None) -> bool:
+    "Whether the card's figures may stand beside computed ones: the official files (hub or a folder), with the card's sizes for the `splits` given."
+    if resolve_source(data_source)[0] == "sample": return False
+    return splits is None or all(len(splits[s]) == OFFICIAL_COUNTS[s] for s in OFFICIAL_COUNTS if s in splits)
+
+def act_keys_in_card_order(present: Iterable[str] = ()) -> list[str]:
+    "Act keys in the card's table order, other registered Acts after them, `UNKNOWN_ACT_KEY` last when `present` has it."
+    keys = [*CARD_PER_ACT, *(k for k in ACTS if k not in CARD_PER_ACT)]
+    return keys + [UNKNOWN_ACT_KEY] if UNKNOWN_ACT_KEY in set(present) else keys
+
+def act_label(key: str) -> str:
+    "The card's short name of an Act key (`UNKNOWN_ACT` for `UNKNOWN_ACT_KEY`)."
+    return ACTS[key].short if key in ACTS else UNKNOWN_ACT
+
+def section_of(record: dict) -> str:
+    "A record's section without provenance: the number of its title (`Section 12A: ...` → `12A`), else the title."
+    m = re.match(r"\s*section\s+(\d+[A-Z]*)\b", record.get("title", ""), flags=re.IGNORECASE)
+    return m.group(1) if m else record.get("title", "")
+
+def split_sizes(splits: dict[str, list[dict]], provenance: list[dict] | None = None, card: bool = False):
+    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `section_of`); `card` adds the card's sizes."
     import pandas as pd
-    prov = {p["id"]: p for p in provenance}
+    prov = {p["id"]: (p["act"], p["section"]) for p in provenance} if provenance is not None else None
     total = max(len(splits["merged"]), 1)
     rows = []
     for s in (*SPLITS, "merged"):
-        ps = [prov[r["id"]] for r in splits[s]]
-        rows.append({"Split": "total" if s == "merged" else s, "QA pairs": len(splits[s]), "Share (%)": 100 * len(splits[s]) / total,
-                     "Contexts": len({p["context_id"] for p in ps}), "Sections": len({(p["act"], p["section"]) for p in ps}),
-                     "Card QA pairs": CARD_SPLIT_SIZES[s], "Card share (%)": 100 * CARD_SPLIT_SIZES[s] / CARD_SPLIT_SIZES["merged"]})
+        sections = {prov[r["id"]] if prov is not None else (act_key(r["id"]), section_of(r)) for r in splits[s]}
+        row = {"Split": "total" if s == "merged" else s, "QA pairs": len(splits[s]), "Share (%)": 100 * len(splits[s]) / total,
+               "Contexts": len({r["context"] for r in splits[s]}), "Sections": len(sections)}
+        if card: row.update({"Card QA pairs": OFFICIAL_COUNTS[s], "Card share (%)": 100 * OFFICIAL_COUNTS[s] / OFFICIAL_COUNTS["merged"]})
+        rows.append(row)
     return pd.DataFrame(rows)
 
-def per_act_distribution(splits: dict[str, list[dict]]):
-    "QA pairs per Act: full dataset, train, validation, test, and the card's full/test counts (card's Act order)."
+def per_act_distribution(splits: dict[str, list[dict]], card: bool = False):
+    "QA pairs per Act in the full dataset and each split (card's Act order, `Unknown` row when needed, total row); `card` adds the card's full/test counts."
     import pandas as pd
-    from indicipr.core import act_for_id
-    n = {s: Counter(act_for_id(r["id"]).key for r in splits[s]) for s in (*SPLITS, "merged")}
-    rows = [{"Act": ACTS[a].short, "Full dataset": n["merged"][a], "Train": n["train"][a], "Validation": n["validation"][a],
-             "Test set": n["test"][a], "Card full": CARD_PER_ACT[a][0], "Card test": CARD_PER_ACT[a][1]} for a in CARD_PER_ACT]
-    return pd.DataFrame(rows)
+    names = {"merged": "Full dataset", "train": "Train", "validation": "Validation", "test": "Test set"}
+    counts = {s: Counter(act_key(r["id"]) for r in splits[s]) for s in names}
+    keys = act_keys_in_card_order(k for c in counts.values() for k in c)
+    rows = [{"Act": act_label(k), **{names[s]: counts[s][k] for s in names}} for k in keys]
+    rows.append({"Act": "Total", **{names[s]: len(splits[s]) for s in names}})
+    table = pd.DataFrame(rows)
+    if card:
+        full = [CARD_PER_ACT[k][0] if k in CARD_PER_ACT else None for k in keys] + [sum(f for f, _ in CARD_PER_ACT.values())]
+        test = [CARD_PER_ACT[k][1] if k in CARD_PER_ACT else None for k in keys] + [sum(t for _, t in CARD_PER_ACT.values())]
+        table["Card full"], table["Card test"] = pd.array(full, dtype="Int64"), pd.array(test, dtype="Int64")
+    return table
 
-def context_jaccard(splits: dict[str, list[dict]], a: str = "train", b: str = "test"):
-    "Per Act: distinct source contexts in split `a` and `b`, and the Jaccard similarity of the two sets."
+def context_jaccard(splits: dict[str, list[dict]], a: str = "train", b: str = "test", card: bool = False):
+    "Per Act: distinct source contexts in splits `a` and `b` and the Jaccard similarity of the two sets; `card` adds the card's train–test figure."
     import pandas as pd
-    from indicipr.core import act_for_id
+    ctx = {s: defaultdict(set) for s in (a, b)}
+    for s in (a, b):
+        for r in splits[s]: ctx[s][act_key(r["id"])].add(r["context"])
     rows = []
-    for act in CARD_PER_ACT:
-        A = {r["context"] for r in splits[a] if act_for_id(r["id"]).key == act}
-        B = {r["context"] for r in splits[b] if act_for_id(r["id"]).key == act}
-        rows.append({"Act": ACTS[act].short, f"{a.title()} contexts": len(A), f"{b.title()} contexts": len(B),
-                     "Jaccard": len(A & B) / len(A | B) if A | B else 0.0})
+    for k in act_keys_in_card_order([*ctx[a], *ctx[b]]):
+        A, B = ctx[a][k], ctx[b][k]
+        row = {"Act": act_label(k), f"{a.title()} contexts": len(A), f"{b.title()} contexts": len(B),
+               "Jaccard": len(A & B) / len(A | B) if A | B else 0.0}
+        if card and (a, b) == ("train", "test"):
+            row["Card Jaccard"] = CARD["train_test_jaccard"] if k in CARD_PER_ACT else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+def split_integrity_table(splits: dict[str, list[dict]]):
+    "The checks a section-level split passes, each with the number of offending items: ids, source contexts and sections in two splits; merged = union."
+    import pandas as pd
+    keys = {"ids": lambda r: r["id"], "source contexts": lambda r: r["context"], "sections": lambda r: (act_key(r["id"]), section_of(r))}
+    rows = []
+    for what, key in keys.items():
+        sets = {s: {key(r) for r in splits[s]} for s in SPLITS}
+        for a, b in (("train", "validation"), ("train", "test"), ("validation", "test")):
+            n = len(sets[a] & sets[b])
+            rows.append({"Check": f"no {what} in both {a} and {b}", "Found": n, "Holds": n == 0})
+    if "merged" in splits:
+        union, merged = Counter(r["id"] for s in SPLITS for r in splits[s]), Counter(r["id"] for r in splits["merged"])
+        n = sum(((union - merged) + (merged - union)).values())
+        rows.append({"Check": "merged file = train + validation + test (ids)", "Found": n, "Holds": n == 0})
     return pd.DataFrame(rows)
 
 # %% ../notebooks/04_split.ipynb #6338515e
-SPLIT_PROFILES = {
+PROFILE_DEFAULTS = {
     "offline": {"ratios": (0.70, 0.10, 0.20), "max_per_context": 4, "seed": 2026},   # tiny sample: a larger test split
     "paper": {"ratios": (0.831, 0.092, 0.077), "max_per_context": 4, "seed": 2026},  # the card's 3,710 / 408 / 344
 }
@@ -199,15 +242,14 @@ SPLIT_PROFILES = {
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
     "Write the four official files atomically and validate each with `read_qa_file`."
     paths = {}
-    for s, name in SPLIT_FILES.items():
+    for s, name in OFFICIAL_FILES.items():
         paths[s] = write_jsonl(Path(folder) / name, splits[s])
         if len(read_qa_file(paths[s])) != len(splits[s]): raise QAFormatError(f"{paths[s]}: record count changed on reading back")
     return paths
 
 def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile: str = "offline") -> dict:
     "Selection + section-level split of one build's `filtered.jsonl`; writes the official files; returns a summary."
-    cfg = {**SPLIT_PROFILES[profile]}
-    cfg.update({k: v for k, v in (("ratios", ratios), ("max_per_context", max_per_context), ("seed", seed)) if v is not None})
+    cfg = stage_settings(PROFILE_DEFAULTS, profile, ratios=ratios, max_per_context=max_per_context, seed=seed)
     folder = build_dir(tag)
     src = folder / "filtered.jsonl"
     if not src.is_file(): raise FileNotFoundError(f"{src}: no filtered candidates; run 03_filters for build {tag!r} first")
@@ -226,11 +268,29 @@ def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile:
             "contexts_filtered": len({c["context_id"] for c in filtered}), "contexts_retained": len({c["context_id"] for c in selected}),
             "sizes": {s: len(v) for s, v in written.items()}, "folder": str(folder)}
 
-def publish_sample(tag: str = "replay", dest: str | Path | None = None) -> Path:
-    "Copy a build's four official files into `data/sample/` (the embedded sample benchmark)."
-    dest = Path(dest) if dest else data_dir() / "sample"
+class SamplePublishError(RuntimeError):
+    "Something other than the offline rebuild of the sample asked to write `data/sample/`."
+
+def may_publish_sample(profile: str, data_source) -> bool:
+    "Only the offline rebuild of the embedded sample (profile 'offline', data source 'sample') may write `data/sample/`."
+    return profile == "offline" and resolve_source(data_source)[0] == "sample"
+
+def stage_plan(profile: str, data_source, builds: Iterable[str] | None = None, publish_replay: bool = True) -> dict:
+    "What the stage run does: the builds it splits, whether it publishes the replay build, whether the data source is official."
+    official = resolve_source(data_source)[0] != "sample"
+    tags = [] if (profile == "paper" and official) else builds_with_candidates(builds)
+    return {"builds": tags, "publish": bool(publish_replay) and "replay" in tags and may_publish_sample(profile, data_source),
+            "official": official}
+
+def publish_sample(tag: str = "replay", dest: str | Path | None = None, profile: str = "offline", data_source="sample") -> Path:
+    "Copy a build's four official files into `data/sample/` (only for the offline rebuild of the sample) or into `dest`."
+    sample = data_dir() / "sample"
+    dest = Path(dest) if dest else sample
+    if dest.resolve() == sample.resolve() and not may_publish_sample(profile, data_source):
+        raise SamplePublishError(f"refusing to write {sample}: only the offline rebuild of the sample may "
+                                 f"(profile {profile!r}, data source {data_source!r})")
     dest.mkdir(parents=True, exist_ok=True)
-    for name in SPLIT_FILES.values():
+    for name in OFFICIAL_FILES.values():
         src = build_dir(tag) / name
         read_qa_file(src)
         tmp = dest / f".{name}.tmp"
@@ -248,7 +308,7 @@ def selection_table(summaries: dict[str, dict]):
 def plot_split_distribution(splits: dict[str, list[dict]], title: str):
     "Stacked bars: QA pairs per Act and split."
     import matplotlib.pyplot as plt
-    d = per_act_distribution(splits)
+    d = per_act_distribution(splits).iloc[:-1]          # without the total row
     fig, ax = plt.subplots(figsize=(7, 3.2))
     left = [0] * len(d)
     for col in ("Train", "Validation", "Test set"):

@@ -9,8 +9,12 @@ the script; once the script is used up every request is answered normally. Actio
 - `("content", text)`: a 200 reply whose message content is `text` (e.g. broken JSON);
 - `("finish", text, reason)`: like `content` with a finish reason (e.g. `"length"`).
 
-Every request is recorded (`requests`: body, Authorization header, time), and the largest number
-of requests handled at the same time is kept in `max_in_flight`.
+It also answers Ollama's native `POST /api/chat` (the same script; the reply in Ollama's format:
+`message.content`, `done_reason`) and `GET /v1/models` (the ids in `models`, default `[model]`).
+
+Every request is recorded (`requests`: path, body, Authorization header, time; `gets`: the paths
+of GET requests), and the largest number of requests handled at the same time is kept in
+`max_in_flight`.
 """
 import json
 import re
@@ -39,12 +43,14 @@ def qa_reply(body: dict) -> str:
 
 
 class FakeLLM:
-    def __init__(self, script=(), reply=qa_reply, delay: float = 0.0, model: str = "fake-model"):
+    def __init__(self, script=(), reply=qa_reply, delay: float = 0.0, model: str = "fake-model", models=None):
         self.script = list(script)
         self.reply = reply
         self.delay = delay
         self.model = model
+        self.models = list(models) if models is not None else [model]
         self.requests: list[dict] = []
+        self.gets: list[str] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
 
@@ -71,13 +77,14 @@ class FakeLLM:
                     pass  # the client gave up (timeout test)
 
             def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": fake.model, "object": "model"}]})
+                with fake._lock: fake.gets.append(self.path)
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with fake._lock:
                     action = fake.script.pop(0) if fake.script else "ok"
-                    fake.requests.append({"body": body, "auth": self.headers.get("Authorization"),
+                    fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization"),
                                           "t": time.monotonic(), "action": action})
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -91,6 +98,10 @@ class FakeLLM:
                     content, finish = fake.reply(body), "stop"
                     if kind == "content": content = action[1]
                     if kind == "finish": content, finish = action[1], action[2]
+                    if self.path.endswith("/api/chat"):        # Ollama's native chat API
+                        return self._send(200, {"model": body.get("model"), "created_at": "2025-01-01T00:00:00Z",
+                                                "message": {"role": "assistant", "content": content},
+                                                "done": True, "done_reason": finish})
                     self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                                      "model": body.get("model", fake.model),
                                      "choices": [{"index": 0, "finish_reason": finish,

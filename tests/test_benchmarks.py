@@ -11,14 +11,36 @@ FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def test_gpu_finetune_tiny_runs_both_paths(tmp_path):
+def test_gpu_finetune_tiny_runs_every_part(tmp_path):
+    "The one device script, --tiny on the CPU: (a) both training paths, (b) the encoder table through the hub stand-in, (c) inference."
     out = tmp_path / "g.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
-                   check=True, capture_output=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
     assert res["windows"] == 64 and res["plain"]["examples_per_s"] > 0 and res["project"]["examples_per_s"] > 0
     assert res["ratio"] == res["project"]["examples_per_s"] / res["plain"]["examples_per_s"]
     assert "length-grouped" in res["project"]["padding"] and res["plain"]["padding"] == "all to 64"
+    t = res["table"]
+    assert [r["system"] for r in t["runs"]] == ["inlegalbert_seed0"] and t["runs"][0]["steps"] == 2
+    assert t["settings"]["checkpoint"] == "law-ai/InLegalBERT" and t["settings"]["revision"]      # downloaded from the stand-in
+    assert (t["settings"]["layers"], t["settings"]["hidden"], t["settings"]["eval_questions"]) == (2, 128, 344)
+    assert t["table_s"] > 0 and t["inference"]["questions"] == 344 and t["inference"]["questions_per_s"] > 0
+    assert t["inference"]["windows"] >= 344
+    summary = proc.stdout[proc.stdout.index("== gpu_finetune summary"):]
+    assert all(f"({k})" in summary for k in "abc") and "questions/s" in summary
+
+
+def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):
+    import importlib
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    gpu_finetune = importlib.import_module("gpu_finetune")
+    monkeypatch.setenv("OUT", str(tmp_path))
+    assert gpu_finetune.default_out() == tmp_path / "gpu_finetune.json"
+    monkeypatch.delenv("OUT")
+    assert gpu_finetune.default_out() == ROOT / "benchmarks" / "out" / "gpu_finetune.json"
+    command = [l.strip() for l in gpu_finetune.__doc__.splitlines() if "python3 benchmarks/gpu_finetune.py" in l]
+    assert len(command) == 1 and len(command[0]) < 2000       # the device command: one line
 
 
 def test_long_context_questions_keep_exact_gold_spans():

@@ -190,12 +190,15 @@ def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'
     nbformat.write(nb, path)
 
 
-def test_runner_reports_missing_and_stops_at_failure(tmp_path):
+def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     nbs = tmp_path / "nbs"; nbs.mkdir()
     figs = tmp_path / "figs"
     write_nb(nbs / "00_core.ipynb",
-             "import pandas as pd\nfrom indicipr.core import save_table\n"
-             "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)")
+             "import pandas as pd\nfrom indicipr.core import save_table, record_timings\n"
+             "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
+             "print('chatter that belongs to the executed copy')\n"
+             "record_timings('00_core', demo=1.25)",
+             "from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance().log.warning('kernel plumbing note')")
     write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
     write_nb(nbs / "03_filters.ipynb", "x = 1")
     lines = []
@@ -212,37 +215,150 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path):
     assert "runner_demo" in index and "missing" in index and "failed" in index
     run = json.loads((tmp_path / "run" / "report" / "run.json").read_text())
     assert [r["status"] for r in run["results"]] == ["ok", "missing", "failed", "not run"]
+    # the duration recorded inside the notebook reached the run (and only the run), attributed to its notebook
+    assert run["timings"] == [{"notebook": "00_core", "stage": "00_core", "name": "demo", "seconds": 1.25}]
+    assert "INDICIPR_RUN_DIR" not in os.environ
+    # quiet: nothing but the runner's own lines reached the terminal (no kernel transport/debugger warnings)
+    out, err_text = capfd.readouterr()
+    assert out == "" and err_text == "", (out, err_text)
+    assert "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00_core.kernel.log").read_text()   # kept, in the run
+    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()                       # empty: removed
+
+
+def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
+    run_dir = tmp_path / "run"
+    out = subprocess.run([str(BIN / "indicipr"), "reproduce", "--only", "00_core,99_nope", "--run-dir", str(run_dir)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "99_nope" in out.stderr and "Valid names: " + ", ".join(core.NOTEBOOKS) in out.stderr
+    assert "[1/" not in out.stdout and not run_dir.exists()      # nothing ran, nothing was written
+
+
+def test_unknown_parameter_is_refused_before_running(tmp_path):
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    write_nb(nbs / "00_core.ipynb", "raise SystemExit('must not run')")
+    with pytest.raises(core.RunnerUsageError, match="sedes"):
+        core.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
+    assert not (tmp_path / "run").exists()
+
+
+def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
+    "A rerun that computes the same numbers must leave git status clean: same table, same figure, same bytes."
+    import time
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    frame = pd.DataFrame({"Act": ["Designs", "Patents"], "F1": [100.0, 98.4], "EM": ["63.66 ± 0.10", "65.12"]})
+    def write(figs):
+        core.save_table(frame, "per_act_demo", figs, caption="Per-Act F1")
+        fig, ax = plt.subplots(figsize=(4, 3)); ax.bar(["Designs", "Patents"], [100.0, 98.4]); ax.set_title("Per-Act F1")
+        core.save_figure(fig, "per_act_demo", figs); plt.close(fig)
+        return {p.relative_to(figs): p.read_bytes() for p in sorted(figs.rglob("*")) if p.is_file()}
+    first = write(tmp_path / "a")
+    time.sleep(1.2)                                   # PDF dates have one-second resolution
+    second = write(tmp_path / "a")
+    assert sorted(map(str, first)) == ["per_act_demo.pdf", "per_act_demo.png", "tables/per_act_demo.csv",
+                                       "tables/per_act_demo.md", "tables/per_act_demo.tex"]
+    assert [k for k in first if first[k] != second[k]] == []
+    assert b"/CreationDate" not in first[Path("per_act_demo.pdf")]
+    with pytest.raises(ValueError, match="record_timings"):
+        core.save_table(frame.assign(train_s=[1.0, 2.0]), "timed", tmp_path / "a")
 
 
 def chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def test_report_screenshot_in_headless_chromium(tmp_path):
-    "Render a report with a real table and figure and take a screenshot with headless Chromium."
+def chromium_or_skip():
     exe = chromium()
     if exe is None:
         if os.environ.get("CI"): pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
         pytest.skip("chromium not installed")
+    return exe
+
+
+def headless(exe, profile_dir, *args, timeout=120):
+    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={profile_dir}", *args], check=True, capture_output=True, text=True, timeout=timeout)
+
+
+def paper_shaped_tables(figs):
+    "A small run's tables and figures under the names the stages write, plus one table the report spec does not name."
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import pandas as pd
+    acts = ["Designs", "Patents", "Copyright"]
+    t = lambda name, **cols: core.save_table(pd.DataFrame(cols), name, figs, caption=f"{name} caption")
+    t("dataset_at_a_glance", Property=["Total QA pairs", "Test samples"], Value=[191, 36])
+    t("per_act_distribution", Act=acts, **{"Full dataset": [28, 32, 28], "Test set": [4, 8, 4]})
+    t("split_sizes_replay", Split=["train", "test"], **{"QA pairs": [128, 36]})
+    t("question_patterns", Pattern=["Questions"], Count=[191])
+    t("results", System=["bm25_retrieval", "minilm-l6", "smollm2_3-shot"], Family=["lexical", "encoder", "llm"],
+      Setting=["clause retrieval", "fine-tuned", "3-shot"], EM=["0.00", "0.00 ± 0.00", "11.11"],
+      F1=["26.65", "17.28 ± 0.57", "34.82"], **{"Char-F1": ["37.87", "55.78 ± 1.90", "63.55"]})
+    t("llm_results", system=["smollm2_3-shot"], f1=[34.82])
+    t("encoder_results", model=["MiniLM-L6"], F1=["17.28 ± 0.57"])
+    t("bm25_results", system=["bm25_retrieval"], F1=[26.65])
+    t("significance", **{"System A": ["a"], "System B": ["b"], "p": [0.5]})
+    t("per_act_best", Act=acts, F1=[100.0, 98.4, 79.41])
+    t("error_taxonomy_best", **{"Error type": ["Span-boundary errors"], "Count": [5]})
+    t("answer_structure_best", Group=["Short answers"], F1=[30.5])
+    t("answer_structure", System=[f"s{i}" for i in range(40)], F1=[float(i) for i in range(40)])
+    t("judge_status", judge=["smollm2"], ok=[6])
+    t("zz_not_in_the_spec", x=[1])
+    fig, ax = plt.subplots(figsize=(4, 3)); ax.barh(acts, [100.0, 98.4, 79.41], color="#1f77b4")
+    core.save_figure(fig, "per_act_best", figs); plt.close(fig)
+
+
+def test_report_first_screen_in_headless_chromium(tmp_path):
+    """The report as a reader meets it in headless Chromium (1280×800): the headline results and the whole table of
+    contents on the first screen, the sections in the card's order, each figure beside its table."""
+    exe = chromium_or_skip()
     figs = tmp_path / "figs"
-    core.save_table(pd.DataFrame({"Act": ["Designs", "Patents"], "F1": [100.0, 98.4]}), "per_act_demo", figs, caption="Per-Act F1")
-    fig, ax = plt.subplots(figsize=(4, 3)); ax.bar(["Designs", "Patents"], [100.0, 98.4], color="#1f77b4"); core.save_figure(fig, "per_act_demo", figs); plt.close(fig)
-    index = core.write_report(tmp_path / "run", [core.StageResult("00_core", "ok", 1.0)], {"profile": "offline", "figures_dir": str(figs)}, 1.0)
+    paper_shaped_tables(figs)
+    index = core.write_report(tmp_path / "run", [core.StageResult(n, "ok", 1.0) for n in core.NOTEBOOKS],
+                              {"data_source": "sample", "profile": "offline", "figures_dir": str(figs)}, 13.0)
+    probe = index.with_name("probe.html")          # the page plus a script that reports the layout into the DOM
+    probe.write_text(index.read_text().replace("</body>", """<script>
+window.addEventListener('load', () => {      // after the images loaded
+  const box = s => { const b = document.querySelector(s).getBoundingClientRect(); return {top: b.top, bottom: b.bottom}; };
+  const img = document.querySelector('#f-per_act_best img');
+  document.body.setAttribute('data-layout', JSON.stringify({height: innerHeight, width: innerWidth,
+    headline: box('#headline'), toc: box('#toc'), first_section: box('section.card-section'),
+    figure_loaded: img.complete && img.naturalWidth > 0,
+    figure_beside_table: box('#f-per_act_best').top < box('#t-per_act_best table').bottom}));
+});
+</script></body>"""))
+    dom = headless(exe, tmp_path / "profile", "--window-size=1280,800", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()).stdout
+    import html as html_mod, re
+    layout = json.loads(html_mod.unescape(re.search(r'data-layout="([^"]*)"', dom).group(1)))
+    sections = re.findall(r'<section class="card-section" id="([a-z]+)"', dom)
+    entries = re.findall(r'<section class="entry" id="t-([^"]+)"', dom)
+    headline = dom.split('id="headline"', 1)[1].split('<nav id="toc"', 1)[0]
+    toc = dom.split('id="toc"', 1)[1].split("</nav>", 1)[0]
+    # the card's order: the benchmark, construction, the data, results (BM25 → encoders → LLMs → significance →
+    # per-Act → errors → answer structure), quality; what the spec does not name comes after them
+    assert sections == ["benchmark", "construction", "data", "results", "quality"], sections
+    assert entries == ["dataset_at_a_glance", "per_act_distribution", "split_sizes_replay", "question_patterns", "results",
+                       "bm25_results", "encoder_results", "llm_results", "significance", "per_act_best", "error_taxonomy_best",
+                       "answer_structure_best", "answer_structure", "judge_status", "zz_not_in_the_spec"], entries
+    assert re.findall(r'<b><a href="#([a-z]+)"', toc)[:5] == sections                    # the contents in the same order
+    assert "smollm2_3-shot" in headline and "34.82" in headline and "63.55" in headline   # best system by F1
+    assert "<b>sample</b> (embedded sample) · profile <b>offline</b>" in headline
+    # the first screen: headline, then the whole table of contents, and the first section starts below them
+    assert 0 <= layout["headline"]["top"] < layout["toc"]["top"] and layout["toc"]["bottom"] <= layout["height"], layout
+    assert layout["first_section"]["top"] >= layout["toc"]["bottom"], layout
+    assert layout["figure_loaded"] and layout["figure_beside_table"], layout
+    assert '<details><summary>40 rows' in dom                                          # long per-system table folded
+    # and the pixels agree: the headline's blue panel fills the top of the screenshot
     shot = tmp_path / "shot.png"
-    subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1100,1400",
-                    index.as_uri()], check=True, capture_output=True, timeout=120)
+    headless(exe, tmp_path / "profile", "--window-size=1280,800", f"--screenshot={shot}", index.as_uri())
     from PIL import Image
     img = Image.open(shot).convert("RGB")
-    assert img.size == (1100, 1400)
-    colors = img.getcolors(maxcolors=1 << 20)
-    assert len(colors) > 20, "blank screenshot"
-    blue = sum(n for n, (r, g, b) in colors if abs(r - 0x1f) < 20 and abs(g - 0x77) < 20 and abs(b - 0xb4) < 20)
-    assert blue > 500, "the figure's bars are not visible in the rendered report"
+    top = img.crop((0, int(layout["headline"]["top"]), img.width, int(layout["headline"]["bottom"])))
+    panel = sum(n for n, (r, g, b) in top.getcolors(1 << 20) if (r, g, b) == (0xe8, 0xf0, 0xfb))
+    assert panel > 0.5 * top.width * top.height * 0.6, "the headline panel is not on the first screen"
 
 
 def test_environment_yml_mirrors_settings_ini():

@@ -1,112 +1,167 @@
-"""PDF round trip for the corpus stage (indicipr.corpus).
+"""The corpus stage (indicipr.corpus): the cleaner keeps every statutory word (issue 12), and the
+India Code PDF path gives back exactly what the section JSONL path gives.
 
-Real sections of the GI Act (from the section JSONL) are cleaned by the JSONL path, then laid out
-India Code style in a PDF (fpdf2): an *Arrangement of Sections* page, the Act's title and
-preamble, chapter headings, `N. Heading.—` section headings, amendment markers `1[...]` with
-their footnotes at the foot of the page, wrapped lines and page numbers. Reading the PDF back
-with `read_statute_pdf` (pypdf) and cleaning it must give exactly the same contexts.
+* Editorial forms: `tests/fixtures/corpus/editorial_forms.jsonl` holds real sections dressed in every
+  editorial form the India Code text uses (a note in front of the substituted words inside one bracket
+  pair, inline notes in brackets and parentheses, numbered footnote blocks with Subs./Ins./Omitted/ibid./
+  Ibid. lines, footnote digits glued to words, brackets and stars), each with its expected cleaned units.
+* The cleaner check (`cleaner_check_main`) prints 0 leftovers and 0 lost statutory words on every
+  section the project holds, and reports more than 0 for a broken cleaner and for the cleaner before
+  issue 12.
+* PDFs: `tests/standins/india_code_pdf.py` typesets the seven Acts in the India Code layout; reading
+  them back with `read_statute_pdf` recovers every section, its number and title, and its cleaned text.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-fpdf = pytest.importorskip("fpdf")
-pytest.importorskip("pypdf")
+import indicipr.corpus as corpus
+from indicipr.core import ACTS
+from indicipr.corpus import (build_contexts, check_section, clean_section, cleaner_check_main, cleaner_check_table,
+                             editorial_leftovers, is_toc_page, read_official_pdfs, read_pdf_pages, read_sections_jsonl,
+                             read_statute_pdf, section_contexts, statutes_jsonl_path)
 
-from indicipr.corpus import (build_contexts, clean_section, read_official_pdfs, read_sections_jsonl,
-                             read_statute_pdf, statutes_jsonl_path, is_toc_page, read_pdf_pages)
-
-ACT = "gi"
-
-
-def _font() -> Path:
-    import matplotlib
-    return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "editorial_forms.jsonl"
+FORMS = read_sections_jsonl(FIXTURE)
 
 
 @pytest.fixture(scope="module")
-def gi_sections():
-    return [r for r in read_sections_jsonl(statutes_jsonl_path()) if r["act"] == ACT]
+def sections():
+    return read_sections_jsonl(statutes_jsonl_path())
 
 
-def _mark_amendment(text: str, n: int) -> tuple[str, str]:
-    "Wrap the 3rd to 6th words of `text` in an India Code amendment marker `n[...]`; return text and footnote."
-    words = text.split(" ")
-    words[2] = f"{n}[{words[2]}"
-    words[5] = f"{words[5]}]"
-    return " ".join(words), f"{n}. Subs. by Act 15 of 2005, s. {n}, for certain words (w.e.f. 1-1-2006)."
+# ---------------------------------------------------------------- the cleaner and its check
+
+@pytest.mark.parametrize("rec", FORMS, ids=[f"{r['act']}-{r['section']}" for r in FORMS])
+def test_every_editorial_form_goes_and_every_statutory_word_stays(rec):
+    assert clean_section(rec)["units"] == rec["expected_units"], rec["form"]
+    check = check_section(rec)
+    assert check["leftovers"] == [] and not check["lost"], rec["form"]
 
 
-def render_act_pdf(sections: list[dict], path: Path) -> Path:
-    "Lay cleaned sections out like an India Code PDF (TOC, preamble, chapters, markers, footnotes, page numbers)."
-    cleaned = [clean_section(r) for r in sections]
-    pdf = fpdf.FPDF(format="A4")
-    pdf.set_auto_page_break(False)
-    pdf.add_font("DejaVu", "", str(_font()))
-    pdf.set_font("DejaVu", size=9)
-    width = pdf.epw
-
-    def page_number():
-        pdf.set_xy(pdf.l_margin, pdf.h - 12)
-        pdf.cell(width, 5, str(pdf.page_no()), align="C")
-
-    pdf.add_page()  # table of contents
-    pdf.multi_cell(width, 5, "ARRANGEMENT OF SECTIONS\nCHAPTER I\nPRELIMINARY\nSECTIONS\n" +
-                   "\n".join(f"{c['section']}. {c['title'].split(': ', 1)[1]}." for c in cleaned))
-    page_number()
-    pdf.add_page()  # the Act's title and preamble
-    pdf.multi_cell(width, 5, "THE GEOGRAPHICAL INDICATIONS OF GOODS (REGISTRATION AND PROTECTION) ACT, 1999\n"
-                   "ACT NO. 48 OF 1999\n[30th December, 1999.]\nAn Act to provide for the registration and better "
-                   "protection of geographical indications relating to goods.\nBE it enacted by Parliament as follows:—")
-    page_number()
-    for i, c in enumerate(cleaned, 1):
-        pdf.add_page()
-        if i % 3 == 1: pdf.multi_cell(width, 5, f"CHAPTER {'I' * ((i + 2) // 3)}\nREGISTRATION AND PROTECTION")
-        first, footnote = _mark_amendment(c["units"][0], 1)
-        heading = c["title"].split(": ", 1)[1].rstrip(".")
-        body = f"{c['section']}. {heading}.—{first}" + "".join("\n" + u for u in c["units"][1:])
-        pdf.multi_cell(width, 5, body)
-        pdf.set_xy(pdf.l_margin, pdf.h - 30)
-        pdf.multi_cell(width, 4, "______________\n" + footnote)
-        page_number()
-    pdf.output(str(path))
-    return path
+def _cleaner_before_issue_12(text: str) -> str:
+    "The note removal before issue 12: a note regex running to the first `]`, and nothing tidying what a removed note left."
+    old_note = re.compile(r"\[\s*\(?\s*Note\s*:.*?\)?\s*\]", re.S | re.I)
+    for rx in (old_note, corpus._BRACKET_NOTE, corpus._INLINE_NOTE, corpus._STARS): text = rx.sub("\x00", text)
+    return corpus._EMPTY_CLAUSE.sub("", text).replace("\x00", "")
 
 
-def test_pdf_round_trip_gives_the_jsonl_contexts(gi_sections, tmp_path):
-    pdf_path = render_act_pdf(gi_sections, tmp_path / f"{ACT}.pdf")
-    pages = read_pdf_pages(pdf_path)
-    assert is_toc_page(pages[0]) and not any(is_toc_page(p) for p in pages[2:])
-    assert any("Subs. by Act 15 of 2005" in p for p in pages)            # the noise is really in the PDF
-    assert sum("\n" in p for p in pages) == len(pages)                     # and so are hard line breaks
-    records = read_statute_pdf(pdf_path, ACT, source_url="https://example.org/gi.pdf")
-    assert [r["section"] for r in records] == [r["section"] for r in gi_sections]
-    from_pdf = build_contexts(records)
-    expected = build_contexts(gi_sections)
-    assert [c["context_id"] for c in from_pdf] == [c["context_id"] for c in expected]
-    assert [c["title"] for c in from_pdf] == [c["title"] for c in expected]
-    for got, want in zip(from_pdf, expected):
-        assert got["context"] == want["context"], got["context_id"]
-    text = " ".join(c["context"] for c in from_pdf)
-    for noise in ("Subs. by", "w.e.f.", "ARRANGEMENT", "CHAPTER", "BE it enacted", "[", "]", "______"):
-        assert noise not in text
+def test_the_check_catches_both_defects_of_issue_12(monkeypatch):
+    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_before_issue_12)
+    checks = {(r["act"], r["section"]): check_section(r) for r in FORMS}
+    # the note before substituted words took the words along: a clause (copyright 13) and a proviso (copyright 45)
+    assert checks["copyright", "13"]["lost"][("word", "recording")] == 1
+    assert checks["copyright", "45"]["lost"][("word", "Provided")] == 1
+    # removing an inline note left empty brackets behind (patents 107A: `importation () of`)
+    assert any(f.startswith("empty brackets") for f in checks["patents", "107A"]["leftovers"])
+    table = cleaner_check_table(list(checks.values()))
+    assert table["Lost words"].iloc[-1] > 20 and table["Leftovers"].iloc[-1] > 0
 
 
-def test_read_official_pdfs_reads_a_folder_and_names_missing_files(gi_sections, tmp_path):
-    render_act_pdf(gi_sections[:3], tmp_path / f"{ACT}.pdf")
-    records = read_official_pdfs(tmp_path, [ACT])
-    assert [r["section"] for r in records] == [r["section"] for r in gi_sections[:3]]
-    with pytest.raises(FileNotFoundError, match=r"patents\.pdf"):
-        read_official_pdfs(tmp_path, [ACT, "patents"])
+def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, sections, capsys):
+    monkeypatch.setattr(corpus, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
+    assert cleaner_check_main([str(statutes_jsonl_path()), "--show", "3"]) == 1
+    out = capsys.readouterr().out
+    total = next(l for l in out.splitlines() if l.strip().startswith("Total")).split()
+    assert int(total[1]) == 59 and int(total[3]) > 100 and "FAILED" in out
 
 
-def test_contexts_are_stable_and_lose_nothing(gi_sections):
-    a, b = build_contexts(gi_sections), build_contexts(list(gi_sections))
+def test_cleaner_check_is_clean_on_every_section_the_project_holds(capsys):
+    sources = corpus.project_statute_sources()
+    assert any(p.name == "sections.jsonl" for p in sources)
+    assert cleaner_check_main([]) == 0
+    out = capsys.readouterr().out
+    totals = [l.split() for l in out.splitlines() if l.strip().startswith("Total")]
+    assert len(totals) == len(sources) and all(t[1] == "59" and t[2:] == ["0"] * 6 for t in totals)
+    assert "0 leftovers and 0 lost statutory words" in out
+
+
+def test_contexts_are_stable_and_lose_nothing(sections):
+    a, b = build_contexts(sections), build_contexts(list(sections))
     assert a == b
-    for sec in (clean_section(r) for r in gi_sections):
-        joined = " ".join(c["context"] for c in a if c["section"] == sec["section"])
-        assert joined == " ".join(sec["units"])
-        assert re.sub(r"\W", "", joined)  # nothing empty
+    for sec in (clean_section(r) for r in sections):
+        joined = " ".join(c["context"] for c in a if (c["act"], c["section"]) == (sec["act"], sec["section"]))
+        assert joined == " ".join(sec["units"]) and re.sub(r"\W", "", joined)
+
+
+# ---------------------------------------------------------------- India Code PDFs
+
+HAS_PDF_TOOLS = all(importlib.util.find_spec(m) for m in ("fpdf", "pypdf"))
+if HAS_PDF_TOOLS:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from standins.india_code_pdf import UNTITLED_HEADING, act_sections, context_targets, typeset_acts  # noqa: E402
+pdf_test = pytest.mark.skipif(not HAS_PDF_TOOLS, reason="the India Code typesetter needs fpdf2 and pypdf (dev dependencies)")
+
+
+@pytest.fixture(scope="module")
+def typeset(sections, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("india_code")
+    return folder, typeset_acts(sections, folder)
+
+
+def _page_body(page: str, head: str) -> list[str]:
+    return [l for l in page.splitlines() if l.strip() and l.strip() != head]
+
+
+@pdf_test
+@pytest.mark.parametrize("act", list(ACTS))
+def test_typeset_pdf_is_in_the_india_code_layout(typeset, act):
+    folder, expected = typeset
+    pages = read_pdf_pages(folder / f"{act}.pdf")
+    head = f"THE {ACTS[act].title.removeprefix('The ').upper()}"
+    assert is_toc_page(pages[0]) and not any(is_toc_page(p) for p in pages[1:])
+    assert "ARRANGEMENT OF SECTIONS" in pages[0] and "BE it enacted by Parliament" in pages[1]
+    body = pages[2:]
+    assert body and all(p.splitlines()[0] == head for p in body)                         # running heads
+    assert all(re.fullmatch(r"\d{1,3}", p.rstrip().splitlines()[-1]) for p in pages[1:])  # page numbers
+    text = "\n".join(pages)
+    assert re.search(r"^1\. (?:Subs|Ins)\. by ", text, re.M) and re.search(r"^\d\. Omitted by Act", text, re.M)
+    assert re.search(r"[a-z]{3}\d ", text) and re.search(r"\d\[", text) and re.search(r"\d\*\*\*", text)  # glued markers
+    # some section runs on over a page break: a page's body opens with no section heading or chapter line
+    assert any(not re.match(r"(?:\d+[A-Z]*\. [A-Z]|CHAPTER)", _page_body(p, head)[0]) for p in body)
+
+
+@pdf_test
+@pytest.mark.parametrize("act", list(ACTS))
+def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typeset, sections, act):
+    folder, expected = typeset
+    records = read_statute_pdf(folder / f"{act}.pdf", act, source_url=f"https://example.org/{act}.pdf")
+    jsonl = [clean_section(r) for r in sections if r["act"] == act]
+    got = [clean_section(r) for r in records]
+    assert [s["section"] for s in got] == [s["section"] for s in jsonl]
+    for g, want in zip(got, jsonl):
+        assert g["title"] == (want["title"] if ": " in want["title"] else f"{want['title']}: {UNTITLED_HEADING}")
+        assert g["units"] == want["units"], g["section"]     # no footnote, head or page number leaks; no word lost
+        assert all(editorial_leftovers(u) == [] for u in g["units"])
+    from_pdf = build_contexts(records)
+    assert [c["context"] for c in from_pdf] == [c["context"] for c in build_contexts(r for r in sections if r["act"] == act)]
+    text = " ".join(c["context"] for c in from_pdf)
+    for noise in ("Subs. by", "Ins. by", "Omitted by", "w.e.f.", "ARRANGEMENT", "CHAPTER", "BE it enacted", "ACT NO.", "*", "[", "]"):
+        assert noise not in text
+    assert all(not check_section(r)["leftovers"] and not check_section(r)["lost"] for r in records)
+
+
+@pdf_test
+def test_repeated_sections_reach_a_target_size_with_varied_numbering(sections, tmp_path):
+    gi = [r for r in sections if r["act"] == "gi"]
+    targets = context_targets(sections, 1173)
+    assert set(targets) == set(ACTS) and abs(sum(targets.values()) - 1173) <= len(ACTS)
+    want = act_sections(gi, "gi", 30)
+    assert sum(len(section_contexts(s)) for s in want) >= 30 and any(re.search(r"\d[A-Z]$", s["section"]) for s in want[len(gi):])
+    typeset_acts(gi, tmp_path, target_contexts=30)
+    got = [clean_section(r) for r in read_statute_pdf(tmp_path / "gi.pdf", "gi")]
+    assert [(s["section"], s["title"], s["units"]) for s in got] == [(s["section"], s["title"], s["units"]) for s in want]
+
+
+@pdf_test
+def test_read_official_pdfs_reads_a_folder_and_names_missing_files(typeset, sections):
+    folder, _ = typeset
+    records = read_official_pdfs(folder, ["gi"])
+    assert [r["section"] for r in records] == [r["section"] for r in sections if r["act"] == "gi"]
+    with pytest.raises(FileNotFoundError, match=r"patents\.pdf"):
+        read_official_pdfs(folder / "missing", ["gi", "patents"])

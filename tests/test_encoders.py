@@ -165,3 +165,47 @@ def test_answer_length_cap_covers_training_answers(splits, tok):
     cap = E.suggest_max_answer_length(splits["train"], tok)
     n = E.answer_token_lengths(splits["train"], tok)
     assert cap % 8 == 0 and (n <= cap).mean() >= 0.99 and cap - 8 < np.quantile(n, 0.99)
+
+
+# -- the paper profile's hub path, against the hub stand-in ---------------------------------------------------------
+HUB_RUN = """
+import json, sys
+from indicipr import encoders as E
+rows = E.run_encoders(sys.argv[1], "paper", models=["inlegalbert"], seeds=[0], epochs=0.1)
+print("ROWS " + json.dumps([r["settings"] for r in rows]))
+"""
+
+
+def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_question(tmp_path):
+    "`run_encoders(folder, 'paper')` fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
+    import subprocess
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from standins.checkpoints import build_checkpoint
+        from standins.hub import HubStandIn
+    except ImportError as e:
+        pytest.skip(f"the hub stand-in (tests/standins/, H4) is not usable here: {e}")
+    repo = "law-ai/InLegalBERT"
+    build_checkpoint(repo, tmp_path / "hub" / repo, size="tiny")
+    root = tmp_path / "root"
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
+    with HubStandIn({("model", repo): tmp_path / "hub" / repo}) as hub:
+        env.update(HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "hf_home"), INDICIPR_ROOT=str(root),
+                   TOKENIZERS_PARALLELISM="false")
+        proc = subprocess.run([sys.executable, "-c", HUB_RUN, str(FIXTURE)], env=env, capture_output=True, text=True,
+                              timeout=240)
+        seen = hub.paths_seen()
+        sha = hub.repos[("model", repo)].sha
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    weights = [s for s in seen if "/law-ai/InLegalBERT/resolve/" in s and "model.safetensors" in s and s.startswith("GET")]
+    assert weights and all(s.endswith(("-> 200", "-> 206")) for s in weights), seen     # the real download path
+    settings = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("ROWS "))[5:])
+    assert len(settings) == 1
+    s = settings[0]
+    assert (s["checkpoint"], s["revision"], s["layers"], s["hidden"]) == (repo, sha, 2, 128)
+    assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
+    test_ids = {r["id"] for r in core.read_qa_file(FIXTURE / "test_squad.jsonl")}
+    assert s["eval_questions"] == len(test_ids)
+    preds = core.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
+    assert set(preds) == test_ids                                                       # the whole test split

@@ -1,5 +1,7 @@
-"""Error taxonomy, answer structure and dataset statistics on the real-statute fixture."""
+"""Error taxonomy, answer structure, dataset statistics and the `indicipr evaluate` command line on
+the real-statute fixture."""
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -7,6 +9,7 @@ import pytest
 
 from indicipr import errors as E
 from indicipr import metrics as M
+from indicipr import split as SP
 from indicipr import stats as ST
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
@@ -88,7 +91,7 @@ def test_stats_on_fixture_match_direct_counts():
     contexts = {r["context"] for r in splits["merged"]}
     assert glance["Retained statutory contexts"] == len(contexts)
     assert glance["Average context length (words)"] == round(sum(len(c.split()) for c in contexts) / len(contexts), 1)
-    dist = ST.per_act_distribution(splits).set_index("Act")
+    dist = SP.per_act_distribution(splits).set_index("Act")
     assert dist.loc["Total", "Full dataset"] == 271 and dist.drop("Total")["Test set"].sum() == len(splits["test"])
     unseen = ST.unseen_vocabulary_table(splits["train"], splits["test"]).set_index("Field")
     train_answer_vocab = ST.vocabulary(r["answers"]["text"][0] for r in splits["train"])
@@ -97,3 +100,61 @@ def test_stats_on_fixture_match_direct_counts():
     patterns = ST.question_pattern_table([r["question"] for r in splits["merged"]]).set_index("Pattern")
     assert patterns.loc["Begin with “under section”", "Count"] == sum(
         r["question"].lower().startswith("under section") for r in splits["merged"])
+
+
+def fixture_records(name="test_squad.jsonl"):
+    return records(name)
+
+
+def test_evaluate_cli_report(tmp_path, capsys):
+    gold = fixture_records()
+    good = {r["id"]: r["answers"]["text"][0] for r in gold[:-2]}
+    weak = {r["id"]: r["context"][:80] for r in gold}
+    (tmp_path / "good.jsonl").write_text("".join(json.dumps({"id": k, "prediction_text": v}) + "\n" for k, v in good.items()))
+    (tmp_path / "weak.json").write_text(json.dumps(weak))
+    out = tmp_path / "rep" / "report.md"
+    rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
+                          "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
+    assert rc == 0
+    report = out.read_text()
+    assert report in capsys.readouterr().out
+    n = len(gold)
+    em = 100 * (n - 2) / n
+    assert re.search(rf"\| good +\| +{em:.2f} \| +{em:.2f} \|", report)
+    assert "2 question(s)" in report and gold[-1]["id"] in report
+    for heading in ["Per-Act scores", "Error taxonomy", "Answer structure", "Paired bootstrap"]:
+        assert heading in report
+    row = next(line for line in report.splitlines() if line.startswith("| good ") and "weak" in line)
+    assert row.rstrip(" |").endswith("True")   # good beats weak, Holm-significant
+
+
+def test_evaluate_cli_errors(tmp_path, capsys):
+    (tmp_path / "p.json").write_text(json.dumps({"nope_000001": "x"}))
+    rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json")])
+    assert rc == 2 and "nope_000001" in capsys.readouterr().err
+    rc = E.evaluate_main(["--gold", str(tmp_path / "missing.jsonl"), "--pred", str(tmp_path / "p.json")])
+    assert rc == 2 and "missing.jsonl" in capsys.readouterr().err
+
+
+def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
+    "`indicipr evaluate` (core's CLI) delegates to indicipr.errors.evaluate_main, where the report now lives."
+    from indicipr import core
+    gold = fixture_records()
+    (tmp_path / "p.json").write_text(json.dumps({r["id"]: r["answers"]["text"][0] for r in gold}))
+    rc = core.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json"), "--resamples", "50"])
+    out = capsys.readouterr()
+    assert rc == 0, f"core.DELEGATED['evaluate'] must name ('indicipr.errors', 'evaluate_main'): {out.err}"
+    assert "# Evaluation of p" in out.out and "| p " in out.out
+
+
+def test_focus_system_tables_with_the_card_beside_them():
+    "The focus system's taxonomy and structure tables carry the card's InLegalBERT figures only when asked."
+    gold = records("test_squad.jsonl")
+    preds = {r["id"]: (r["answers"]["text"][0] if i % 3 else r["context"][:50]) for i, r in enumerate(gold)}
+    frame, _ = M.score_predictions(gold, preds)
+    tax = E.error_taxonomy_table(frame, card=True).set_index("Error type")
+    assert tax["Card count"].sum() == sum(E.CARD["taxonomy"].values()) == 125
+    assert tax["Count"].sum() == int((frame["em"] < 100).sum())
+    assert "Card count" not in E.error_taxonomy_table(frame)
+    st = E.answer_structure_table(frame, card=True)
+    assert st["Card value"].notna().all() and set(st["Card metric"]) <= {"EM", "F1"}   # every group present has the card's figure

@@ -1,20 +1,25 @@
 """indicipr.llm against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
 Retry-After, timeouts), unreachable servers, parse-failure results, the cache, bounded concurrency,
-API keys that never leak; and the real local llama.cpp server when it is installed."""
+API keys that never leak, Ollama's native API with a context window sized for the prompts, the
+models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
+parser; and the real local llama.cpp server when it is installed."""
 import importlib.util
 import json
 import logging
 import os
+import io
 import pickle
 import socket
+import sys
 import time
 
 import pytest
 
 from fake_llm_server import FakeLLM, error_body
 from indicipr import llm
-from indicipr.llm import (ChatResult, Endpoint, LLMConfigError, LLMRequestError, LLMUnreachableError, ResponseCache,
-                          chat_json, local_llm_server, request_key, run_requests)
+from indicipr.llm import (ChatResult, Endpoint, LLMConfigError, LLMCostError, LLMRequestError, LLMUnreachableError,
+                          ResponseCache, chat_json, check_models_available, llm_config, local_llm_server,
+                          open_endpoints, parse_json_reply, request_key, run_requests)
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
@@ -89,7 +94,7 @@ def test_broken_json_is_a_parse_failure_not_a_crash(tmp_path):
         again = chat_json(ep(fake), MSGS, SCHEMA, ResponseCache(tmp_path / "c.jsonl"))   # a rerun: cached
         assert again == res and len(fake.requests) == 1
         other = chat_json(ep(fake), MSGS[:1] + [{"role": "user", "content": "other"}], SCHEMA, cache)
-        assert other.parsed is None and other.error.startswith("invalid JSON") and len(fake.requests) == 2
+        assert other.parsed is None and other.error.startswith("no JSON in the reply") and len(fake.requests) == 2
         wrong = chat_json(ep(fake), MSGS[:1] + [{"role": "user", "content": "third"}], {"type": "array"}, cache)
     assert wrong.parsed is None and "does not match the schema" in wrong.error
 
@@ -128,6 +133,168 @@ def test_run_requests_raises_after_caching_what_finished(tmp_path):
             run_requests(ep(fake), reqs, cache, concurrency=1, progress=False)
     # what finished is cached; what was still queued when the error surfaced was cancelled
     assert 2 <= len(fake.requests) <= 3 and len(cache) == len(fake.requests) - 1
+
+
+def test_run_requests_can_record_a_rejected_request_and_go_on(tmp_path):
+    reqs = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(3)]
+    with FakeLLM([("status", 400, {}, error_body("context length exceeded"))], reply=constant(OK)) as fake:
+        res = run_requests(ep(fake), reqs, ResponseCache(tmp_path / "c.jsonl"), concurrency=1, progress=False,
+                           record_request_errors=True)
+    assert res[0].raw is None and res[0].parsed is None and "context length exceeded" in res[0].error
+    assert [r.parsed for r in res[1:]] == [{"items": [1, 2]}] * 2 and len(fake.requests) == 3
+
+
+# ---------------------------------------------------------------- one parser for every caller's replies
+@pytest.mark.parametrize("raw,kwargs,expected", [
+    ('```json\n{"items": [{"question": "Q?"}]}\n```', {}, {"items": [{"question": "Q?"}]}),        # generation, fenced
+    ('Here you go: {"answer": "the Controller"} Thanks!', {}, {"answer": "the Controller"}),      # chatter
+    ('{"answer": "the Central Gov', {"partial": True}, {"answer": "the Central Gov"}),            # cut by max_tokens (09)
+    ('{"answer": "a \\"quoted\\" wo', {"partial": True}, {"answer": 'a "quoted" wo'}),
+])
+def test_one_parser_reads_every_reply_form(raw, kwargs, expected):
+    assert parse_json_reply(raw, **kwargs) == (expected, None)
+
+
+def test_one_parser_reports_why_a_reply_is_unusable():
+    from indicipr.quality import JudgeScores
+    assert parse_json_reply('{"answer": "the Central Gov', "length")[1].endswith("cut off at max_tokens")
+    assert "required property" in parse_json_reply('{"x": 1}', schema={"type": "object", "required": ["items"]})[1]
+    scores, err = parse_json_reply('{"question_specificity": 3, "answer_sufficiency": "2", "answer_minimality": 1, '
+                                   '"legal_relevance": 3}', schema=JudgeScores)
+    assert err is None and isinstance(scores, JudgeScores) and scores.answer_sufficiency == 2
+    assert "legal_relevance" in parse_json_reply('{"question_specificity": 3}', schema=JudgeScores)[1]
+    assert parse_json_reply("no json at all")[1].startswith("no JSON in the reply")
+
+
+# ---------------------------------------------------------------- Ollama's native API and its context window
+def test_ollama_endpoint_sends_num_ctx_sized_for_the_longest_prompt(tmp_path):
+    short = [{"role": "user", "content": "short question"}]
+    long = [{"role": "user", "content": "statute text " * 1500}]              # 19,500 characters: ~6,500 tokens at 3/token
+    with FakeLLM(reply=constant('{"answer": "x"}'), model="llama3.1:8b") as fake:
+        ollama = Endpoint(fake.base_url, "llama3.1:8b", kind="ollama", timeout=5, max_retries=0)
+        res = run_requests(ollama, [{"messages": short, "params": {"max_tokens": 64, "temperature": 0}},
+                                    {"messages": long, "params": {"max_tokens": 64, "temperature": 0}}],
+                           ResponseCache(tmp_path / "c.jsonl"), concurrency=1, progress=False)
+    assert [r.parsed for r in res] == [{"answer": "x"}] * 2
+    assert [r["path"] for r in fake.requests] == ["/api/chat"] * 2            # the native API, not /v1
+    bodies = [r["body"] for r in fake.requests]
+    assert all(b["options"]["num_ctx"] == 8192 for b in bodies)               # one window for the run, holding the long prompt
+    assert all(b["options"]["num_predict"] == 64 and b["options"]["temperature"] == 0 and b["stream"] is False for b in bodies)
+    assert bodies[0]["format"] == "json"
+
+
+def test_ollama_schema_and_finish_reason_and_errors(tmp_path):
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    with FakeLLM([("finish", '{"answer": "cut', "length"), ("status", 404, {}, {"error": "model 'nope' not found"})]) as fake:
+        ollama = Endpoint(fake.base_url, "nope", kind="ollama", timeout=5, max_retries=0, num_ctx=4096)
+        res = chat_json(ollama, MSGS, schema)
+        assert res.parsed is None and "cut off at max_tokens" in res.error
+        assert fake.requests[0]["body"]["format"] == schema and fake.requests[0]["body"]["options"]["num_ctx"] == 4096
+        with pytest.raises(LLMRequestError, match="answered 404: .*model 'nope' not found"):
+            chat_json(ollama, [{"role": "user", "content": "again"}], schema)
+
+
+def test_ollama_server_errors_are_retried():
+    with FakeLLM([("status", 503, {}, {"error": "busy"})], reply=constant(OK)) as fake:
+        res = chat_json(Endpoint(fake.base_url, "m", kind="ollama", timeout=5, max_retries=2, backoff_s=0.01), MSGS, SCHEMA)
+    assert res.parsed == {"items": [1, 2]} and len(fake.requests) == 2
+
+
+# ---------------------------------------------------------------- configured models: the preflight
+def test_preflight_names_every_missing_model_asking_each_server_once(monkeypatch):
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); dead_port = s.getsockname()[1]
+    with FakeLLM(models=["llama3.1:8b", "mistral:7b"]) as a, FakeLLM(models=["qwen2.5:7b"]) as b:
+        config = llm_config(f"llama3.1:*={a.base_url}; mistral:7b={a.base_url}; gemma3:12b={a.base_url}; "
+                            f"qwen2.5:*={b.base_url}; phi3:mini={b.base_url}; dead:1=http://127.0.0.1:{dead_port}/v1")
+        t0 = time.monotonic()
+        with pytest.raises(LLMConfigError) as err:
+            check_models_available(config, ["llama3.1:8b", "mistral:7b", "gemma3:12b", "qwen2.5:7b", "phi3:mini",
+                                             "dead:1", "gemma3:12b", "smollm2"])
+        assert time.monotonic() - t0 < 10
+        assert a.gets == ["/v1/models"] and b.gets == ["/v1/models"]            # each server asked once
+    msg = str(err.value)
+    assert msg.startswith("3 configured model(s) are not available")
+    assert f"gemma3:12b at {a.base_url}: not served (it serves: llama3.1:8b, mistral:7b)" in msg
+    assert f"phi3:mini at {b.base_url}: not served (it serves: qwen2.5:7b)" in msg
+    assert f"dead:1 at http://127.0.0.1:{dead_port}/v1: unreachable" in msg
+    assert "llama3.1:8b at" not in msg and "smollm2" not in msg                  # served / the project's own server
+
+
+def test_preflight_passes_and_open_endpoints_yields_each_model(monkeypatch):
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+    with FakeLLM(models=["llama3.1:latest", "mistral:7b"]) as fake:
+        config = llm_config({"*": f"ollama+{fake.base_url}"})
+        with open_endpoints(config, ["llama3.1", "mistral:7b"]) as eps:
+            assert set(eps) == {"llama3.1", "mistral:7b"} and eps["mistral:7b"].kind == "ollama"
+            assert eps["llama3.1"].base_url == fake.base_url and fake.requests == []
+
+
+def test_preflight_reports_a_missing_key_without_asking(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMConfigError, match="gpt-4o at https://api.openai.com/v1: the environment variable OPENAI_API_KEY"):
+        check_models_available(llm_config({"gpt-*": "openai"}), ["gpt-4o"])
+
+
+# ---------------------------------------------------------------- cost before calls
+class _Timeline(io.StringIO):
+    "stdout that logs each printed line into a shared timeline (with the fake server's requests)."
+    def __init__(self, events): super().__init__(); self.events = events
+    def write(self, s):
+        if s.strip(): self.events.append(("print", s.strip()))
+        return len(s)
+
+
+def paid(fake, model="gpt-4o"):
+    return Endpoint(fake.base_url, model, api_key_env="INDICIPR_TEST_PAID_KEY", kind="openai", timeout=5, max_retries=0)
+
+
+def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_not_counted(tmp_path, monkeypatch):
+    monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
+    monkeypatch.delenv("INDICIPR_YES", raising=False)
+    events = []
+    reqs = [{"messages": [{"role": "user", "content": f"question {i} " + "x" * 400}], "params": {"max_tokens": 50}}
+            for i in range(5)]
+    cache = ResponseCache(tmp_path / "c.jsonl")
+    for r in reqs[:2]:                                                      # two answered before: cached
+        cache.put({"key": request_key("gpt-4o", r["messages"], None, r["params"]), "model": "gpt-4o",
+                   "raw": OK, "finish_reason": "stop"})
+    def reply(body):
+        events.append(("request", body["messages"][0]["content"][:11]))
+        return OK
+    with FakeLLM(reply=reply) as fake:
+        monkeypatch.setattr(sys, "stdout", _Timeline(events))
+        res = run_requests(paid(fake), reqs + reqs[2:3], cache, concurrency=2, progress=False)
+        monkeypatch.undo()
+    assert [r.parsed for r in res] == [{"items": [1, 2]}] * 6 and len(fake.requests) == 3
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "print" and kinds.count("print") == 1 and kinds.count("request") == 3
+    line = events[0][1]
+    assert line.startswith("cost estimate for gpt-4o at") and "3 requests to send (2 cached, not counted)" in line
+    assert "~150 output tokens" in line and "$0.00" in line and "OpenAI list prices of" in line
+
+
+def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
+    from indicipr import llm
+    monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
+    monkeypatch.delenv("INDICIPR_YES", raising=False)
+    monkeypatch.setattr(llm, "COST_CONFIRM_USD", 0.0001)
+    reqs = [{"messages": [{"role": "user", "content": "y" * 4000}], "params": {"max_tokens": 200}}]
+    with FakeLLM(reply=constant(OK)) as fake:
+        with pytest.raises(LLMCostError, match=r"confirm_cost=True .*INDICIPR_YES=1"):
+            run_requests(paid(fake), reqs, None, progress=False)
+        assert fake.requests == []                                            # nothing was sent
+        assert run_requests(paid(fake), reqs, None, progress=False, confirm_cost=True)[0].parsed == {"items": [1, 2]}
+        monkeypatch.setenv("INDICIPR_YES", "1")
+        assert run_requests(paid(fake), reqs, None, progress=False)[0].parsed == {"items": [1, 2]}
+    assert capsys.readouterr().out.count("cost estimate for gpt-4o") == 3
+
+
+def test_free_endpoints_print_nothing(capsys):
+    with FakeLLM(reply=constant(OK)) as fake:
+        run_requests(ep(fake), [{"messages": MSGS}], None, progress=False)
+    assert "cost estimate" not in capsys.readouterr().out
 
 
 FAKE_KEY = "sk-test-FAKE0123456789abcdefSECRET"

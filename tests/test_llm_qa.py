@@ -29,8 +29,13 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_path)
                for r in test for s in ([], shots)]
     ep = llm.replay_endpoint(replies, model="replayed")
     monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
-    monkeypatch.setattr(llm, "open_endpoint", lambda profile, model=None: _ctx(ep))
+    asked = []
+    def open_endpoints(config, models, **kw):
+        asked.append(list(models))
+        return _ctx({m: ep for m in models})
+    monkeypatch.setattr(llm, "open_endpoints", open_endpoints)
     rows = Q.run_llm_baselines(str(FIXTURE), "offline", max_questions=4)
+    assert asked == [["smollm2"]]                                          # the offline profile's model, opened once
     by = {r["system"]: r for r in rows}
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
     # upper-cased gold: EM/F1 ignore case, the raw answer is not a context substring, the snapped one is
@@ -42,9 +47,36 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_path)
 
 
 class _ctx:
-    def __init__(self, ep): self.ep = ep
-    def __enter__(self): return self.ep
+    def __init__(self, value): self.value = value
+    def __enter__(self): return self.value
     def __exit__(self, *a): return False
+
+
+def test_configured_qa_models_are_checked_before_any_question(monkeypatch, tmp_path):
+    "A model its server does not serve stops the stage before the first request, naming every missing model."
+    from fake_llm_server import FakeLLM
+    monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+    with FakeLLM(models=["mistral:7b"]) as fake:
+        with pytest.raises(llm.LLMConfigError) as err:
+            Q.run_llm_baselines(str(FIXTURE), "paper", llm_endpoints=f"*=ollama+{fake.base_url}", max_questions=2)
+        assert fake.requests == [] and fake.gets == ["/v1/models"]
+    assert "2 configured model(s)" in str(err.value)
+    assert "llama3.1:8b at" in str(err.value) and "qwen2.5:7b at" in str(err.value) and "mistral:7b at" not in str(err.value)
+
+
+def test_three_shot_prompts_reach_ollama_with_a_window_that_holds_them(splits, tmp_path):
+    "Through the stage's own path (predict_llm -> run_requests) an Ollama endpoint gets num_ctx >= the 3-shot prompt."
+    from fake_llm_server import FakeLLM
+    test = splits["test"][:2]
+    shots = Q.draw_shots(splits["train"], 3, 0)
+    with FakeLLM(reply=lambda body: '{"answer": "x"}', models=["qwen2.5:7b"]) as fake:
+        ep = llm.Endpoint(fake.base_url, "qwen2.5:7b", kind="ollama", timeout=5, max_retries=0)
+        Q.predict_llm(ep, test, shots, llm.ResponseCache(tmp_path / "qa.jsonl"), max_tokens=256)
+    for r in fake.requests:
+        prompt_chars = sum(len(m["content"]) for m in r["body"]["messages"])
+        assert r["path"] == "/api/chat" and r["body"]["options"]["num_ctx"] >= prompt_chars / 3 + 256
+        assert r["body"]["options"]["num_ctx"] >= 2048 and r["body"]["format"] == Q.ANSWER_SCHEMA
 
 
 @settings(max_examples=60, deadline=None)

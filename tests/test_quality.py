@@ -156,51 +156,71 @@ def judge_reply(first: str, retry: str):
     return lambda body: retry if len(body["messages"]) > 2 else first
 
 
-def endpoint(fake, **kw):
-    return llm.Endpoint(fake.base_url, "fake-judge", **{"timeout": 5, "max_retries": 1, "backoff_s": 0.01, **kw})
+def judge_server(reply, judges=("fake",), script=()):
+    "A fake OpenAI-compatible server that lists the judges' models (for the preflight)."
+    return FakeLLM(list(script), reply=reply, models=list(judges))
 
 
-def run(fake, root, records, judges=(q.Judge("fake"),), cache=None):
-    ep = endpoint(fake)
-    return q.run_judges(records, judges, q.llm_call({j.name: ep for j in judges}, cache), str(FIXTURE), progress=False)
+def run(fake, records, judges=(q.Judge("fake"),), cache=None):
+    "The stage's path: run_judges with every model routed to the fake server (preflight included)."
+    return q.run_judges(records, judges, str(FIXTURE), llm.llm_config({"*": fake.base_url}), cache, progress=False)
 
 
-def test_invalid_reply_is_retried_once_then_scored_and_cached(root):
+def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch):
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
     recs = fixture_test_records()[:3]
+    runner_calls = []
+    real_run_requests = llm.run_requests
+    def spy(*args, **kw):
+        runner_calls.append(len(args[1]))
+        return real_run_requests(*args, **kw)
+    monkeypatch.setattr(llm, "run_requests", spy)                          # every judge request goes through the one runner
     cache = llm.ResponseCache(root / "cache.jsonl")
-    with FakeLLM(reply=judge_reply("The pair looks fine.", json.dumps(GOOD))) as fake:
-        out = run(fake, root, recs, cache=cache)["fake"]
+    with judge_server(judge_reply("The pair looks fine.", json.dumps(GOOD))) as fake:
+        out = run(fake, recs, cache=cache)["fake"]
         assert [r["status"] for r in out] == ["ok"] * 3 and all(r["attempts"] == 2 for r in out)
-        assert len(fake.requests) == 6
-        retry = fake.requests[1]["body"]["messages"]
+        assert len(fake.requests) == 6 and runner_calls == [3, 3]        # the first round, then the retries
+        assert fake.gets == ["/v1/models"]                               # the preflight asked once
+        retry = fake.requests[3]["body"]["messages"]
         assert retry[2] == {"role": "assistant", "content": "The pair looks fine."} and "not valid" in retry[3]["content"]
         assert fake.requests[0]["body"]["response_format"]["type"] in ("json_schema", "json_object")
         # the judgments file is written and a rerun (resume) makes no new request
         path = q.judgments_path(str(FIXTURE), q.Judge("fake"))
         assert [r["id"] for r in core.read_jsonl(path)] == [r["id"] for r in recs]
-        again = run(fake, root, recs, cache=llm.ResponseCache(root / "cache.jsonl"))["fake"]
-        assert len(fake.requests) == 6 and again == out
+        rerun_cache = llm.ResponseCache(root / "cache.jsonl")
+        again = run(fake, recs, cache=rerun_cache)["fake"]
+        assert len(fake.requests) == 6 and again == out and rerun_cache.hits == 6 and runner_calls == [3, 3, 3, 3]
+
+
+def test_missing_judge_model_stops_before_any_request(root, monkeypatch):
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+    judges = q.judges_from_models(["gemma3:12b", "llama3.1:8b", "mistral:7b"])
+    with judge_server(lambda b: json.dumps(GOOD), judges=["llama3.1:8b"]) as fake:
+        with pytest.raises(llm.LLMConfigError) as err:
+            run(fake, fixture_test_records()[:2], judges)
+        assert fake.requests == []
+    assert "2 configured model(s)" in str(err.value) and "gemma3:12b at" in str(err.value) and "mistral:7b at" in str(err.value)
 
 
 def test_reply_invalid_twice_is_missing_never_guessed(root):
     recs = fixture_test_records()[:2]
     bad = json.dumps({**GOOD, "answer_minimality": 5})
-    with FakeLLM(reply=judge_reply(bad, "{}")) as fake:
-        out = run(fake, root, recs)["fake"]
+    with judge_server(judge_reply(bad, "{}")) as fake:
+        out = run(fake, recs)["fake"]
         assert len(fake.requests) == 4                                  # exactly one retry each
     assert [r["status"] for r in out] == ["invalid", "invalid"]
     assert all(r[c] is None for r in out for c in q.JUDGE_CRITERIA)
     assert "answer_minimality" in out[0]["error"] and "2nd" in out[0]["error"]
     long = q.judgments_frame(out)
     assert long["score"].isna().all()
-    dist = q.score_distribution(q.rater_scores(long, "fake", ["fake"]), ["fake"])
+    dist = q.score_distribution(q.rater_scores(long, ["fake"]), ["fake"])
     assert (dist["missing"] == 2).all() and dist["mean"].isna().all()
 
 
 def test_rejected_request_is_recorded_as_error(root):
     recs = fixture_test_records()[:2]
-    with FakeLLM([("status", 400, {}, error_body("context length exceeded"))], reply=lambda b: json.dumps(GOOD)) as fake:
-        out = run(fake, root, recs)["fake"]
+    with judge_server(lambda b: json.dumps(GOOD), script=[("status", 400, {}, error_body("context length exceeded"))]) as fake:
+        out = run(fake, recs)["fake"]
     assert out[0]["status"] == "error" and "context length exceeded" in out[0]["error"]
     assert out[1]["status"] == "ok" and out[1]["answer_sufficiency"] == 2
 
@@ -209,9 +229,9 @@ def test_unreachable_server_stops_the_run(root):
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-    ep = llm.Endpoint(f"http://127.0.0.1:{port}/v1", "nobody", timeout=1, max_retries=0)
+    ep = llm.Endpoint(f"http://127.0.0.1:{port}/v1", "x", timeout=1, max_retries=0)
     with pytest.raises(llm.LLMUnreachableError):
-        q.judge_all(fixture_test_records()[:1], [q.Judge("x")], q.llm_call({"x": ep}, None), progress=False)
+        q.judge_all(fixture_test_records()[:1], [q.Judge("x")], {"x": ep}, progress=False)
 
 
 def test_ensemble_tables_from_fake_judges(root):
@@ -219,10 +239,10 @@ def test_ensemble_tables_from_fake_judges(root):
     judges = [q.Judge("a", params={"seed": 1}), q.Judge("b", params={"seed": 2}), q.Judge("c", params={"seed": 3})]
     def reply(body):                                                    # judge c flags everything on legal relevance
         return json.dumps({**GOOD, "legal_relevance": 1 if body.get("seed") == 3 else 3})
-    with FakeLLM(reply=reply) as fake:
-        out = run(fake, root, recs, judges)
+    with judge_server(reply, judges=["a", "b", "c"]) as fake:
+        out = run(fake, recs, judges)
     long = q.judgments_frame([r for rows in out.values() for r in rows])
-    raters = q.rater_scores(long, "a", ["a", "b", "c"])
+    raters = q.rater_scores(long, ["a", "b", "c"])
     flagged = q.flagged_share(raters, ["a", "b", "c", "ensemble (majority)"]).set_index("criterion")
     assert flagged.loc["Legal Relevance", "c"] == 100 and flagged.loc["Legal Relevance", "ensemble (majority)"] == 0
     agree = q.judge_agreement(long, ["a", "b", "c"]).set_index("criterion")
@@ -238,8 +258,8 @@ needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None a
 @needs_llama
 def test_local_smollm2_judge_returns_schema_valid_scores(root):
     rec = min(fixture_test_records(), key=lambda r: len(r["context"]))           # the shortest context keeps this quick
-    judge = q.profile_defaults("offline")["single_judge"]
+    judge = core.stage_settings(q.PROFILE_DEFAULTS, "offline")["judges"][0]
     with llm.local_llm_server(n_ctx=2048) as ep:
-        out = q.judge_one(rec, judge, q.llm_call({judge.name: ep}, llm.ResponseCache(root / "c.jsonl")))
-    assert out["status"] == "ok", out                                   # grammar-constrained: valid on the first try
+        out = q.judge_all([rec], [judge], {judge.model: ep}, llm.ResponseCache(root / "c.jsonl"), progress=False)[judge.name][0]
+    assert out["status"] == "ok" and out["attempts"] == 1, out                                   # grammar-constrained: valid on the first try
     assert all(out[c] in (1, 2, 3) for c in q.JUDGE_CRITERIA)

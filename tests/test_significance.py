@@ -71,3 +71,48 @@ def test_benchmark_script_small():
                           "--repeat", "1"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "identical p-values: True" in out.stdout and "speed-up" in out.stdout
+
+
+def _runs(scores: dict, families: dict, seeds: dict) -> dict:
+    "Runs as metrics.score_runs makes them, from per-question F1 arrays (run name -> scores)."
+    import pandas as pd
+    out = {}
+    for name, f1 in scores.items():
+        group = name.split("_seed")[0]
+        frame = pd.DataFrame({"id": [f"pat_{i:06d}" for i in range(len(f1))], "act": "patents", "em": 0.0, "f1": f1, "char_f1": f1})
+        out[name] = {"group": group, "frame": frame, "summary": {"em": 0.0, "f1": float(np.mean(f1)), "char_f1": 0.0, "missing": 0},
+                     "meta": {"family": families[group], "seed": seeds.get(name), "model": group}}
+    return out
+
+
+def test_the_cards_comparisons_under_the_paper_profile():
+    "InLegalBERT against each other encoder, one run per system (seed 0 by default), Holm over those three only."
+    from indicipr.core import stage_settings
+    rng = np.random.default_rng(5)
+    base = rng.uniform(0, 100, 344)
+    encoders = ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"]
+    scores, seeds = {}, {}
+    for k, enc in enumerate(encoders):
+        for s in range(3):
+            scores[f"{enc}_seed{s}"] = np.clip(base + rng.normal(k * (1 if s == 0 else -5), 3, 344), 0, 100)
+            seeds[f"{enc}_seed{s}"] = s
+    scores["qwen_zero-shot"] = np.clip(base + 20, 0, 100)
+    families = {**dict.fromkeys(encoders, "encoder"), "qwen_zero-shot": "llm"}
+    runs = _runs(scores, families, seeds)
+    st = stage_settings(S.PROFILE_DEFAULTS, "paper")
+    focus, note = S.resolve_focus(runs, st["focus_system"])
+    assert focus == "inlegalbert" and "focus system" in note
+    chosen = S.analysis_runs(runs, st["focus_seed"])
+    assert chosen["inlegalbert"] == "inlegalbert_seed0" and chosen["qwen_zero-shot"] == "qwen_zero-shot"
+    frames = {s: runs[n]["frame"] for s, n in chosen.items()}
+    partners = S.comparison_partners(runs, focus, st["compare_family"])
+    assert partners == ["bert-base", "legalbert-us", "incaselawbert"]
+    table = S.card_comparisons(frames, focus, partners, n_resamples=2000, seed=0)
+    assert table["System B"].tolist() == partners
+    assert np.allclose(table["p (Holm)"], S.holm(table["p"]))                     # Holm over the three comparisons only
+    expected = [np.mean(scores["inlegalbert_seed0"] - scores[f"{p}_seed0"]) for p in partners]
+    assert np.allclose(table["ΔF1 (A−B)"], expected)
+    # offline: the best mean F1 is the focus, compared with every other system
+    off = stage_settings(S.PROFILE_DEFAULTS, "offline")
+    focus_off, _ = S.resolve_focus(runs, off["focus_system"])
+    assert focus_off == "qwen_zero-shot" and len(S.comparison_partners(runs, focus_off, off["compare_family"])) == 4

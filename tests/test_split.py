@@ -1,13 +1,18 @@
 """Selection and section-level split (indicipr.split) end to end: the embedded sample is rebuilt
 from the recorded candidates byte for byte, every official file validates, no context or section
-is in two splits, and a build in which a context would cross splits fails."""
+is in two splits, a build in which a context would cross splits fails, only the offline rebuild of
+the sample writes data/sample/, and the stage notebook under the paper profile with official files
+builds and publishes nothing."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from indicipr.core import ACTS, act_for_id, read_jsonl, read_qa_file, write_jsonl
+from indicipr import core
+from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id, read_jsonl, read_qa_file, write_jsonl
 from indicipr import split as S
 from indicipr.filters import filter_build
 
@@ -21,7 +26,7 @@ def root(tmp_path, monkeypatch):
 
 
 def _digest(folder):
-    return {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in S.SPLIT_FILES.values()}
+    return {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in OFFICIAL_FILES.values()}
 
 
 def _build(root, tag, candidates):
@@ -35,7 +40,7 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
     folder = root / "data" / "build" / "replay"
     first = _digest(folder)
     assert S.split_build("replay") == s and _digest(folder) == first          # rerun: same bytes
-    splits = {k: read_qa_file(folder / n) for k, n in S.SPLIT_FILES.items()}
+    splits = {k: read_qa_file(folder / n) for k, n in OFFICIAL_FILES.items()}
     prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
     assert len(splits["merged"]) == s["selected"] == sum(len(splits[k]) for k in S.SPLITS)
     sections = {k: {(prov[r["id"]]["act"], prov[r["id"]]["section"]) for r in splits[k]} for k in S.SPLITS}
@@ -78,3 +83,48 @@ def test_a_tiny_or_empty_live_build_still_writes_valid_files(root):
     assert s["selected"] == 0 and s["sizes"] == {"train": 0, "validation": 0, "test": 0, "merged": 0}
     s = _build(root, "live", bad + cands[5:9])                    # four good ones from one section
     assert s["selected"] == 4 and s["sizes"] == {"train": 4, "validation": 0, "test": 0, "merged": 4}
+
+
+def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root):
+    _build(root, "replay", recorded_candidates())
+    sample = root / "data" / "sample"
+    for profile, source in (("paper", "hub"), ("paper", "sample"), ("offline", "hub"), ("offline", str(root / "official"))):
+        with pytest.raises(S.SamplePublishError, match="only the offline rebuild"):
+            S.publish_sample("replay", profile=profile, data_source=source)
+        assert not sample.exists()
+    assert S.publish_sample("replay", dest=root / "elsewhere", profile="paper", data_source="hub") == root / "elsewhere"
+    assert S.publish_sample("replay", profile="offline", data_source="sample") == sample
+
+
+def test_per_act_tables_put_unknown_prefixes_in_an_unknown_row():
+    splits = {k: read_qa_file(REAL_ROOT / "tests" / "fixtures" / "qa_small" / n) for k, n in OFFICIAL_FILES.items()}
+    renamed = {k: [{**r, "id": r["id"].replace("tm_", "qqz_")} for r in v] for k, v in splits.items()}
+    core.use_act_mapping(None)
+    table = S.per_act_distribution(renamed, card=True).set_index("Act")
+    n_tm = sum(r["id"].startswith("tm_") for r in splits["merged"])
+    assert table.loc["Unknown", "Full dataset"] == n_tm > 0 and table.loc["Trade Marks", "Full dataset"] == 0
+    assert pd.isna(table.loc["Unknown", "Card full"]) and table.loc["Total", "Full dataset"] == len(splits["merged"])
+    assert S.context_jaccard(renamed).set_index("Act").loc["Unknown", "Jaccard"] == 0.0
+
+
+def _digests(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
+    "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
+    import shutil
+    shutil.copytree(REAL_ROOT / "data" / "sample", root / "data" / "sample")
+    write_jsonl(root / "data" / "build" / "replay" / "candidates.jsonl", recorded_candidates())
+    filter_build("replay")
+    before_sample, before_build = _digests(root / "data" / "sample"), _digests(root / "data" / "build")
+    official = tmp_path / "official"
+    shutil.copytree(REAL_ROOT / "tests" / "fixtures" / "qa_small", official)
+    figs = tmp_path / "figs"
+    params = {"data_source": str(official), "profile": "paper", "figures_dir": str(figs)}
+    core.run_notebook(REAL_ROOT / "notebooks" / "04_split.ipynb", tmp_path / "out.ipynb", params, core.ensure_kernel())
+    assert _digests(root / "data" / "sample") == before_sample and _digests(root / "data" / "build") == before_build
+    integrity = pd.read_csv(figs / "tables" / "split_integrity_official.csv")
+    assert len(integrity) == 10 and integrity["Holds"].all()
+    assert (figs / "tables" / "split_jaccard_official.csv").exists() and not (figs / "tables" / "selection.csv").exists()
+    assert "Card full" not in pd.read_csv(figs / "tables" / "split_per_act_official.csv")   # not the card's sizes: no card column

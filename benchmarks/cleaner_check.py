@@ -1,0 +1,19 @@
+"""Cleaner check: for any set of raw statute sections, the editorial leftovers after cleaning and the
+statutory words lost against the raw text (issue 12). Both must be 0 on every statute the project holds.
+
+For each source (a section JSONL file, or a folder of India Code PDFs named `<act>.pdf`) it prints a
+per-Act table with a Total row: sections, leftovers, lost statutory words and the lost words by word type
+(word / number / enumerator / symbol; see `indicipr.corpus.statutory_tokens`), then the findings. Without
+arguments it checks every source the project holds: `data/sample/statutes/sections.jsonl`,
+`../shared/statutes/sections.jsonl` and `data/statutes/pdf/` where present. Exit status 1 when any count > 0.
+
+    python benchmarks/cleaner_check.py [SOURCE ...] [--show N]
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from indicipr.corpus import cleaner_check_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(cleaner_check_main(sys.argv[1:]))
