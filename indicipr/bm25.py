@@ -12,7 +12,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 # %% auto #0
-__all__ = ['SYSTEMS', 'CARD', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
+__all__ = ['SYSTEMS', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
            'bm25_retrieval_answer', 'whitespace_token_spans', 'oracle_window_answer', 'gold_token_count',
            'predict_records', 'sensitivity_rows', 'run_bm25', 'bm25_results_table', 'sensitivity_table', 'card_gaps']
 
@@ -134,10 +134,7 @@ def sensitivity_rows(records, metric=None) -> list[dict]:
     return rows
 
 # %% ../notebooks/07_bm25.ipynb #d00e1f03
-CARD = {  # the card's lexical baselines on the official 344-question test split, for comparison only
-    "bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
-    "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23},
-}
+from .core import CARD   # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
 PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):
@@ -159,7 +156,7 @@ def bm25_results_table(results: dict, card: bool = False):
     rows = []
     for system, (preds, (_, summary)) in results.items():
         row = {"system": system, "questions": len(preds), "EM": summary["em"], "F1": summary["f1"], "Char-F1": summary["char_f1"]}
-        if card: row.update({f"card {m}": v for m, v in CARD[system].items()})
+        if card: row.update({f"card {m}": v for m, v in CARD["bm25"][system].items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -167,7 +164,7 @@ def sensitivity_table(records, card: bool = False, metric=None):
     "`sensitivity_rows` as a table; `card` adds each row's |ΔF1| to the card's figure for its system."
     import pandas as pd
     table = pd.DataFrame(sensitivity_rows(records, metric))
-    if card: table["|ΔF1| to card"] = (table["F1"] - table["system"].map(lambda s: CARD[s]["F1"])).abs()
+    if card: table["|ΔF1| to card"] = (table["F1"] - table["system"].map(lambda s: CARD["bm25"][s]["F1"])).abs()
     return table
 
 def card_gaps(results: "pd.DataFrame", sensitivity: "pd.DataFrame"):

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 # %% auto #0
-__all__ = ['ACTS', 'CARD_PER_ACT', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'ACT_CUES', 'PROFILE_NAMES', 'QA_FIELDS', 'HUB_ID',
-           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'TIMING_COLUMN', 'FIGURE_METADATA', 'RUN_DIR_ENV', 'TIMINGS_FILE',
-           'NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'REPORT_PACKAGES', 'REPORT_SECTIONS',
-           'FOLD_ROWS', 'CARD_TABLES', 'REPORT_TEMPLATE', 'NUMERIC_CELL', 'REPORT_CSS', 'DELEGATED', 'project_root',
+__all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'ACT_CUES', 'PROFILE_NAMES',
+           'QA_FIELDS', 'HUB_ID', 'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'TIMING_COLUMN', 'FIGURE_METADATA',
+           'RUN_DIR_ENV', 'TIMINGS_FILE', 'NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV',
+           'REPORT_PACKAGES', 'REPORT_SECTIONS', 'FOLD_ROWS', 'CARD_TABLES', 'REPORT_TEMPLATE', 'NUMERIC_CELL',
+           'REPORT_CSS', 'DELEGATED', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'project_root',
            'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'Act', 'register_act', 'id_prefix',
            'act_for_id', 'act_key', 'act_name', 'act_for_key', 'text_act_votes', 'prefix_evidence', 'infer_act_mapping',
            'parse_act_mapping', 'use_act_mapping', 'act_mapping_report', 'assign_acts', 'seed_everything',
@@ -40,10 +41,10 @@ __all__ = ['ACTS', 'CARD_PER_ACT', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'ACT_CUES',
            'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'find_notebook',
            'notebook_parameters', 'parameters_for', 'check_extra_parameters', 'ensure_kernel', 'quiet_kernel_config',
            'kernel_manager_logging_to', 'format_seconds', 'failing_cell', 'run_notebook', 'run_figures_dir',
-           'run_pipeline', 'ReportItem', 'ReportSection', 'card_table', 'is_official_source', 'templates_dir',
-           'package_versions', 'notebook_to_html', 'table_caption', 'read_table', 'format_cell', 'leading_number',
-           'table_view', 'headline', 'expand_item', 'report_entry', 'report_sections', 'write_report', 'build_parser',
-           'delegate', 'reproduce_main', 'main']
+           'run_pipeline', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table', 'is_official_source',
+           'templates_dir', 'package_versions', 'notebook_to_html', 'table_caption', 'read_table', 'format_cell',
+           'leading_number', 'table_view', 'headline', 'expand_item', 'report_entry', 'report_sections', 'write_report',
+           'build_parser', 'delegate', 'check_build_tag', 'build_parameters', 'build_main', 'reproduce_main', 'main']
 
 # %% ../notebooks/00_core.ipynb #d3a3fef0
 def _has_settings(folder: Path) -> bool:
@@ -119,10 +120,6 @@ for _a in [
         "Plant Varieties", 2001, "pvf", ("ppv", "ppvfr", "pvfr", "plant", "plant_varieties", "pv")),
 ]: register_act(_a)
 
-# The card's per-Act table: QA pairs in the full dataset and in the test split.
-CARD_PER_ACT = {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
-                "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)}
-
 UNKNOWN_ACT = "Unknown"     # the per-Act tables' row for records whose Act cannot be told
 UNKNOWN_ACT_KEY = "unknown"
 
@@ -164,6 +161,67 @@ def act_for_key(key: str) -> Act:
     act = ACTS.get(key) or _prefix_index().get(str(key).lower())
     if act is None: raise KeyError(f"unknown Act {key!r}; known keys: {', '.join(ACTS)}")
     return act
+
+# %% ../notebooks/00_core.ipynb #56e6e47d
+CARD = {   # the dataset card's published numbers, once (see the prose above for each one's place in the card)
+    "construction": {"initial_contexts": 1173, "raw_candidates": 5721, "filtered_candidates": 4689,
+                     "final_qa_pairs": 4462, "retained_contexts": 1116},
+    "splits": {"train": 3710, "validation": 408, "test": 344},
+    "per_act": {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
+                "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)},     # (full dataset, test set)
+    "average_words": {"context": 171.3, "question": 11.9, "answer": 35.6},
+    "generation": {"temperature": None, "pairs_per_context": 5},       # None: API default, not explicitly set
+    "filters": {"count": 9, "most_exclusions": ("F3", "F4")},
+    "question_patterns": {"unique": 4118, "openings": {"what does": 1157, "under section": 960, "what is": 875}},
+    "unseen_vocabulary": {"answers": 11.1, "questions": 15.3, "contexts": 13.7},   # % of unique test tokens
+    "train_test_jaccard": 0.0,                                                     # for each of the seven Acts
+    "bm25": {"bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
+             "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23}},
+    "encoders": {"bert-base": {"EM": 63.66, "F1": 83.33, "Char-F1": 86.38},
+                 "legalbert-us": {"EM": 65.12, "F1": 84.66, "Char-F1": 86.67},
+                 "incaselawbert": {"EM": 63.08, "F1": 84.37, "Char-F1": 86.40},
+                 "inlegalbert": {"EM": 63.66, "F1": 85.02, "Char-F1": 87.26}},
+    "llms": {"mistral:7b": {"zero-shot": {"EM": 18.31, "F1": 67.11, "Char-F1": 75.07},
+                            "3-shot": {"EM": 24.71, "F1": 68.83, "Char-F1": 76.01}},
+             "llama3.1:8b": {"zero-shot": {"EM": 33.43, "F1": 74.78, "Char-F1": 79.61},
+                             "3-shot": {"EM": 33.43, "F1": 77.02, "Char-F1": 79.78}},
+             "qwen2.5:7b": {"zero-shot": {"EM": 29.94, "F1": 77.59, "Char-F1": 81.04},
+                            "3-shot": {"EM": 34.30, "F1": 76.39, "Char-F1": 78.60}}},
+    "system_names": {"bm25_retrieval": "BM25 Retrieval", "bm25_oracle_window": "BM25 Oracle Window",
+                     "bert-base": "BERT-base", "legalbert-us": "LegalBERT-US", "incaselawbert": "InCaseLawBERT",
+                     "inlegalbert": "InLegalBERT", "mistral:7b": "Mistral 7B", "llama3.1:8b": "Llama 3.1:8B",
+                     "qwen2.5:7b": "Qwen2.5:7B"},
+    "significance": {"focus_system": "inlegalbert", "compare_family": "encoder", "n_resamples": 10_000,
+                     "correction": "Holm", "significant_differences": 0},
+    "per_act_f1": {"designs": 100.00, "patents": 98.40, "semiconductor": 91.53, "trademarks": 83.83, "gi": 83.66,
+                   "copyright": 79.41, "plant_varieties": 53.20},           # InLegalBERT, test split
+    "errors": {"span_boundary": 100, "low_overlap": 20, "minor_word": 2, "partial_overlap": 2, "completely_wrong": 1},
+    "answer_structure": {"median_answer_words": 33,
+                         "groups": {"Short": ("F1", 86.24), "Long": ("F1", 83.78), "Single-clause": ("EM", 66.03),
+                                    "Multi-clause": ("EM", 56.10), "Earlier": ("F1", 85.83), "Later": ("F1", 84.21)}},
+    "audit": {"test_pairs": 200, "annotators": 2,
+              "criteria": {"Question Clarity": {"joint_acceptability": 99.0, "kappa": -0.008, "quadratic_kappa": 0.051},
+                           "Answer Correctness": {"joint_acceptability": 95.0, "kappa": 0.117, "quadratic_kappa": 0.328},
+                           "Answer Minimality": {"joint_acceptability": 75.5, "kappa": 0.312, "quadratic_kappa": 0.613}},
+              "minimality_either_annotator": 82.0, "non_minimal_both": 36},
+    "models": {"generation": ["gpt-4o"], "qa": ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"],
+               "judge": ["gemma3:12b", "llama3.1:8b", "mistral:7b"]},
+}
+
+CARD_PER_ACT = CARD["per_act"]      # {act_key: (full, test)}, the card's per-Act table
+
+def _card_glance() -> dict:
+    "The card's 'Dataset at a Glance' rows, labelled as `stats.glance_table` labels its computed rows."
+    c, w = CARD["construction"], CARD["average_words"]
+    return {"Total QA pairs": c["final_qa_pairs"], "Initial statutory contexts": c["initial_contexts"],
+            "Retained statutory contexts": c["retained_contexts"], "Acts covered": len(CARD["per_act"]),
+            "Training samples": CARD["splits"]["train"], "Validation samples": CARD["splits"]["validation"],
+            "Test samples": CARD["splits"]["test"], "Average context length (words)": w["context"],
+            "Average question length (words)": w["question"], "Average answer length (words)": w["answer"],
+            "Generation model": CARD["models"]["generation"][0], "Human audit (test QA pairs)": CARD["audit"]["test_pairs"]}
+
+CARD_GLANCE = _card_glance()
+
 
 # %% ../notebooks/00_core.ipynb #1d0a3b97
 ACT_CUES = {   # phrases that name an Act or its own institutions (lower-cased text)
@@ -402,7 +460,7 @@ def make_qa_record(qid: str, title: str, context: str, question: str, answer: st
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
 OFFICIAL_FILES = {"train": "train_squad.jsonl", "validation": "val_squad.jsonl",
                   "test": "test_squad.jsonl", "merged": "merged_ip_qa.jsonl"}
-OFFICIAL_COUNTS = {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
+OFFICIAL_COUNTS = {**CARD["splits"], "merged": CARD["construction"]["final_qa_pairs"]}   # the card's file sizes
 
 class BenchmarkUnavailable(RuntimeError):
     "The benchmark cannot be loaded from where it was asked for; the message says what to do."
@@ -867,8 +925,10 @@ REPORT_SECTIONS = [
         _R("00_benchmark_splits", "Dataset splits", nb="00_core"),
     )),
     ReportSection("construction", "Construction", (
+        _R("construction_counts_*", "Construction counts against the card", nb="04_split"),
         _R("corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"),
         _R("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
+        _R("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
         _R("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
         _R("selection", "Context-balanced selection", nb="04_split", card="selection"),
         _R("split_sizes_*", "Section-level split", nb="04_split"),
@@ -889,18 +949,16 @@ REPORT_SECTIONS = [
         _R("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
         _R("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
         _R("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
+        _R("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
         _R("encoder_answer_lengths", "Encoders: answer lengths and the decoding cap", "encoder_answer_lengths", nb="08_encoders"),
         _R("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
         _R("significance", "Significance (paired bootstrap, Holm)", "significance_ci", nb="10_significance", card="significance"),
         _R("significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True),
         _R("results_runs", "Results: every run", nb="10_significance", fold=True),
         _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
-        _R("per_act_best", "Per-Act performance", "per_act_best", nb="10_significance", card="per_act"),
         _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
-        _R("error_taxonomy_best", "Error analysis", nb="11_errors", card="errors"),
         _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
         _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
-        _R("answer_structure_best", "Answer structure", nb="11_errors", card="answer_structure"),
         _R("answer_structure_groups", "Answer-structure groups of the gold answers", "answer_structure_gold", nb="11_errors"),
         _R("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
     )),
@@ -918,50 +976,81 @@ REPORT_SECTIONS = [
 FOLD_ROWS = 15          # a table longer than this starts folded
 
 # %% ../notebooks/00_core.ipynb #25e02d44
-CARD_TABLES = {   # the dataset card's published values, shown beside the computed tables on official data
-    "dataset_at_a_glance": (["Property", "Card"], [
-        ("Total QA pairs", "4,462"), ("Initial statutory contexts", "1,173"), ("Retained statutory contexts", "1,116"),
-        ("Acts covered", "7"), ("Training samples", "3,710"), ("Validation samples", "408"), ("Test samples", "344"),
-        ("Average context length", "171.3 words"), ("Average question length", "11.9 words"),
-        ("Average answer length", "35.6 words")]),
-    "corpus": (["Corpus", "Card"], [("Initial statutory contexts", "1,173"), ("Acts", "7")]),
-    "generation": (["Setting", "Card"], [("Model", "gpt-4o"), ("QA pairs requested per context", "up to 5"),
-                                         ("Initial contexts", "1,173"), ("Raw generated candidates", "5,721")]),
-    "filters": (["Stage", "Card"], [("Raw candidates", "5,721"), ("After the nine filters", "4,689"),
-                                    ("Most exclusions", "F3 and F4")]),
-    "selection": (["Stage", "Card"], [("Filtered candidates", "4,689"), ("Final QA pairs", "4,462"),
-                                      ("Retained contexts", "1,116")]),
-    "split_integrity": (["Act", "Card Jaccard"], [("each of the seven Acts", "0.00")]),
-    "question_patterns": (["Pattern", "Card"], [("Questions", "4,462"), ("Unique after normalization", "4,118"),
-                                                ("Begin with “what does”", "1,157"), ("Begin with “under section”", "960"),
-                                                ("Begin with “what is”", "875")]),
-    "question_openings": (["Opening", "Card"], [("what does", "1,157"), ("under section", "960"), ("what is", "875")]),
-    "unseen_vocabulary": (["Field", "Card unseen (%)"], [("Answers", "11.1"), ("Questions", "15.3"), ("Contexts", "13.7")]),
-    "bm25": (["System", "EM", "F1", "Char-F1"], [("BM25 Retrieval", "0.00", "20.21", "77.10"),
-                                                 ("BM25 Oracle Window", "14.24", "51.30", "85.23")]),
-    "encoders": (["Model", "EM", "F1", "Char-F1"], [
-        ("BERT-base", "63.66", "83.33", "86.38"), ("LegalBERT-US", "65.12", "84.66", "86.67"),
-        ("InCaseLawBERT", "63.08", "84.37", "86.40"), ("InLegalBERT", "63.66", "85.02", "87.26")]),
-    "llms": (["Model", "Setting", "EM", "F1", "Char-F1"], [
-        ("Mistral 7B", "Zero-shot", "18.31", "67.11", "75.07"), ("Mistral 7B", "3-shot", "24.71", "68.83", "76.01"),
-        ("Llama 3.1:8B", "Zero-shot", "33.43", "74.78", "79.61"), ("Llama 3.1:8B", "3-shot", "33.43", "77.02", "79.78"),
-        ("Qwen2.5:7B", "Zero-shot", "29.94", "77.59", "81.04"), ("Qwen2.5:7B", "3-shot", "34.30", "76.39", "78.60")]),
-    "significance": (["Comparison", "Card"], [("InLegalBERT vs BERT-base, LegalBERT-US, InCaseLawBERT",
-                                                "no significant F1 difference (10,000 resamples, Holm)")]),
-    "per_act": (["Act", "Test samples", "Card F1"], [
-        ("Designs", "24", "100.00"), ("Patents", "69", "98.40"), ("Semiconductor", "47", "91.53"),
-        ("Trade Marks", "88", "83.83"), ("Geographical Indications", "51", "83.66"), ("Copyright", "25", "79.41"),
-        ("Plant Varieties", "40", "53.20")]),
-    "errors": (["Error type", "Count", "%"], [
-        ("Span-boundary errors", "100", "80.0"), ("Low overlap", "20", "16.0"), ("Minor-word differences", "2", "1.6"),
-        ("Partial overlap", "2", "1.6"), ("Completely wrong", "1", "0.8")]),
-    "answer_structure": (["Group (InLegalBERT)", "Card"], [
-        ("Short answers (≤ 33 words)", "F1 86.24"), ("Long answers", "F1 83.78"), ("Single-clause answers", "EM 66.03"),
-        ("Multi-clause answers", "EM 56.10"), ("Earlier answers", "F1 85.83"), ("Later answers", "F1 84.21")]),
-    "audit": (["Criterion", "Joint acceptability", "κ", "Quadratic κ"], [
-        ("Question Clarity", "99.0%", "-0.008", "0.051"), ("Answer Correctness", "95.0%", "0.117", "0.328"),
-        ("Answer Minimality", "75.5%", "0.312", "0.613")]),
-}
+def _count(n: int) -> str: return f"{n:,}"
+
+def _scores(s: dict) -> tuple: return tuple(f"{s[m]:.2f}" for m in ("EM", "F1", "Char-F1"))
+
+_CARD_ERROR_LABELS = {"span_boundary": "Span-boundary errors", "low_overlap": "Low overlap",
+                      "minor_word": "Minor-word differences", "partial_overlap": "Partial overlap",
+                      "completely_wrong": "Completely wrong"}
+
+def _glance_cell(value) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else _count(value) if isinstance(value, int) else str(value)
+
+def _system_rows(group: str) -> list:
+    names = CARD["system_names"]
+    return [(names[k], *_scores(v)) for k, v in CARD[group].items()]
+
+def _llm_rows() -> list:
+    names = CARD["system_names"]
+    return [(names[m], setting.capitalize(), *_scores(v)) for m, runs in CARD["llms"].items() for setting, v in runs.items()]
+
+def _significance_rows() -> list:
+    sig, names = CARD["significance"], CARD["system_names"]
+    others = ", ".join(names[k] for k in CARD["encoders"] if k != sig["focus_system"])
+    verdict = "no significant F1 difference" if not sig["significant_differences"] else f"{sig['significant_differences']} significant"
+    return [(f"{names[sig['focus_system']]} vs {others}", f"{verdict} ({sig['n_resamples']:,} resamples, {sig['correction']})")]
+
+def _structure_rows() -> list:
+    st = CARD["answer_structure"]
+    label = lambda g: f"Short answers (≤ {st['median_answer_words']} words)" if g == "Short" else f"{g} answers"
+    return [(label(g), f"{metric} {value:.2f}") for g, (metric, value) in st["groups"].items()]
+
+def _error_rows() -> list:
+    total = sum(CARD["errors"].values())
+    return [(_CARD_ERROR_LABELS[k], str(n), f"{100 * n / total:.1f}") for k, n in CARD["errors"].items()]
+
+def build_card_tables() -> dict:
+    "The report's 'card beside computed' tables, `{key: (columns, rows)}`, formatted from `CARD` (no number of their own)."
+    c, gen, q = CARD["construction"], CARD["generation"], CARD["question_patterns"]
+    openings = [(o, _count(n)) for o, n in q["openings"].items()]
+    return {
+        "dataset_at_a_glance": (["Property", "Card"], [(k, _glance_cell(v)) for k, v in CARD_GLANCE.items()]),
+        "corpus": (["Corpus", "Card"], [("Initial statutory contexts", _count(c["initial_contexts"])),
+                                        ("Acts", str(len(CARD["per_act"])))]),
+        "generation": (["Setting", "Card"], [
+            ("Model", CARD["models"]["generation"][0]),
+            ("Temperature", "API default / not explicitly set" if gen["temperature"] is None else str(gen["temperature"])),
+            ("QA pairs requested per context", f"up to {gen['pairs_per_context']}"),
+            ("Initial contexts", _count(c["initial_contexts"])), ("Raw generated candidates", _count(c["raw_candidates"])),
+            ("After automatic filtering", _count(c["filtered_candidates"])),
+            ("Final selected QA pairs", _count(c["final_qa_pairs"])), ("Retained contexts", _count(c["retained_contexts"]))]),
+        "filters": (["Stage", "Card"], [("Raw candidates", _count(c["raw_candidates"])),
+                                        (f"After the {CARD['filters']['count']} filters", _count(c["filtered_candidates"])),
+                                        ("Most exclusions", " and ".join(CARD["filters"]["most_exclusions"]))]),
+        "selection": (["Stage", "Card"], [("Filtered candidates", _count(c["filtered_candidates"])),
+                                          ("Final QA pairs", _count(c["final_qa_pairs"])),
+                                          ("Retained contexts", _count(c["retained_contexts"]))]),
+        "split_integrity": (["Act", "Card Jaccard"], [(f"each of the {len(CARD['per_act'])} Acts", f"{CARD['train_test_jaccard']:.2f}")]),
+        "question_patterns": (["Pattern", "Card"], [("Questions", _count(c["final_qa_pairs"])),
+                                                    ("Unique after normalization", _count(q["unique"]))]
+                                                   + [(f"Begin with “{o}”", n) for o, n in openings]),
+        "question_openings": (["Opening", "Card"], openings),
+        "unseen_vocabulary": (["Field", "Card unseen (%)"], [(f.capitalize(), f"{v:.1f}") for f, v in CARD["unseen_vocabulary"].items()]),
+        "bm25": (["System", "EM", "F1", "Char-F1"], _system_rows("bm25")),
+        "encoders": (["Model", "EM", "F1", "Char-F1"], _system_rows("encoders")),
+        "llms": (["Model", "Setting", "EM", "F1", "Char-F1"], _llm_rows()),
+        "significance": (["Comparison", "Card"], _significance_rows()),
+        "per_act": (["Act", "Test samples", "Card F1"], [(ACTS[k].short, str(CARD["per_act"][k][1]), f"{f1:.2f}")
+                                                         for k, f1 in CARD["per_act_f1"].items()]),
+        "errors": (["Error type", "Count", "%"], _error_rows()),
+        "answer_structure": (["Group (InLegalBERT)", "Card"], _structure_rows()),
+        "audit": (["Criterion", "Joint acceptability", "κ", "Quadratic κ"], [
+            (k, f"{v['joint_acceptability']:.1f}%", f"{v['kappa']:.3f}", f"{v['quadratic_kappa']:.3f}")
+            for k, v in CARD["audit"]["criteria"].items()]),
+    }
+
+CARD_TABLES = build_card_tables()   # the dataset card's published values, shown beside the computed tables on official data
 
 def _card_per_act() -> tuple[list, list]:
     "The card's per-Act table, from `CARD_PER_ACT`."
@@ -1035,14 +1124,14 @@ def table_view(df) -> dict:
     return {"columns": [{"name": str(c), "num": n} for c, n in zip(df.columns, numeric)], "rows": rows, "numeric": numeric}
 
 def _ci_of(system: str, tables_dir: Path, results) -> str:
-    "The best system's CI: CI columns of `results`, else of `results_ci` / `significance_ci`; '—' when none exists."
+    "The best system's CI: CI columns of `results`, else of `results_ci` / `significance_ci`; '95% CI —' when none exists."
     for frame in [results] + [read_table(tables_dir / f"{n}.csv") for n in ("results_ci", "significance_ci")
                               if (tables_dir / f"{n}.csv").exists()]:
         cols = [c for c in frame.columns if re.search(r"\bCI\b", str(c))]
         if not cols or "System" not in frame.columns: continue
         rows = frame[frame["System"].astype(str) == str(system)]
         if len(rows): return "; ".join(f"{c} {format_cell(rows.iloc[0][c])}" for c in cols if format_cell(rows.iloc[0][c]))
-    return "—"
+    return "95% CI —"
 
 def headline(tables_dir: Path) -> dict | None:
     "The best system by F1 in `results.csv` (EM, F1, Char-F1, CI) and the best system of each family; None without results."
@@ -1165,7 +1254,7 @@ def write_report(run_dir: str | os.PathLike, results: list[StageResult], paramet
     return write_text_atomic(rep / "index.html", page)
 
 # %% ../notebooks/00_core.ipynb #f1987682
-DELEGATED = {"evaluate": [("indicipr.metrics", "evaluate_main"), ("indicipr.evaluate", "main")],
+DELEGATED = {"evaluate": [("indicipr.errors", "evaluate_main")],
              "predict": [("indicipr.encoders", "predict_main")],
              "audit": [("indicipr.quality", "audit_main")]}
 
@@ -1186,6 +1275,19 @@ def build_parser() -> argparse.ArgumentParser:
                                                 f"order (default: all {len(NOTEBOOKS)}): {', '.join(NOTEBOOKS)}")
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="extra notebook parameter (repeatable), as papermill's -p")
+    b = sub.add_parser("build", help="rebuild a benchmark from statutes: notebooks 01-04 with rebuild=True; the four "
+                                     "official files go to data/build/<tag>/ (never data/sample/)")
+    b.add_argument("--tag", required=True, help="name of the build: data/build/<tag>/ (letters, digits, . _ -)")
+    b.add_argument("--statutes", default=None, help="a folder of <act>.pdf (India Code PDFs) or a section JSONL "
+                                                    "(default: the profile's: offline the section JSONL, paper data/statutes/pdf/)")
+    b.add_argument("--profile", default="offline", choices=["offline", "paper"],
+                   help="offline: SmolLM2 on the local server, 70/10/20 split; paper: the card's GPT-4o and 83.1/9.1/7.7")
+    b.add_argument("--yes", action="store_true", help="confirm a paid generation run above the cost threshold")
+    b.add_argument("--figures-dir", default=None, help="where the build's figures/tables go (default: data/build/<tag>/figures)")
+    b.add_argument("--run-dir", default=None, help="where executed notebooks go (default: runs/build-<tag>-<time>)")
+    b.add_argument("--then-score", action="store_true", help="then run the score job of 01-05 on the new folder")
+    b.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'")
     f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
     f.add_argument("--dest", default=None)
     i = sub.add_parser("info", help="show what a data source holds")
@@ -1203,6 +1305,50 @@ def delegate(command: str, argv: list[str]) -> int:
         return fn(argv) or 0
     print(f"indicipr {command}: not available ({'; '.join(problems)})", file=sys.stderr)
     return 2
+
+BUILD_NOTEBOOKS = ["01_corpus", "02_generate", "03_filters", "04_split"]
+SCORE_NOTEBOOKS = ["01_corpus", "02_generate", "03_filters", "04_split", "05_stats"]
+_BUILD_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RESERVED_BUILD_TAGS = ("replay", "live", "sample")   # the sample's own builds, and the sample itself
+
+def check_build_tag(tag: str) -> str:
+    "A build tag names one folder under `data/build/`: no path, not one of the sample's own builds."
+    if not _BUILD_TAG.fullmatch(tag or "") or tag in RESERVED_BUILD_TAGS:
+        raise RunnerUsageError(f"build tag {tag!r}: use letters, digits, '.', '_' or '-' (at most 64), "
+                               f"not {', '.join(RESERVED_BUILD_TAGS)}")
+    return tag
+
+def build_parameters(tag: str, profile: str = "offline", statutes: str | None = None, yes: bool = False,
+                     figures_dir: str | None = None, extra: dict | None = None) -> dict:
+    "The notebook parameters of `indicipr build`: the rebuild job of 01-04 for `data/build/<tag>/`."
+    if statutes is not None and not Path(statutes).exists(): raise RunnerUsageError(f"--statutes {statutes}: no such file or folder")
+    params = {"data_source": "sample", "profile": profile, "rebuild": True, "build_tag": check_build_tag(tag),
+              "figures_dir": str(figures_dir or build_dir(tag) / "figures"),
+              "statutes_path": str(Path(statutes).resolve()) if statutes else None}
+    if yes: params["confirm_cost"] = True
+    return {**params, **(extra or {})}
+
+def build_main(args) -> int:
+    "`indicipr build`: 0 when the build (and the score run asked for) ran, 1 when a notebook failed, 2 for a usage error."
+    extra = {k: _parse_value(v) for k, v in args.parameter}
+    try:
+        params = build_parameters(args.tag, args.profile, args.statutes, args.yes, args.figures_dir, extra)
+        run_dir = args.run_dir or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        with _environ(**({"INDICIPR_YES": "1"} if args.yes else {})):
+            run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS)
+        folder = build_dir(args.tag)
+        print(f"indicipr build: the four official files are in {folder}")
+        score = ["indicipr", "reproduce", "--profile", args.profile, "--data-source", str(folder)]
+        if not args.then_score:
+            print("score them with: " + " ".join(score)); return 0
+        score_params = {"data_source": str(folder), "profile": args.profile, "figures_dir": str(Path(params["figures_dir"]) / "score"),
+                        **{k: v for k, v in extra.items() if k not in ("statutes_path",)}}
+        run_pipeline(score_params, run_dir=Path(run_dir) / "score", notebooks=SCORE_NOTEBOOKS)
+        return 0
+    except RunnerUsageError as e:
+        print(f"indicipr build: {e}", file=sys.stderr); return 2
+    except PipelineError as e:
+        print(f"indicipr build: stopped: {e}", file=sys.stderr); return 1
 
 def reproduce_main(args) -> int:
     "`indicipr reproduce`: 0 when every notebook ran, 1 when one failed or is missing, 2 for a usage error (nothing ran)."
@@ -1227,6 +1373,7 @@ def main(argv: list[str] | None = None) -> int:
     core = sys.modules[__name__]
     try:
         if args.command == "reproduce": return reproduce_main(args)
+        if args.command == "build": return build_main(args)
         if args.command == "fetch":
             counts = core.fetch_benchmark(args.dest)
             print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items())); return 0

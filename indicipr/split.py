@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Iterable
 
 from .core import (ACTS, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, UNKNOWN_ACT, UNKNOWN_ACT_KEY, QAFormatError,
-                           act_key, build_dir, data_dir, make_qa_record, read_jsonl, read_qa_file, resolve_source,
+                           act_key, build_dir, construction_job, data_dir, make_qa_record, read_jsonl, read_qa_file, resolve_source,
                            stage_settings, write_jsonl)
 from .filters import builds_with_candidates
 
 # %% auto #0
-__all__ = ['SPLITS', 'CARD', 'PROFILE_DEFAULTS', 'normalize_question', 'question_jaccard', 'span_overlap', 'near_duplicate',
-           'balance_by_type', 'select_context', 'select_candidates', 'natural_key', 'assign_sections',
-           'SplitIntegrityError', 'official_records', 'check_split_integrity', 'card_comparable',
-           'act_keys_in_card_order', 'act_label', 'section_of', 'split_sizes', 'per_act_distribution',
-           'context_jaccard', 'split_integrity_table', 'write_split_files', 'split_build', 'SamplePublishError',
-           'may_publish_sample', 'stage_plan', 'publish_sample', 'selection_table', 'plot_split_distribution']
+__all__ = ['SPLITS', 'PROFILE_DEFAULTS', 'CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard',
+           'span_overlap', 'near_duplicate', 'balance_by_type', 'select_context', 'select_candidates', 'natural_key',
+           'linked_sections', 'assign_sections', 'SplitIntegrityError', 'official_records', 'check_split_integrity',
+           'card_comparable', 'act_keys_in_card_order', 'act_label', 'section_of', 'split_sizes',
+           'per_act_distribution', 'context_jaccard', 'split_integrity_table', 'write_split_files', 'split_build',
+           'SamplePublishError', 'may_publish_sample', 'stage_plan', 'publish_sample', 'selection_table',
+           'plot_split_distribution', 'construction_counts', 'stage_job']
 
 # %% ../notebooks/04_split.ipynb #c6f2c715
 def normalize_question(q: str) -> str:
@@ -92,21 +93,43 @@ def natural_key(section: str) -> tuple[int, str]:
     m = re.fullmatch(r"(\d+)(.*)", str(section))
     return (int(m.group(1)), m.group(2)) if m else (10**9, str(section))
 
+def linked_sections(candidates: list[dict]) -> dict[tuple[str, str], tuple[str, str]]:
+    "`{(act, section): representative}`: sections of an Act that share a context text are linked (they must share a split)."
+    parent: dict = {}
+    def root(x):
+        while parent.setdefault(x, x) != x: parent[x] = x = parent[parent[x]]
+        return x
+    first_with_text: dict = {}
+    for c in candidates:
+        sec = (c["act"], c["section"])
+        other = first_with_text.setdefault((c["act"], c["context"]), sec) if c.get("context") else sec
+        a, b = root(sec), root(other)
+        if a != b: parent[max(a, b, key=lambda k: natural_key(k[1]))] = min(a, b, key=lambda k: natural_key(k[1]))
+    return {sec: root(sec) for sec in parent}
+
 def assign_sections(candidates: list[dict], ratios: tuple[float, float, float], seed: int) -> dict[tuple[str, str], str]:
-    "`{(act, section): split}` for every section of the candidates."
+    "`{(act, section): split}` for every section of the candidates; sections sharing a context text (`linked_sections`) go together."
     if abs(sum(ratios) - 1) > 1e-6 or min(ratios) < 0: raise ValueError(f"ratios {ratios} must be >= 0 and sum to 1")
     counts = Counter((c["act"], c["section"]) for c in candidates)
+    link = linked_sections(candidates)
+    group_of = defaultdict(list)
+    for sec in counts: group_of[link[sec]].append(sec)
     assignment = {}
     for act in sorted({a for a, _ in counts}, key=lambda a: list(ACTS).index(a) if a in ACTS else 99):
         sections = sorted((s for a, s in counts if a == act), key=natural_key)
         random.Random(f"{seed}:{act}").shuffle(sections)
         total, got = sum(counts[act, s] for s in sections), dict.fromkeys(SPLITS, 0)
         seeded = ["test", "validation"] if len(sections) >= 3 else ["test"] if len(sections) == 2 else []
-        for i, s in enumerate(sections):
-            if i < len(seeded): split = seeded[i]
+        n_groups = 0
+        for s in sections:
+            if (act, s) in assignment: continue
+            group = group_of[link[act, s]]
+            if n_groups < len(seeded): split = seeded[n_groups]
             else: split = max(SPLITS, key=lambda sp: (ratios[SPLITS.index(sp)] * total - got[sp], -SPLITS.index(sp)))
-            assignment[act, s] = split
-            got[split] += counts[act, s]
+            n_groups += 1
+            for member in group:
+                assignment[member] = split
+                got[split] += counts[member]
     return assignment
 
 # %% ../notebooks/04_split.ipynb #bc1d19a9
@@ -151,7 +174,7 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
         raise SplitIntegrityError("merged file is not exactly the union of train, validation and test")
 
 # %% ../notebooks/04_split.ipynb #23daafd0
-CARD = {"train_test_jaccard": 0.0}   # the card: train–test source-context Jaccard 0.00 for all seven Acts
+from .core import CARD   # the card's numbers, one place: CARD["train_test_jaccard"] (0.00 for all seven Acts)
 
 def card_comparable(data_source, splits: dict[str, list] | None = None) -> bool:
     "Whether the card's figures may stand beside computed ones: the official files (hub or a folder), with the card's sizes for the `splits` given."
@@ -318,3 +341,38 @@ def plot_split_distribution(splits: dict[str, list[dict]], title: str):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.tight_layout()
     return fig
+
+# %% ../notebooks/04_split.ipynb #6ac531ca
+_C = CARD["construction"]   # the card's construction counts, in pipeline order (a view of core.CARD)
+CARD_CONSTRUCTION = [("Initial statutory contexts", _C["initial_contexts"]), ("Raw QA candidates", _C["raw_candidates"]),
+                     ("Filtered QA candidates", _C["filtered_candidates"]), ("Final QA pairs", _C["final_qa_pairs"]),
+                     ("Retained contexts", _C["retained_contexts"]),
+                     *((s.title(), CARD["splits"][s]) for s in ("train", "validation", "test"))]
+BUILD_FILES = ("contexts.jsonl", "filter_summary.json", *OFFICIAL_FILES.values(), "split_provenance.jsonl")
+
+def construction_counts(tag: str):
+    "Stage, count (from the build's files) and the card's count, for build `tag`; names the files a build lacks."
+    import json
+    import pandas as pd
+    folder = build_dir(tag)
+    missing = [n for n in BUILD_FILES if not (folder / n).is_file()]
+    if missing: raise FileNotFoundError(f"{folder}: missing {', '.join(missing)}; run notebooks 01-04 with build_tag={tag!r}")
+    summary = json.loads((folder / "filter_summary.json").read_text(encoding="utf-8"))
+    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}
+    prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
+    counts = {"Initial statutory contexts": sum(1 for _ in read_jsonl(folder / "contexts.jsonl")),
+              "Raw QA candidates": summary["candidates"], "Filtered QA candidates": summary["filtered"],
+              "Final QA pairs": len(splits["merged"]),
+              "Retained contexts": len({prov[r["id"]]["context_id"] for r in splits["merged"]}),
+              "Train": len(splits["train"]), "Validation": len(splits["validation"]), "Test": len(splits["test"])}
+    return pd.DataFrame([{"Stage": k, "Count": counts[k], "Card": card} for k, card in CARD_CONSTRUCTION])
+
+# %% ../notebooks/04_split.ipynb #ba3bd098
+def stage_job(profile: str, data_source, rebuild: bool | None = None, build_tag: str | None = None,
+              builds: Iterable[str] | None = None, publish_replay: bool = True) -> dict:
+    "`stage_plan` with the construction job (`core.construction_job`) and a tagged build taken into account; adds `job`."
+    job = construction_job(data_source, profile, rebuild)
+    official = resolve_source(data_source)[0] != "sample"
+    if job == "score": return {"builds": [], "publish": False, "official": official, "job": job}
+    if build_tag is not None: return {"builds": [build_tag], "publish": False, "official": official, "job": job}
+    return {**stage_plan(profile, data_source, builds, publish_replay), "job": job}

@@ -20,12 +20,18 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from helpers import JSONHandler, ThreadedServer
 
 
 def prompt_of(body: dict) -> str:
     "The user message of a chat request."
     return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def constant(text: str):
+    "A reply function that answers every request with `text`."
+    return lambda body: text
 
 
 def qa_reply(body: dict) -> str:
@@ -58,24 +64,7 @@ class FakeLLM:
     def __enter__(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def _send(self, code, payload, headers=None):
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items(): self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
+        class Handler(JSONHandler):
             def do_GET(self):
                 with fake._lock: fake.gets.append(self.path)
                 self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
@@ -110,17 +99,12 @@ class FakeLLM:
                 finally:
                     with fake._lock: fake.in_flight -= 1
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._serving = ThreadedServer()
+        self.base_url = f"http://127.0.0.1:{self._serving.start(Handler)}/v1"
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self._serving.stop()
 
     # -- what the server saw -------------------------------------------------------------
     def prompts(self) -> list[str]:

@@ -401,6 +401,8 @@ def main(argv=None) -> int:
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--only", default=None, help="comma-separated notebooks (the check then reports the rest as missing)")
     ap.add_argument("--in-place", action="store_true", help="run in the checkout itself (CI), not in a copy")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra environment for the run (diagnostics only, e.g. to step past a known failure)")
     ap.add_argument("--check-only", default=None, metavar="WORK", help="only re-run the check on a finished work folder")
     args = ap.parse_args(argv)
 
@@ -423,6 +425,7 @@ def main(argv=None) -> int:
     with serve_folders(hub_root) as hub, OpenAIStandIn(PAPER_MODELS, faults) as llm:
         print(f"hub stand-in {hub.endpoint} ({len(hub.repos)} repos); LLM stand-in {llm.base_url} ({', '.join(llm.models)})", flush=True)
         env = rehearsal_env(work, checkout, hub.endpoint, llm.base_url)
+        env.update(dict(e.split("=", 1) for e in args.env))
         rc, peaks, seconds = run_reproduce(args, work, checkout, env, llm.base_url)
         (work / "standins.json").write_text(json.dumps({"llm": llm.summary(), "hub_requests": hub.paths_seen()[-2000:]}, indent=1))
         print(f"\nLLM stand-in: {json.dumps(llm.summary())}")

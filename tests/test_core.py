@@ -5,29 +5,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import BIN, QA_SMALL as FIXTURE, ROOT
 from indicipr import core
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "qa_small"
-BIN = Path(sys.executable).parent
 
-
-def statute_sections():
-    "Real statute sections: the committed sample copy, else ../shared."
-    for p in [ROOT / "data/sample/statutes/sections.jsonl", ROOT.parent / "shared/statutes/sections.jsonl"]:
-        if p.exists(): return list(core.read_jsonl(p))
-    pytest.fail("no statute sections found (data/sample/statutes or ../shared/statutes)")
-
-
-def official_folder(tmp_path, n=6):
-    "Four official-format files built from real statute text (first sentence of each section)."
+@pytest.fixture
+def official_folder(tmp_path, statute_sections):
+    "Four official-format files built from real statute text (first sentence of each of 6 sections): (folder, records)."
     recs = []
-    for sec in statute_sections()[:n]:
+    for sec in statute_sections[:6]:
         ctx = " ".join(sec["text"].split())
         answer = ctx[:60].rsplit(" ", 1)[0]
         prefix = core.ACTS[sec["act"]].prefix
@@ -39,14 +29,14 @@ def official_folder(tmp_path, n=6):
     return folder, recs
 
 
-def test_load_benchmark_local_folder(tmp_path):
-    folder, recs = official_folder(tmp_path)
+def test_load_benchmark_local_folder(official_folder, statute_sections):
+    folder, recs = official_folder
     dd = core.load_benchmark(folder, merged=True)
     assert set(dd) == {"train", "validation", "test", "merged"}
     assert len(dd["merged"]) == len(recs)
     row = dd["train"][0]
     assert row["context"][row["answers"]["answer_start"][0]:][:len(row["answers"]["text"][0])] == row["answers"]["text"][0]
-    assert core.act_for_id(row["id"]).key == statute_sections()[0]["act"]
+    assert core.act_for_id(row["id"]).key == statute_sections[0]["act"]
 
 
 def test_load_benchmark_committed_fixture():
@@ -66,8 +56,8 @@ def test_load_benchmark_committed_fixture():
     ("empty context", lambda line, rec: json.dumps({**rec, "context": "  "}), "empty context"),
     ("duplicate id", lambda line, rec: json.dumps({**rec, "id": "DUP"}), "duplicate id"),
 ])
-def test_malformed_line_names_file_and_line(tmp_path, kind, mutate, needle):
-    folder, _ = official_folder(tmp_path)
+def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needle):
+    folder, _ = official_folder
     path = folder / "train_squad.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     if kind == "duplicate id":
@@ -81,8 +71,8 @@ def test_malformed_line_names_file_and_line(tmp_path, kind, mutate, needle):
     assert needle in msg, msg
 
 
-def test_missing_file_is_named(tmp_path):
-    folder, _ = official_folder(tmp_path)
+def test_missing_file_is_named(official_folder):
+    folder, _ = official_folder
     (folder / "val_squad.jsonl").unlink()
     with pytest.raises(core.BenchmarkUnavailable, match="val_squad.jsonl"):
         core.load_benchmark(folder)
@@ -95,8 +85,8 @@ def test_hub_fails_fast_offline(monkeypatch):
     assert "data/benchmark" in str(err.value) and core.HUB_ID in str(err.value)
 
 
-def test_verify_counts(tmp_path):
-    folder, recs = official_folder(tmp_path)
+def test_verify_counts(official_folder):
+    folder, recs = official_folder
     assert core.verify_benchmark(folder, expected={"train": 3, "validation": 1, "test": len(recs) - 4, "merged": len(recs)})
     with pytest.raises(core.BenchmarkUnavailable, match="expected 3710"):
         core.verify_benchmark(folder)
@@ -114,8 +104,8 @@ def test_write_jsonl_is_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
 
 
-def test_cli_info_and_errors(tmp_path):
-    folder, _ = official_folder(tmp_path)
+def test_cli_info_and_errors(official_folder):
+    folder, _ = official_folder
     out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
     assert out.returncode == 0 and "train" in out.stdout
     (folder / "test_squad.jsonl").write_text('{"id": 1}\n')
@@ -301,14 +291,14 @@ def paper_shaped_tables(figs):
     t("encoder_results", model=["MiniLM-L6"], F1=["17.28 ± 0.57"])
     t("bm25_results", system=["bm25_retrieval"], F1=[26.65])
     t("significance", **{"System A": ["a"], "System B": ["b"], "p": [0.5]})
-    t("per_act_best", Act=acts, F1=[100.0, 98.4, 79.41])
-    t("error_taxonomy_best", **{"Error type": ["Span-boundary errors"], "Count": [5]})
-    t("answer_structure_best", Group=["Short answers"], F1=[30.5])
+    t("per_act_focus", Act=acts, F1=[100.0, 98.4, 79.41])
+    t("error_taxonomy_focus", **{"Error type": ["Span-boundary errors"], "Count": [5]})
+    t("answer_structure_focus", Group=["Short answers"], F1=[30.5])
     t("answer_structure", System=[f"s{i}" for i in range(40)], F1=[float(i) for i in range(40)])
     t("judge_status", judge=["smollm2"], ok=[6])
     t("zz_not_in_the_spec", x=[1])
     fig, ax = plt.subplots(figsize=(4, 3)); ax.barh(acts, [100.0, 98.4, 79.41], color="#1f77b4")
-    core.save_figure(fig, "per_act_best", figs); plt.close(fig)
+    core.save_figure(fig, "per_act_focus", figs); plt.close(fig)
 
 
 def test_report_first_screen_in_headless_chromium(tmp_path):
@@ -323,11 +313,11 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
     probe.write_text(index.read_text().replace("</body>", """<script>
 window.addEventListener('load', () => {      // after the images loaded
   const box = s => { const b = document.querySelector(s).getBoundingClientRect(); return {top: b.top, bottom: b.bottom}; };
-  const img = document.querySelector('#f-per_act_best img');
+  const img = document.querySelector('#f-per_act_focus img');
   document.body.setAttribute('data-layout', JSON.stringify({height: innerHeight, width: innerWidth,
     headline: box('#headline'), toc: box('#toc'), first_section: box('section.card-section'),
     figure_loaded: img.complete && img.naturalWidth > 0,
-    figure_beside_table: box('#f-per_act_best').top < box('#t-per_act_best table').bottom}));
+    figure_beside_table: box('#f-per_act_focus').top < box('#t-per_act_focus table').bottom}));
 });
 </script></body>"""))
     dom = headless(exe, tmp_path / "profile", "--window-size=1280,800", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()).stdout
@@ -341,8 +331,8 @@ window.addEventListener('load', () => {      // after the images loaded
     # per-Act → errors → answer structure), quality; what the spec does not name comes after them
     assert sections == ["benchmark", "construction", "data", "results", "quality"], sections
     assert entries == ["dataset_at_a_glance", "per_act_distribution", "split_sizes_replay", "question_patterns", "results",
-                       "bm25_results", "encoder_results", "llm_results", "significance", "per_act_best", "error_taxonomy_best",
-                       "answer_structure_best", "answer_structure", "judge_status", "zz_not_in_the_spec"], entries
+                       "bm25_results", "encoder_results", "llm_results", "significance", "per_act_focus", "error_taxonomy_focus",
+                       "answer_structure_focus", "answer_structure", "judge_status", "zz_not_in_the_spec"], entries
     assert re.findall(r'<b><a href="#([a-z]+)"', toc)[:5] == sections                    # the contents in the same order
     assert "smollm2_3-shot" in headline and "34.82" in headline and "63.55" in headline   # best system by F1
     assert "<b>sample</b> (embedded sample) · profile <b>offline</b>" in headline
@@ -361,17 +351,6 @@ window.addEventListener('load', () => {      // after the images loaded
     assert panel > 0.5 * top.width * top.height * 0.6, "the headline panel is not on the first screen"
 
 
-def test_environment_yml_mirrors_settings_ini():
-    "environment.yml lists the same packages as settings.ini (requirements + dev requirements)."
-    import configparser, re
-    cfg = configparser.ConfigParser(delimiters=["="]); cfg.read(ROOT / "settings.ini")
-    name = lambda req: re.split(r"[<>=\[ ]", req, 1)[0].lower()
-    wanted = {name(r) for r in (cfg["DEFAULT"]["requirements"] + " " + cfg["DEFAULT"]["dev_requirements"]).split()}
-    listed = {name(l.strip()[2:].strip()) for l in (ROOT / "environment.yml").read_text().splitlines()
-              if l.strip().startswith("- ") and not l.strip().startswith("- -e")}
-    assert wanted <= listed, f"missing from environment.yml: {sorted(wanted - listed)}"
-
-
 def test_readme_has_the_two_commands_and_notices():
     text = (ROOT / "README.md").read_text()
     block = text.split("## Two commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
@@ -388,3 +367,61 @@ def test_fetch_offline_fails_fast_with_instructions(tmp_path):
     assert out.returncode == 2
     assert "data/benchmark" in out.stderr and "indicipr fetch" in out.stderr
     assert not (tmp_path / "b").exists()
+
+
+def _card_leaves(value, path=()):
+    "Every (path, number) of a nested CARD value (bools and None are not numbers of the card)."
+    if isinstance(value, dict):
+        for k, v in value.items(): yield from _card_leaves(v, (*path, k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value): yield from _card_leaves(v, (*path, i))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield path, value
+
+
+def _as_written(number) -> set[str]:
+    "The ways the card writes a number: 1,173 / 1173, 0.00 / 77.10, -0.008, 99.0%."
+    if isinstance(number, int): return {f"{number:,}", str(number)}
+    return {f"{number:.2f}", f"{number:.1f}", f"{number:.3f}", repr(number)}
+
+
+def test_every_number_of_core_card_is_written_in_the_dataset_card():
+    "core.CARD holds the card's numbers: each one occurs in the card's text (a typo or an invented figure fails)."
+    shared = core.shared_dir()
+    card_txt = shared / "seed" / "IndicIPR-QA-dataset-card.txt" if shared else None
+    if card_txt is None or not card_txt.exists(): pytest.skip("the dataset card (../shared/seed) is not beside this checkout")
+    text = card_txt.read_text(encoding="utf-8")
+    missing = [(".".join(map(str, p)), n) for p, n in _card_leaves(core.CARD)
+               if p[0] != "errors" and not any(w in text for w in _as_written(n))]
+    assert not missing, f"numbers of core.CARD not in the dataset card: {missing}"
+    # the error counts are small integers: check them against their own table rows
+    for (label, _, share), n in zip(core.CARD_TABLES["errors"][1], core.CARD["errors"].values()):
+        assert f"{label}\t{n}\t{share}%" in text, (label, n, share)
+
+
+def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeypatch):
+    "One source: stage modules hold no card number of their own, and CARD_TABLES is formatting of core.CARD only."
+    from indicipr import bm25, errors, significance, split, stats
+    for mod in (bm25, errors, significance, split, stats):
+        assert mod.CARD is core.CARD, mod.__name__
+    assert stats.CARD_OPENINGS == tuple(core.CARD["question_patterns"]["openings"])
+    assert dict(split.CARD_CONSTRUCTION)["Raw QA candidates"] == core.CARD["construction"]["raw_candidates"]
+    assert core.OFFICIAL_COUNTS == {**core.CARD["splits"], "merged": core.CARD["construction"]["final_qa_pairs"]}
+    assert significance.PROFILE_DEFAULTS["paper"]["n_resamples"] == core.CARD["significance"]["n_resamples"]
+    # change a number in CARD: the rebuilt report tables follow it
+    changed = {**core.CARD, "bm25": {**core.CARD["bm25"], "bm25_retrieval": {"EM": 1.0, "F1": 2.5, "Char-F1": 3.0}}}
+    monkeypatch.setattr(core, "CARD", changed)
+    assert core.build_card_tables()["bm25"][1][0] == ("BM25 Retrieval", "1.00", "2.50", "3.00")
+    assert core.CARD_TABLES["bm25"][1][0] == ("BM25 Retrieval", "0.00", "20.21", "77.10")   # the module's view is untouched
+
+
+def test_report_sections_name_current_tables_once():
+    "No stale or duplicated report entries; every card key resolves; the new tables have their place."
+    items = [it for sec in core.REPORT_SECTIONS for it in sec.items]
+    names = [it.table for it in items]
+    assert len(names) == len(set(names)) and not [n for n in names if n.endswith("_best")]
+    assert all(core.card_table(it.card) is not None for it in items if it.card)
+    where = {it.table: sec.id for sec in core.REPORT_SECTIONS for it in sec.items}
+    construction = [it.table for sec in core.REPORT_SECTIONS if sec.id == "construction" for it in sec.items]
+    assert construction[0] == "construction_counts_*" and "generation_qa_per_act_*" in construction
+    assert where["encoder_settings"] == "results" and names.index("encoder_settings") == names.index("encoder_runs") + 1

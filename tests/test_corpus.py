@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,6 @@ from indicipr.corpus import (build_contexts, check_section, clean_section, clean
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "editorial_forms.jsonl"
 FORMS = read_sections_jsonl(FIXTURE)
-
-
-@pytest.fixture(scope="module")
-def sections():
-    return read_sections_jsonl(statutes_jsonl_path())
 
 
 # ---------------------------------------------------------------- the cleaner and its check
@@ -63,7 +57,7 @@ def test_the_check_catches_both_defects_of_issue_12(monkeypatch):
     assert table["Lost words"].iloc[-1] > 20 and table["Leftovers"].iloc[-1] > 0
 
 
-def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, sections, capsys):
+def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, statute_sections, capsys):
     monkeypatch.setattr(corpus, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
     assert cleaner_check_main([str(statutes_jsonl_path()), "--show", "3"]) == 1
     out = capsys.readouterr().out
@@ -81,10 +75,10 @@ def test_cleaner_check_is_clean_on_every_section_the_project_holds(capsys):
     assert "0 leftovers and 0 lost statutory words" in out
 
 
-def test_contexts_are_stable_and_lose_nothing(sections):
-    a, b = build_contexts(sections), build_contexts(list(sections))
+def test_contexts_are_stable_and_lose_nothing(statute_sections):
+    a, b = build_contexts(statute_sections), build_contexts(list(statute_sections))
     assert a == b
-    for sec in (clean_section(r) for r in sections):
+    for sec in (clean_section(r) for r in statute_sections):
         joined = " ".join(c["context"] for c in a if (c["act"], c["section"]) == (sec["act"], sec["section"]))
         assert joined == " ".join(sec["units"]) and re.sub(r"\W", "", joined)
 
@@ -93,15 +87,14 @@ def test_contexts_are_stable_and_lose_nothing(sections):
 
 HAS_PDF_TOOLS = all(importlib.util.find_spec(m) for m in ("fpdf", "pypdf"))
 if HAS_PDF_TOOLS:
-    sys.path.insert(0, str(Path(__file__).parent))
     from standins.india_code_pdf import UNTITLED_HEADING, act_sections, context_targets, typeset_acts  # noqa: E402
 pdf_test = pytest.mark.skipif(not HAS_PDF_TOOLS, reason="the India Code typesetter needs fpdf2 and pypdf (dev dependencies)")
 
 
 @pytest.fixture(scope="module")
-def typeset(sections, tmp_path_factory):
+def typeset(statute_sections, tmp_path_factory):
     folder = tmp_path_factory.mktemp("india_code")
-    return folder, typeset_acts(sections, folder)
+    return folder, typeset_acts(statute_sections, folder)
 
 
 def _page_body(page: str, head: str) -> list[str]:
@@ -128,10 +121,10 @@ def test_typeset_pdf_is_in_the_india_code_layout(typeset, act):
 
 @pdf_test
 @pytest.mark.parametrize("act", list(ACTS))
-def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typeset, sections, act):
+def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typeset, statute_sections, act):
     folder, expected = typeset
     records = read_statute_pdf(folder / f"{act}.pdf", act, source_url=f"https://example.org/{act}.pdf")
-    jsonl = [clean_section(r) for r in sections if r["act"] == act]
+    jsonl = [clean_section(r) for r in statute_sections if r["act"] == act]
     got = [clean_section(r) for r in records]
     assert [s["section"] for s in got] == [s["section"] for s in jsonl]
     for g, want in zip(got, jsonl):
@@ -139,7 +132,7 @@ def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typ
         assert g["units"] == want["units"], g["section"]     # no footnote, head or page number leaks; no word lost
         assert all(editorial_leftovers(u) == [] for u in g["units"])
     from_pdf = build_contexts(records)
-    assert [c["context"] for c in from_pdf] == [c["context"] for c in build_contexts(r for r in sections if r["act"] == act)]
+    assert [c["context"] for c in from_pdf] == [c["context"] for c in build_contexts(r for r in statute_sections if r["act"] == act)]
     text = " ".join(c["context"] for c in from_pdf)
     for noise in ("Subs. by", "Ins. by", "Omitted by", "w.e.f.", "ARRANGEMENT", "CHAPTER", "BE it enacted", "ACT NO.", "*", "[", "]"):
         assert noise not in text
@@ -147,9 +140,9 @@ def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typ
 
 
 @pdf_test
-def test_repeated_sections_reach_a_target_size_with_varied_numbering(sections, tmp_path):
-    gi = [r for r in sections if r["act"] == "gi"]
-    targets = context_targets(sections, 1173)
+def test_repeated_sections_reach_a_target_size_with_varied_numbering(statute_sections, tmp_path):
+    gi = [r for r in statute_sections if r["act"] == "gi"]
+    targets = context_targets(statute_sections, 1173)
     assert set(targets) == set(ACTS) and abs(sum(targets.values()) - 1173) <= len(ACTS)
     want = act_sections(gi, "gi", 30)
     assert sum(len(section_contexts(s)) for s in want) >= 30 and any(re.search(r"\d[A-Z]$", s["section"]) for s in want[len(gi):])
@@ -159,9 +152,9 @@ def test_repeated_sections_reach_a_target_size_with_varied_numbering(sections, t
 
 
 @pdf_test
-def test_read_official_pdfs_reads_a_folder_and_names_missing_files(typeset, sections):
+def test_read_official_pdfs_reads_a_folder_and_names_missing_files(typeset, statute_sections):
     folder, _ = typeset
     records = read_official_pdfs(folder, ["gi"])
-    assert [r["section"] for r in records] == [r["section"] for r in sections if r["act"] == "gi"]
+    assert [r["section"] for r in records] == [r["section"] for r in statute_sections if r["act"] == "gi"]
     with pytest.raises(FileNotFoundError, match=r"patents\.pdf"):
         read_official_pdfs(folder / "missing", ["gi", "patents"])

@@ -1,23 +1,15 @@
 """Error taxonomy, answer structure, dataset statistics and the `indicipr evaluate` command line on
 the real-statute fixture."""
-import json
 import re
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
+from helpers import QA_SMALL as FIXTURE, read_qa_small, read_qa_small_all, write_prediction_file
+from indicipr import core
 from indicipr import errors as E
 from indicipr import metrics as M
 from indicipr import split as SP
 from indicipr import stats as ST
-
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
-
-
-def records(name):
-    return [json.loads(line) for line in (FIXTURE / name).read_text(encoding="utf-8").splitlines()]
-
 
 def gold_parts(rec):
     return rec["answers"]["text"], rec["context"], rec["answers"]["answer_start"]
@@ -26,7 +18,7 @@ def gold_parts(rec):
 def test_taxonomy_on_real_answers():
     """Constructed predictions of each kind, on every fixture question where the construction is unambiguous."""
     checked = 0
-    for rec in records("merged_ip_qa.jsonl"):
+    for rec in read_qa_small("merged"):
         golds, context, starts = gold_parts(rec)
         gold, start = golds[0], starts[0]
         words = gold.split()
@@ -47,7 +39,7 @@ def test_taxonomy_on_real_answers():
 
 
 def test_taxonomy_table_counts_every_non_exact_prediction():
-    gold = records("test_squad.jsonl")
+    gold = read_qa_small("test")
     preds = {}
     for i, r in enumerate(gold):
         a, c = r["answers"]["text"][0], r["context"]
@@ -61,7 +53,7 @@ def test_taxonomy_table_counts_every_non_exact_prediction():
 
 
 def test_clause_markers_on_real_answers():
-    by_id = {r["id"]: r["answers"]["text"][0] for r in records("merged_ip_qa.jsonl")}
+    by_id = {r["id"]: r["answers"]["text"][0] for r in read_qa_small("merged")}
     multi = [a for a in by_id.values() if E.is_multi_clause(a)]
     assert any("(b) cinematograph films" in a for a in multi)
     for a in by_id.values():
@@ -70,7 +62,7 @@ def test_clause_markers_on_real_answers():
 
 
 def test_answer_structure_groups_partition_the_questions():
-    gold = records("test_squad.jsonl")
+    gold = read_qa_small("test")
     frame, _ = M.score_predictions(gold, {r["id"]: r["answers"]["text"][0] for r in gold[::2]})
     table = E.answer_structure_table(frame)
     for analysis, part in table.groupby("Analysis"):
@@ -84,8 +76,7 @@ def test_answer_structure_groups_partition_the_questions():
 
 
 def test_stats_on_fixture_match_direct_counts():
-    splits = {"train": records("train_squad.jsonl"), "validation": records("val_squad.jsonl"),
-              "test": records("test_squad.jsonl"), "merged": records("merged_ip_qa.jsonl")}
+    splits = read_qa_small_all()
     glance = dict(ST.glance_table(splits).values)
     assert glance["Total QA pairs"] == 271 and glance["Test samples"] == len(splits["test"])
     contexts = {r["context"] for r in splits["merged"]}
@@ -102,16 +93,12 @@ def test_stats_on_fixture_match_direct_counts():
         r["question"].lower().startswith("under section") for r in splits["merged"])
 
 
-def fixture_records(name="test_squad.jsonl"):
-    return records(name)
-
-
 def test_evaluate_cli_report(tmp_path, capsys):
-    gold = fixture_records()
+    gold = read_qa_small("test")
     good = {r["id"]: r["answers"]["text"][0] for r in gold[:-2]}
     weak = {r["id"]: r["context"][:80] for r in gold}
-    (tmp_path / "good.jsonl").write_text("".join(json.dumps({"id": k, "prediction_text": v}) + "\n" for k, v in good.items()))
-    (tmp_path / "weak.json").write_text(json.dumps(weak))
+    write_prediction_file(tmp_path / "good.jsonl", good)
+    write_prediction_file(tmp_path / "weak.json", weak)
     out = tmp_path / "rep" / "report.md"
     rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
                           "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
@@ -129,7 +116,7 @@ def test_evaluate_cli_report(tmp_path, capsys):
 
 
 def test_evaluate_cli_errors(tmp_path, capsys):
-    (tmp_path / "p.json").write_text(json.dumps({"nope_000001": "x"}))
+    write_prediction_file(tmp_path / "p.json", {"nope_000001": "x"})
     rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json")])
     assert rc == 2 and "nope_000001" in capsys.readouterr().err
     rc = E.evaluate_main(["--gold", str(tmp_path / "missing.jsonl"), "--pred", str(tmp_path / "p.json")])
@@ -139,8 +126,8 @@ def test_evaluate_cli_errors(tmp_path, capsys):
 def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
     "`indicipr evaluate` (core's CLI) delegates to indicipr.errors.evaluate_main, where the report now lives."
     from indicipr import core
-    gold = fixture_records()
-    (tmp_path / "p.json").write_text(json.dumps({r["id"]: r["answers"]["text"][0] for r in gold}))
+    gold = read_qa_small("test")
+    write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in gold})
     rc = core.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json"), "--resamples", "50"])
     out = capsys.readouterr()
     assert rc == 0, f"core.DELEGATED['evaluate'] must name ('indicipr.errors', 'evaluate_main'): {out.err}"
@@ -149,11 +136,11 @@ def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
 
 def test_focus_system_tables_with_the_card_beside_them():
     "The focus system's taxonomy and structure tables carry the card's InLegalBERT figures only when asked."
-    gold = records("test_squad.jsonl")
+    gold = read_qa_small("test")
     preds = {r["id"]: (r["answers"]["text"][0] if i % 3 else r["context"][:50]) for i, r in enumerate(gold)}
     frame, _ = M.score_predictions(gold, preds)
     tax = E.error_taxonomy_table(frame, card=True).set_index("Error type")
-    assert tax["Card count"].sum() == sum(E.CARD["taxonomy"].values()) == 125
+    assert tax["Card count"].sum() == sum(core.CARD["errors"].values()) == 125
     assert tax["Count"].sum() == int((frame["em"] < 100).sum())
     assert "Card count" not in E.error_taxonomy_table(frame)
     st = E.answer_structure_table(frame, card=True)

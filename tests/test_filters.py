@@ -4,34 +4,12 @@ in notebooks/03_filters.ipynb."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from indicipr.core import JSONLError, data_dir, project_root, read_jsonl, shared_dir, write_jsonl
+from helpers import recorded_candidates
+from indicipr.core import JSONLError, read_jsonl, write_jsonl
 from indicipr.filters import FILTERS, apply_filters, filter_build, filter_table
-
-REAL_ROOT = project_root()
-
-
-def recorded_candidates() -> list[dict]:
-    "The recorded replies parsed the way 02_generate writes candidates."
-    local = REAL_ROOT / "data" / "sample" / "recorded" / "generations.jsonl"
-    path = local if local.is_file() else shared_dir() / "sample" / "generations.jsonl"
-    out = []
-    for r in read_jsonl(path):
-        for n, it in enumerate(json.loads(r["response"])["items"], 1):
-            out.append({"candidate_id": f"{r['context_id']}_q{n}", "context_id": r["context_id"], "act": r["act"],
-                        "section": r["section"], "title": r["title"], "context": r["context"], "question": it["question"],
-                        "answer": it["answer"], "question_type": it["question_type"], "model": r["model"],
-                        "parse_error": None, "raw": None})
-    return out
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def test_filter_build_on_the_recorded_candidates_is_deterministic(root):

@@ -13,42 +13,37 @@ from pathlib import Path
 
 import pytest
 
-from fake_llm_server import FakeLLM, prompt_of
-from indicipr.core import read_jsonl, shared_dir, write_jsonl
+from fake_llm_server import FakeLLM
+from helpers import ROOT, SHARED, recorded_generations
+from indicipr.core import read_jsonl, write_jsonl
 from indicipr.llm import (CANDIDATE_FIELDS, SYSTEM_MESSAGE, ContextFormatError, Endpoint, ResponseCache, build_prompt,
                           ensure_recorded_sample, generate_candidates, read_contexts, recorded_contexts,
                           recorded_replay, request_key)
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def recorded():
-    return list(read_jsonl(ensure_recorded_sample()))
+CARD = SHARED / "seed" / "IndicIPR-QA-dataset-card.txt" if SHARED else None
 
 
 def card_prompt_template() -> str:
     "The prompt as printed in the dataset card: from 'You are creating' to the context line."
-    card = shared_dir() / "seed" / "IndicIPR-QA-dataset-card.txt" if shared_dir() else None
-    if card is None or not card.exists(): pytest.skip("the dataset card (../shared/seed) is not beside this checkout")
-    lines = card.read_text(encoding="utf-8").splitlines()
+    if CARD is None or not CARD.exists(): pytest.skip("the dataset card (../shared/seed) is not beside this checkout")
+    lines = CARD.read_text(encoding="utf-8").splitlines()
     start = lines.index("You are creating an EXTRACTIVE legal QA dataset from Indian legal text.")
     end = lines.index('"""{context}"""', start)
     return "\n".join(lines[start:end + 1])
 
 
 def test_prompt_is_the_cards_byte_for_byte():
-    rec = next(r for r in recorded() if r["context_id"] == "copyright_s17_c1")
+    rec = next(r for r in recorded_generations() if r["context_id"] == "copyright_s17_c1")
     template = card_prompt_template()
     expected = (template.replace("{questions_per_context}", "5").replace("{act}", rec["act_title"])
                 .replace("{title}", rec["title"]).replace("{context}", rec["context"]))
     assert build_prompt(5, rec["act_title"], rec["title"], rec["context"]) == expected
-    card = (shared_dir() / "seed" / "IndicIPR-QA-dataset-card.txt").read_text(encoding="utf-8")
-    assert f"System Message\n\n{SYSTEM_MESSAGE}\n" in card
+    assert f"System Message\n\n{SYSTEM_MESSAGE}\n" in CARD.read_text(encoding="utf-8")
 
 
 def test_rendered_prompt_is_pinned():
     "Holds without the card: the rendering of a real context, pinned by hash."
-    rec = next(r for r in recorded() if r["context_id"] == "copyright_s17_c1")
+    rec = next(r for r in recorded_generations() if r["context_id"] == "copyright_s17_c1")
     prompt = build_prompt(5, rec["act_title"], rec["title"], rec["context"])
     assert len(prompt) == 2657
     assert hashlib.sha256(prompt.encode("utf-8")).hexdigest() == "d3c7502d1b71c0bf30720aef085e868504171de274c2c0ffcebd2dd7d77cf2a9"
@@ -57,7 +52,7 @@ def test_rendered_prompt_is_pinned():
 def test_replay_rebuilds_the_recorded_candidates(tmp_path):
     path = ensure_recorded_sample()
     out = generate_candidates(recorded_contexts(path), recorded_replay(path), out_dir=tmp_path, progress=False)
-    recs = recorded()
+    recs = recorded_generations()
     assert [g["response"] for g in out["generations"]] == [r["response"] for r in recs]
     expected = [(r["context_id"], it["question"], it["answer"]) for r in recs for it in json.loads(r["response"])["items"]]
     got = [(c["context_id"], c["question"], c["answer"]) for c in read_jsonl(tmp_path / "candidates.jsonl")]
@@ -82,7 +77,7 @@ def test_unparseable_reply_becomes_one_raw_record(tmp_path):
 
 
 def test_bad_context_record_names_file_and_line(tmp_path):
-    recs = [{k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")} for r in recorded()[:3]]
+    recs = [{k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")} for r in recorded_generations()[:3]]
     del recs[1]["title"]
     write_jsonl(tmp_path / "contexts.jsonl", recs)
     with pytest.raises(ContextFormatError, match=rf"contexts.jsonl:2 \(context_id '{recs[1]['context_id']}'\): missing field 'title'"):
@@ -120,7 +115,7 @@ def run_generation(args, kill_after_cached_lines=None):
 
 
 def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path):
-    contexts = [{k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")} for r in recorded()[:10]]
+    contexts = [{k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")} for r in recorded_generations()[:10]]
     write_jsonl(tmp_path / "contexts.jsonl", contexts)
     # the reference: one uninterrupted run
     with FakeLLM(delay=0.05) as fake:

@@ -3,9 +3,10 @@ graph of `from .x`, `from indicipr.x`, `from indicipr import x`, `from . import 
 `import indicipr.x` imports, function-level ones included, is acyclic. A later notebook's module
 may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that)."""
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "indicipr"
+from helpers import ROOT
+
+PACKAGE = ROOT / "indicipr"
 
 
 def modules() -> dict[str, ast.Module]:

@@ -4,18 +4,17 @@ API keys that never leak, Ollama's native API with a context window sized for th
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
 parser; and the real local llama.cpp server when it is installed."""
 import importlib.util
+import io
 import json
 import logging
-import os
-import io
 import pickle
-import socket
 import sys
 import time
 
 import pytest
 
-from fake_llm_server import FakeLLM, error_body
+from fake_llm_server import FakeLLM, constant, error_body
+from helpers import needs_llama_cpp, port_open, unused_port
 from indicipr import llm
 from indicipr.llm import (ChatResult, Endpoint, LLMConfigError, LLMCostError, LLMRequestError, LLMUnreachableError,
                           ResponseCache, chat_json, check_models_available, llm_config, local_llm_server,
@@ -29,10 +28,6 @@ OK = json.dumps({"items": [1, 2]})
 def ep(fake, **kw):
     "A fast-retrying endpoint for the fake server."
     return Endpoint(fake.base_url, "fake-model", **{"timeout": 5, "max_retries": 3, "backoff_s": 0.01, **kw})
-
-
-def constant(text):
-    return lambda body: text
 
 
 def test_server_errors_are_retried_then_succeed(caplog):
@@ -77,8 +72,7 @@ def test_client_errors_are_not_retried():
 
 
 def test_unreachable_server_gives_a_clear_error():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    port = unused_port()
     dead = Endpoint(f"http://127.0.0.1:{port}/v1", "m", max_retries=2, backoff_s=0.01, timeout=2)
     with pytest.raises(LLMUnreachableError, match=rf"cannot reach the LLM server at http://127.0.0.1:{port}/v1 .*after 3 attempts"):
         chat_json(dead, MSGS, SCHEMA)
@@ -201,10 +195,8 @@ def test_ollama_server_errors_are_retried():
 
 
 # ---------------------------------------------------------------- configured models: the preflight
-def test_preflight_names_every_missing_model_asking_each_server_once(monkeypatch):
-    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); dead_port = s.getsockname()[1]
+def test_preflight_names_every_missing_model_asking_each_server_once(no_llm_api_key):
+    dead_port = unused_port()
     with FakeLLM(models=["llama3.1:8b", "mistral:7b"]) as a, FakeLLM(models=["qwen2.5:7b"]) as b:
         config = llm_config(f"llama3.1:*={a.base_url}; mistral:7b={a.base_url}; gemma3:12b={a.base_url}; "
                             f"qwen2.5:*={b.base_url}; phi3:mini={b.base_url}; dead:1=http://127.0.0.1:{dead_port}/v1")
@@ -222,8 +214,7 @@ def test_preflight_names_every_missing_model_asking_each_server_once(monkeypatch
     assert "llama3.1:8b at" not in msg and "smollm2" not in msg                  # served / the project's own server
 
 
-def test_preflight_passes_and_open_endpoints_yields_each_model(monkeypatch):
-    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+def test_preflight_passes_and_open_endpoints_yields_each_model(no_llm_api_key):
     with FakeLLM(models=["llama3.1:latest", "mistral:7b"]) as fake:
         config = llm_config({"*": f"ollama+{fake.base_url}"})
         with open_endpoints(config, ["llama3.1", "mistral:7b"]) as eps:
@@ -276,7 +267,6 @@ def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_
 
 
 def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
-    from indicipr import llm
     monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
     monkeypatch.delenv("INDICIPR_YES", raising=False)
     monkeypatch.setattr(llm, "COST_CONFIRM_USD", 0.0001)
@@ -334,16 +324,7 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch):
         with local_llm_server(): pass
 
 
-needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
-                                 reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
-
-
-def port_open(port):
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-@needs_llama
+@needs_llama_cpp
 def test_local_llm_server_answers_under_a_schema_and_stops(tmp_path):
     schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}}, "required": ["answer"]}
     msgs = [{"role": "user", "content": "What is the capital of France? Reply in JSON."}]

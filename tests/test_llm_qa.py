@@ -1,38 +1,25 @@
 """Prompted LLM baselines: replayed replies (always) and the local llama.cpp server (when installed)."""
-import os
-from pathlib import Path
+from contextlib import nullcontext
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from fake_llm_server import FakeLLM, constant
+from helpers import QA_SMALL as FIXTURE, needs_llama_cpp
 from indicipr import core, llm, llm_qa as Q
 from indicipr.metrics import token_f1
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
-try:
-    import llama_cpp  # noqa: F401
-    HAVE_LLAMA = True
-except ImportError:
-    HAVE_LLAMA = False
-needs_server = pytest.mark.skipif(not HAVE_LLAMA and not os.environ.get("CI"), reason="llama-cpp-python not installed")
 
-
-@pytest.fixture(scope="module")
-def splits():
-    return {k: [dict(r) for r in v] for k, v in core.load_benchmark(str(FIXTURE)).items()}
-
-
-def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_path):
+def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_dir):
     test = splits["test"][:4]
     shots = Q.draw_shots(splits["train"], 3, 0)
     replies = [(Q.build_messages(r, s), f'{{"answer": "{r["answers"]["text"][0].upper()}"}}')
                for r in test for s in ([], shots)]
     ep = llm.replay_endpoint(replies, model="replayed")
-    monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
     asked = []
     def open_endpoints(config, models, **kw):
         asked.append(list(models))
-        return _ctx({m: ep for m in models})
+        return nullcontext({m: ep for m in models})
     monkeypatch.setattr(llm, "open_endpoints", open_endpoints)
     rows = Q.run_llm_baselines(str(FIXTURE), "offline", max_questions=4)
     assert asked == [["smollm2"]]                                          # the offline profile's model, opened once
@@ -40,23 +27,14 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_path)
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
     # upper-cased gold: EM/F1 ignore case, the raw answer is not a context substring, the snapped one is
     assert by["replayed_zero-shot"]["em"] == 100.0 and by["replayed_zero-shot"]["verbatim_in_context"] == 0
-    snapped = core.read_predictions(tmp_path / "predictions" / "qa_small" / "replayed_3-shot_snap.jsonl")
+    snapped = core.read_predictions(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot_snap.jsonl")
     assert all(snapped[r["id"]] in r["context"] for r in test)
-    meta = core.read_prediction_meta(tmp_path / "predictions" / "qa_small" / "replayed_3-shot.jsonl")
+    meta = core.read_prediction_meta(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot.jsonl")
     assert meta["shots"] == [s["id"] for s in shots] and meta["postprocess"] == "raw" and meta["temperature"] == 0
 
 
-class _ctx:
-    def __init__(self, value): self.value = value
-    def __enter__(self): return self.value
-    def __exit__(self, *a): return False
-
-
-def test_configured_qa_models_are_checked_before_any_question(monkeypatch, tmp_path):
+def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_llm_api_key):
     "A model its server does not serve stops the stage before the first request, naming every missing model."
-    from fake_llm_server import FakeLLM
-    monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
-    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
     with FakeLLM(models=["mistral:7b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
             Q.run_llm_baselines(str(FIXTURE), "paper", llm_endpoints=f"*=ollama+{fake.base_url}", max_questions=2)
@@ -67,10 +45,9 @@ def test_configured_qa_models_are_checked_before_any_question(monkeypatch, tmp_p
 
 def test_three_shot_prompts_reach_ollama_with_a_window_that_holds_them(splits, tmp_path):
     "Through the stage's own path (predict_llm -> run_requests) an Ollama endpoint gets num_ctx >= the 3-shot prompt."
-    from fake_llm_server import FakeLLM
     test = splits["test"][:2]
     shots = Q.draw_shots(splits["train"], 3, 0)
-    with FakeLLM(reply=lambda body: '{"answer": "x"}', models=["qwen2.5:7b"]) as fake:
+    with FakeLLM(reply=constant('{"answer": "x"}'), models=["qwen2.5:7b"]) as fake:
         ep = llm.Endpoint(fake.base_url, "qwen2.5:7b", kind="ollama", timeout=5, max_retries=0)
         Q.predict_llm(ep, test, shots, llm.ResponseCache(tmp_path / "qa.jsonl"), max_tokens=256)
     for r in fake.requests:
@@ -95,7 +72,7 @@ def test_snap_is_a_context_span_no_worse_than_any_clause(words):
             assert token_f1(snapped, answer) >= token_f1(clause, answer) - 1e-9
 
 
-@needs_server
+@needs_llama_cpp
 def test_local_server_answers_and_cache_replays(splits, tmp_path):
     test = splits["test"][:3]
     shots = Q.draw_shots(splits["train"], 3, 0)

@@ -2,19 +2,15 @@
 script, on hundreds of generated cases (hypothesis), plus hand-checked statute answers, the
 predictions formats and per-Act scores of ids whose Act cannot be told (the `indicipr evaluate`
 command line is tested in test_errors.py, beside its module)."""
-import json
 import re
 import string
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from helpers import read_qa_small, write_prediction_file
 from indicipr import metrics as M
-
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +144,11 @@ def test_unicode_punctuation_is_kept_like_the_official_script():
 @given(answer_text, answer_text)
 def test_char_f1_properties(prediction, gold):
     multiset, lcs = M.char_f1_score(prediction, gold), M.char_f1_score(prediction, gold, "lcs")
-    assert 0.0 <= lcs <= multiset <= 1.0 + 1e-12   # a common substring is a common sub-multiset
+    assert lcs <= multiset + 1e-12                 # a common substring is a common sub-multiset
+    p_chars, g_chars = (ref_normalize_answer(t).replace(" ", "") for t in (prediction, gold))
+    f1_of = lambda common: 2 * common / (len(p_chars) + len(g_chars)) if common else 0.0   # 2PR/(P+R) = 2c/(|p|+|g|)
+    assert multiset == pytest.approx(f1_of(sum((Counter(p_chars) & Counter(g_chars)).values())))
+    assert lcs == pytest.approx(f1_of(ref_longest_common_substring(p_chars, g_chars)))
     assert multiset == pytest.approx(M.char_f1_score(gold, prediction))
     assert lcs == pytest.approx(M.char_f1_score(gold, prediction, "lcs"))
     chars_p, chars_g = Counter(M.normalize_answer(prediction).replace(" ", "")), Counter(M.normalize_answer(gold).replace(" ", ""))
@@ -157,23 +157,32 @@ def test_char_f1_properties(prediction, gold):
         assert multiset == 1.0 and lcs == 1.0
 
 
+def ref_longest_common_substring(a: str, b: str) -> int:
+    "Longest common substring by dynamic programming (the oracle for Char-F1 LCS; the library uses difflib)."
+    best, prev = 0, [0] * (len(b) + 1)
+    for ca in a:
+        cur = [0] * (len(b) + 1)
+        for j, cb in enumerate(b, 1):
+            if ca == cb:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
 def test_lcs_brute_force():
     import itertools
     for a, b in itertools.product(["", "a", "abcab", "xabcy", "bca", "patentoffice"], repeat=2):
         brute = max([k for i in range(len(a)) for k in range(1, len(a) - i + 1) if a[i:i + k] in b] or [0])
-        assert M.longest_common_substring(a, b) == brute, (a, b)
+        assert M.longest_common_substring(a, b) == brute == ref_longest_common_substring(a, b), (a, b)
 
 
 # ---------------------------------------------------------------------------------------------
 # Hand-checked cases on real statutory answers of the fixture (recorded generations over real
 # sections of the Acts).
 # ---------------------------------------------------------------------------------------------
-def fixture_records(name="test_squad.jsonl"):
-    return [json.loads(line) for line in (FIXTURE / name).read_text(encoding="utf-8").splitlines()]
-
-
 def test_hand_checked_statute_answers():
-    gold = {r["id"]: r["answers"]["text"][0] for r in fixture_records()}
+    gold = {r["id"]: r["answers"]["text"][0] for r in read_qa_small("test")}
     g = gold["pat_000022"]
     assert g == "the Indian Patents and Designs Act, 1911 (2 of 1911)"
     # gold tokens: indian patents and designs act 1911 2 of 1911 (9)
@@ -196,24 +205,28 @@ def test_hand_checked_statute_answers():
 # Predictions files and the command line
 # ---------------------------------------------------------------------------------------------
 def write_formats(tmp_path, preds):
-    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": k, "prediction_text": v}) + "\n" for k, v in preds.items()))
-    (tmp_path / "p_list.json").write_text(json.dumps([{"id": k, "prediction_text": v} for k, v in preds.items()]))
-    (tmp_path / "p_dict.json").write_text(json.dumps(preds))
-    return [tmp_path / "p.jsonl", tmp_path / "p_list.json", tmp_path / "p_dict.json"]
+    "The same predictions in the three accepted layouts: JSONL lines, a JSON list of records, a JSON {id: text} object."
+    return [write_prediction_file(tmp_path / "p.jsonl", preds), write_prediction_file(tmp_path / "p_list.json", preds, "records"),
+            write_prediction_file(tmp_path / "p_dict.json", preds, "dict")]
 
 
 def test_prediction_formats_score_identically(tmp_path):
-    gold = fixture_records()
+    gold = read_qa_small("test")
     preds = {r["id"]: r["answers"]["text"][0] if i % 3 else r["context"][:60] for i, r in enumerate(gold) if i % 5}
     summaries = [M.score_predictions(gold, path)[1] for path in write_formats(tmp_path, preds)]
     summaries.append(M.score_predictions(gold, preds)[1])
     assert all(s == summaries[0] for s in summaries)
     assert summaries[0]["missing"] == sum(1 for i in range(len(gold)) if i % 5 == 0) > 0
-    assert 0 < summaries[0]["em"] < 100
+    # the scores themselves, by the official script's reference (missing questions score 0)
+    official = ref_evaluate([{"paragraphs": [{"qas": [{"id": r["id"], "answers": [{"text": t} for t in r["answers"]["text"]]}
+                                                      for r in gold]}]}], preds)
+    assert summaries[0]["em"] == pytest.approx(official["exact_match"]) and summaries[0]["f1"] == pytest.approx(official["f1"])
+    # ... which, on this construction, is the share of questions answered with their gold answer
+    assert official["exact_match"] == pytest.approx(100 * sum(1 for i in range(len(gold)) if i % 5 and i % 3) / len(gold))
 
 
 def test_unknown_ids_are_an_error_naming_them(tmp_path):
-    gold = fixture_records()
+    gold = read_qa_small("test")
     path = write_formats(tmp_path, {gold[0]["id"]: "x", "pat_999999": "y", "zz_1": "z"})[0]
     with pytest.raises(M.PredictionIdError, match=r"pat_999999.*zz_1|zz_1.*pat_999999") as e:
         M.score_predictions(gold, path)
@@ -224,12 +237,12 @@ def test_bad_prediction_file_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"id": "pat_000021", "prediction_text": "x"}\n{"id": "pat_000022", "prediction_text": 3}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2"):
-        M.score_predictions(fixture_records(), path)
+        M.score_predictions(read_qa_small("test"), path)
 
 
 def test_per_act_scores_never_fail_on_an_unknown_prefix():
     from indicipr import core
-    gold = fixture_records()
+    gold = read_qa_small("test")
     renamed = [{**r, "id": r["id"].replace("pat_", "zzq_")} for r in gold]
     core.use_act_mapping(None)
     frame, summary = M.score_predictions(renamed, {r["id"]: r["answers"]["text"][0] for r in renamed})

@@ -3,31 +3,18 @@
 fault-injecting OpenAI-compatible server (one retry after an invalid reply, then missing; failed
 requests recorded; unreachable servers stop the run; the cache makes reruns free), and the real
 local llama.cpp judge when it is installed."""
-import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from fake_llm_server import FakeLLM, error_body
+from fake_llm_server import FakeLLM, constant, error_body
+from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
 from indicipr import core, llm
 from indicipr import quality as q
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"   # official-format files cut from real statute text
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    "Run with the project root (data/, figures/) in a temporary folder."
-    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    return tmp_path
-
-
-def fixture_test_records():
-    return core.load_benchmark(str(FIXTURE))["test"].to_list()
 
 
 # ---------------------------------------------------------------- human-audit kit through the CLI
@@ -59,10 +46,10 @@ def export(tmp_path, capsys, n=N, seed=3):
     return kit
 
 
-def test_export_draws_stratified_full_context_sheets(tmp_path, capsys):
+def test_export_draws_stratified_full_context_sheets(tmp_path, capsys, qa_test_records):
     kit = export(tmp_path, capsys)
     man = json.loads((kit / "manifest.json").read_text())
-    recs = {r["id"]: r for r in fixture_test_records()}
+    recs = {r["id"]: r for r in qa_test_records}
     assert man["n"] == N and len(set(man["ids"])) == N and set(man["ids"]) <= set(recs)
     per_act = pd.Series([core.act_for_id(i).short for i in recs]).value_counts()
     for act, k in man["per_act"].items():                        # proportional allocation, within one of the quota
@@ -119,34 +106,21 @@ def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
     assert (kit / "blank" / "sheet_B.csv").exists() and (kit / "README.md").exists()
 
 
-def outputs_text(path) -> str:
-    "All text the cells of an executed notebook printed or displayed."
-    import nbformat
-    out = []
-    for cell in nbformat.read(str(path), as_version=4).cells:
-        for o in cell.get("outputs", []):
-            out.append(o.get("text", "") if "text" in o else "\n".join(str(v) for v in o.get("data", {}).values()))
-    return "\n".join(out)
-
-
 def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path):
     "The stage run of 12_quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
-    nb = Path(__file__).resolve().parents[1] / "notebooks" / "12_quality.ipynb"
     kit, figs = tmp_path / "kit", tmp_path / "figs"
     params = {"data_source": str(FIXTURE), "run_judge": False, "audit_folder": str(kit), "figures_dir": str(figs),
               "audit_pairs": N, "audit_seed": 3}
-    kernel = core.ensure_kernel()
-    core.run_notebook(nb, tmp_path / "out1.ipynb", params, kernel)
-    out1 = outputs_text(tmp_path / "out1.ipynb")
+    out1 = notebook_output_text(run_stage_notebook("12_quality", tmp_path / "out1.ipynb", params))
     assert "No human audit scored" in out1 and "human-audit kit" in out1
     assert (figs / "tables" / "audit_kit_per_act.csv").exists() and not (figs / "tables" / "audit_results.csv").exists()
     fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
     fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B)
-    core.run_notebook(nb, tmp_path / "out2.ipynb", params, kernel)
+    run_stage_notebook("12_quality", tmp_path / "out2.ipynb", params)
     table = pd.read_csv(figs / "tables" / "audit_results.csv").set_index("Criterion")
     assert table.loc["Answer Minimality", "Joint Acceptability (%)"] == 75.0
     assert table.loc["Question Clarity", "Joint Acceptability (%)"] == 100.0
-    out2 = outputs_text(tmp_path / "out2.ipynb")
+    out2 = notebook_output_text(tmp_path / "out2.ipynb")
     assert "No human audit scored" not in out2 and "Answer Minimality" in out2 and "run_judge=False" in out2
 
 
@@ -166,9 +140,8 @@ def run(fake, records, judges=(q.Judge("fake"),), cache=None):
     return q.run_judges(records, judges, str(FIXTURE), llm.llm_config({"*": fake.base_url}), cache, progress=False)
 
 
-def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch):
-    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
-    recs = fixture_test_records()[:3]
+def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch, no_llm_api_key, qa_test_records):
+    recs = qa_test_records[:3]
     runner_calls = []
     real_run_requests = llm.run_requests
     def spy(*args, **kw):
@@ -192,18 +165,17 @@ def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch)
         assert len(fake.requests) == 6 and again == out and rerun_cache.hits == 6 and runner_calls == [3, 3, 3, 3]
 
 
-def test_missing_judge_model_stops_before_any_request(root, monkeypatch):
-    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+def test_missing_judge_model_stops_before_any_request(root, no_llm_api_key, qa_test_records):
     judges = q.judges_from_models(["gemma3:12b", "llama3.1:8b", "mistral:7b"])
-    with judge_server(lambda b: json.dumps(GOOD), judges=["llama3.1:8b"]) as fake:
+    with judge_server(constant(json.dumps(GOOD)), judges=["llama3.1:8b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
-            run(fake, fixture_test_records()[:2], judges)
+            run(fake, qa_test_records[:2], judges)
         assert fake.requests == []
     assert "2 configured model(s)" in str(err.value) and "gemma3:12b at" in str(err.value) and "mistral:7b at" in str(err.value)
 
 
-def test_reply_invalid_twice_is_missing_never_guessed(root):
-    recs = fixture_test_records()[:2]
+def test_reply_invalid_twice_is_missing_never_guessed(root, qa_test_records):
+    recs = qa_test_records[:2]
     bad = json.dumps({**GOOD, "answer_minimality": 5})
     with judge_server(judge_reply(bad, "{}")) as fake:
         out = run(fake, recs)["fake"]
@@ -217,25 +189,22 @@ def test_reply_invalid_twice_is_missing_never_guessed(root):
     assert (dist["missing"] == 2).all() and dist["mean"].isna().all()
 
 
-def test_rejected_request_is_recorded_as_error(root):
-    recs = fixture_test_records()[:2]
-    with judge_server(lambda b: json.dumps(GOOD), script=[("status", 400, {}, error_body("context length exceeded"))]) as fake:
+def test_rejected_request_is_recorded_as_error(root, qa_test_records):
+    recs = qa_test_records[:2]
+    with judge_server(constant(json.dumps(GOOD)), script=[("status", 400, {}, error_body("context length exceeded"))]) as fake:
         out = run(fake, recs)["fake"]
     assert out[0]["status"] == "error" and "context length exceeded" in out[0]["error"]
     assert out[1]["status"] == "ok" and out[1]["answer_sufficiency"] == 2
 
 
-def test_unreachable_server_stops_the_run(root):
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-    ep = llm.Endpoint(f"http://127.0.0.1:{port}/v1", "x", timeout=1, max_retries=0)
+def test_unreachable_server_stops_the_run(root, qa_test_records):
+    ep = llm.Endpoint(f"http://127.0.0.1:{unused_port()}/v1", "x", timeout=1, max_retries=0)
     with pytest.raises(llm.LLMUnreachableError):
-        q.judge_all(fixture_test_records()[:1], [q.Judge("x")], {"x": ep}, progress=False)
+        q.judge_all(qa_test_records[:1], [q.Judge("x")], {"x": ep}, progress=False)
 
 
-def test_ensemble_tables_from_fake_judges(root):
-    recs = fixture_test_records()[:4]
+def test_ensemble_tables_from_fake_judges(root, qa_test_records):
+    recs = qa_test_records[:4]
     judges = [q.Judge("a", params={"seed": 1}), q.Judge("b", params={"seed": 2}), q.Judge("c", params={"seed": 3})]
     def reply(body):                                                    # judge c flags everything on legal relevance
         return json.dumps({**GOOD, "legal_relevance": 1 if body.get("seed") == 3 else 3})
@@ -251,13 +220,9 @@ def test_ensemble_tables_from_fake_judges(root):
 
 
 # ---------------------------------------------------------------- the real local judge
-needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
-                                 reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
-
-
-@needs_llama
-def test_local_smollm2_judge_returns_schema_valid_scores(root):
-    rec = min(fixture_test_records(), key=lambda r: len(r["context"]))           # the shortest context keeps this quick
+@needs_llama_cpp
+def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
+    rec = min(qa_test_records, key=lambda r: len(r["context"]))           # the shortest context keeps this quick
     judge = core.stage_settings(q.PROFILE_DEFAULTS, "offline")["judges"][0]
     with llm.local_llm_server(n_ctx=2048) as ep:
         out = q.judge_all([rec], [judge], {judge.model: ep}, llm.ResponseCache(root / "c.jsonl"), progress=False)[judge.name][0]

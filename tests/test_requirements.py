@@ -3,11 +3,10 @@ environment.yml declares exactly what settings.ini declares."""
 import configparser
 import importlib.metadata as md
 import re
-from pathlib import Path
 
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def declared() -> list[Requirement]:

@@ -16,13 +16,7 @@ from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id, read_jsonl, read_qa_
 from indicipr import split as S
 from indicipr.filters import filter_build
 
-from test_filters import REAL_ROOT, recorded_candidates
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    return tmp_path
+from helpers import QA_SMALL, ROOT, read_qa_small_all, recorded_candidates, run_stage_notebook
 
 
 def _digest(folder):
@@ -55,7 +49,7 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
 
 def test_committed_sample_is_what_the_pipeline_builds(root):
     "data/sample/ in the checkout equals a fresh build from the recorded generations."
-    committed = REAL_ROOT / "data" / "sample"
+    committed = ROOT / "data" / "sample"
     if not (committed / "merged_ip_qa.jsonl").is_file(): pytest.skip("no committed sample yet")
     _build(root, "replay", recorded_candidates())
     assert _digest(root / "data" / "build" / "replay") == _digest(committed)
@@ -97,7 +91,7 @@ def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root):
 
 
 def test_per_act_tables_put_unknown_prefixes_in_an_unknown_row():
-    splits = {k: read_qa_file(REAL_ROOT / "tests" / "fixtures" / "qa_small" / n) for k, n in OFFICIAL_FILES.items()}
+    splits = read_qa_small_all()
     renamed = {k: [{**r, "id": r["id"].replace("tm_", "qqz_")} for r in v] for k, v in splits.items()}
     core.use_act_mapping(None)
     table = S.per_act_distribution(renamed, card=True).set_index("Act")
@@ -114,15 +108,15 @@ def _digests(folder: Path) -> dict:
 def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
     "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
     import shutil
-    shutil.copytree(REAL_ROOT / "data" / "sample", root / "data" / "sample")
+    shutil.copytree(ROOT / "data" / "sample", root / "data" / "sample")
     write_jsonl(root / "data" / "build" / "replay" / "candidates.jsonl", recorded_candidates())
     filter_build("replay")
     before_sample, before_build = _digests(root / "data" / "sample"), _digests(root / "data" / "build")
     official = tmp_path / "official"
-    shutil.copytree(REAL_ROOT / "tests" / "fixtures" / "qa_small", official)
+    shutil.copytree(QA_SMALL, official)
     figs = tmp_path / "figs"
     params = {"data_source": str(official), "profile": "paper", "figures_dir": str(figs)}
-    core.run_notebook(REAL_ROOT / "notebooks" / "04_split.ipynb", tmp_path / "out.ipynb", params, core.ensure_kernel())
+    run_stage_notebook("04_split", tmp_path / "out.ipynb", params)
     assert _digests(root / "data" / "sample") == before_sample and _digests(root / "data" / "build") == before_build
     integrity = pd.read_csv(figs / "tables" / "split_integrity_official.csv")
     assert len(integrity) == 10 and integrity["Holds"].all()

@@ -1,0 +1,46 @@
+"""Fixtures shared by the test files. Plain helpers (paths, readers, loopback servers, skip guards) are in helpers.py."""
+import copy
+
+import pytest
+
+from helpers import QA_SMALL
+from indicipr import core
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    "Run with the project root (data/, figures/) in a temporary folder (`INDICIPR_ROOT`)."
+    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def tmp_data_dir(tmp_path, monkeypatch):
+    "`core.data_dir()` (predictions, caches) in a temporary folder; the rest of the project stays where it is."
+    monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def no_llm_api_key(monkeypatch):
+    "No `INDICIPR_LLM_API_KEY` in the environment: endpoints configured by the tests are asked without a key."
+    monkeypatch.delenv("INDICIPR_LLM_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    "The qa_small fixture as `load_benchmark` gives it: `{train, validation, test: [record, ...]}` (one load per module)."
+    return {k: [dict(r) for r in v] for k, v in core.load_benchmark(str(QA_SMALL)).items()}
+
+
+@pytest.fixture
+def qa_test_records(splits):
+    "A fresh copy of the qa_small test split (a test may change its records)."
+    return copy.deepcopy(splits["test"])
+
+
+@pytest.fixture(scope="module")
+def statute_sections():
+    "The real statute sections the project holds (../shared/statutes, else the committed copy), checked."
+    from indicipr.corpus import read_sections_jsonl, statutes_jsonl_path
+    return read_sections_jsonl(statutes_jsonl_path())

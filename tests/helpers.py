@@ -1,0 +1,141 @@
+"""Helpers shared by the test files (plain functions and constants; the pytest fixtures are in conftest.py).
+
+Paths are the checkout's own, fixed at import: some tests move the project root (`INDICIPR_ROOT`, the `root`
+fixture) and still need the committed fixtures and recordings."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from indicipr import core
+
+ROOT = Path(__file__).resolve().parents[1]            # the checkout
+BIN = Path(sys.executable).parent                     # the virtualenv's console scripts (indicipr, nbdev_*)
+QA_SMALL = ROOT / "tests" / "fixtures" / "qa_small"    # official-format files cut from real statute text
+SHARED = core.shared_dir()                            # ../shared beside the checkout (or None), before any root move
+
+
+# ---------------------------------------------------------------- committed data
+def read_qa_small(split: str = "test") -> list[dict]:
+    "The records of one official file of the qa_small fixture (`train`, `validation`, `test`, `merged`), validated."
+    return core.read_qa_file(QA_SMALL / core.OFFICIAL_FILES[split])
+
+
+def read_qa_small_all() -> dict[str, list[dict]]:
+    "Every official file of the qa_small fixture: `{split: records}`."
+    return {split: read_qa_small(split) for split in core.OFFICIAL_FILES}
+
+
+def recorded_generations() -> list[dict]:
+    "The recorded generation replies the sample is rebuilt from: the committed copy, else ../shared/sample."
+    local = ROOT / "data" / "sample" / "recorded" / "generations.jsonl"
+    if local.is_file(): return list(core.read_jsonl(local))
+    if SHARED is None or not (SHARED / "sample" / "generations.jsonl").is_file():
+        pytest.fail(f"no recorded generations: neither {local} nor ../shared/sample/generations.jsonl exists")
+    return list(core.read_jsonl(SHARED / "sample" / "generations.jsonl"))
+
+
+def recorded_candidates() -> list[dict]:
+    "The recorded replies parsed the way 02_generate writes candidates."
+    out = []
+    for r in recorded_generations():
+        for n, it in enumerate(json.loads(r["response"])["items"], 1):
+            out.append({"candidate_id": f"{r['context_id']}_q{n}", "context_id": r["context_id"], "act": r["act"],
+                        "section": r["section"], "title": r["title"], "context": r["context"], "question": it["question"],
+                        "answer": it["answer"], "question_type": it["question_type"], "model": r["model"],
+                        "parse_error": None, "raw": None})
+    return out
+
+
+# ---------------------------------------------------------------- predictions files
+def write_prediction_file(path: Path, preds: dict[str, str], layout: str | None = None) -> Path:
+    """Write `{id: text}` in one of the layouts `read_predictions` accepts: `jsonl` (lines `{id, prediction_text}`),
+    `records` (a JSON list of those) or `dict` (a JSON object); by default `jsonl` for *.jsonl, else `dict`."""
+    path = Path(path)
+    layout = layout or ("jsonl" if path.suffix == ".jsonl" else "dict")
+    records = [{"id": k, "prediction_text": v} for k, v in preds.items()]
+    text = {"jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records),
+            "records": lambda: json.dumps(records), "dict": lambda: json.dumps(preds)}[layout]()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- notebooks
+def run_stage_notebook(name: str, out: Path, params: dict) -> Path:
+    "Run one stage notebook of the checkout (`04_split`, ...) with papermill through the project's runner."
+    core.run_notebook(ROOT / "notebooks" / f"{name}.ipynb", out, params, core.ensure_kernel())
+    return out
+
+
+def notebook_output_text(path: Path) -> str:
+    "All text the cells of an executed notebook printed or displayed."
+    import nbformat
+    out = []
+    for cell in nbformat.read(str(path), as_version=4).cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", "") if "text" in o else "\n".join(str(v) for v in o.get("data", {}).values()))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- servers on loopback
+def unused_port() -> int:
+    "A loopback port nothing listens on (bound once by the OS, then released)."
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    "Whether something accepts connections on the loopback port."
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    "A quiet HTTP/1.1 handler with `_send(code, payload, headers)` for JSON (or bytes) replies."
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _send(self, code, payload, headers=None):
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items(): self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout tests)
+
+
+class ThreadedServer:
+    "Serve a handler class on a loopback port in a daemon thread: `start(handler)` -> port, `stop()`."
+    def start(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> int:
+        self.server = ThreadingHTTPServer((host, port), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self.server.server_address[1]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+# ---------------------------------------------------------------- skip guards
+# In CI (`CI` set) a missing dependency fails the test instead of skipping it: the CI setup installs it.
+needs_llama_cpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
+                                     reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
