@@ -23,14 +23,15 @@ from . import core
 
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'PROFILE_DEFAULTS',
-           'SHRINK_PARAMETERS', 'package_model_dir', 'resolve_model', 'model_short_name', 'load_tokenizer',
-           'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths', 'suggest_max_answer_length',
-           'answer_length_profile', 'best_spans', 'pick_device', 'pad_batch', 'default_eval_batch_size',
-           'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows', 'LengthGroupedBatchSampler', 'QATrainer',
-           'TrainConfig', 'resolved_pad_multiple', 'planned_steps', 'training_arguments', 'last_checkpoint', 'fit',
-           'run_dir_for', 'is_main_process', 'checkpoint_revision', 'device_label', 'model_size', 'train_encoder',
-           'qa_config', 'load_finetuned', 'predict_split', 'predict_main', 'shrink_note', 'run_settings',
-           'run_encoders', 'encoder_tables', 'seed_summary', 'train_main']
+           'SHRINK_PARAMETERS', 'package_model_dir', 'resolve_model', 'pretrained_kwargs', 'model_short_name',
+           'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
+           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'pad_batch',
+           'default_eval_batch_size', 'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows',
+           'LengthGroupedBatchSampler', 'QATrainer', 'TrainConfig', 'resolved_pad_multiple', 'planned_steps',
+           'training_arguments', 'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'checkpoint_revision',
+           'device_label', 'model_size', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split',
+           'predict_main', 'shrink_note', 'run_settings', 'run_encoders', 'encoder_tables', 'seed_summary',
+           'train_main']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -55,10 +56,12 @@ def package_model_dir(package: str) -> Path:
 def resolve_model(name: str) -> str:
     "A registry key, hub id or local folder → what `from_pretrained` takes."
     ref = MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:"):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        return str(package_model_dir(ref.split(":", 1)[1]))
+    if ref.startswith("package:"): return str(package_model_dir(ref.split(":", 1)[1]))
     return ref
+
+def pretrained_kwargs(ref: str) -> dict:
+    "`from_pretrained` options: a local folder is read as it is (no hub call), a hub id goes through the hub (`HF_ENDPOINT`)."
+    return {"local_files_only": True} if Path(ref).is_dir() else {}
 
 def model_short_name(name: str) -> str:
     "Short name used in system names: the registry key, or the last path part of a hub id/folder."
@@ -69,7 +72,8 @@ def model_short_name(name: str) -> str:
 def load_tokenizer(name_or_dir: str):
     "The fast tokenizer of a model (offsets are needed)."
     from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(resolve_model(name_or_dir), use_fast=True)
+    ref = resolve_model(name_or_dir)
+    tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **pretrained_kwargs(ref))
     if not tok.is_fast: raise ValueError(f"{name_or_dir}: a fast tokenizer is required for character offsets")
     return tok
 
@@ -82,7 +86,8 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
     try:
         import contextlib, io
         with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
-            return AutoModelForQuestionAnswering.from_pretrained(resolve_model(name_or_dir))
+            ref = resolve_model(name_or_dir)
+            return AutoModelForQuestionAnswering.from_pretrained(ref, **pretrained_kwargs(ref))
     finally:
         hf_logging.set_verbosity(old)
         if quiet: hf_logging.enable_progress_bar()

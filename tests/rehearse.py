@@ -23,7 +23,7 @@ What it does:
    counts and groups (see `EXPECTED`), and no committed file (nor anything under data/sample/) changed.
 
 Shrink parameters (the CPU run; data, inference, scoring and analyses stay at full scale): the encoders are
-`--size tiny` (2 layers, hidden 128) random-init checkpoints trained for `--epochs 0.25` epochs (notebook
+`--size tiny` (2 layers, hidden 128) random-init checkpoints trained for `--epochs 0.1` epochs (notebook
 parameter `epochs`); `--size base` gives BERT-base for a GPU. The notebooks' other parameters are passed with
 `-p NAME VALUE` (repeatable), as `indicipr reproduce -p`.
 """
@@ -393,7 +393,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default=None, help="work folder (default: a new temp folder)")
     ap.add_argument("--size", default="tiny", choices=["tiny", "small", "base"], help="encoder checkpoints (base on a GPU)")
-    ap.add_argument("--epochs", type=float, default=0.25, help="encoder fine-tuning epochs (notebook 08 `epochs`)")
+    ap.add_argument("--epochs", type=float, default=0.1, help="encoder fine-tuning epochs (notebook 08 `epochs`)")
     ap.add_argument("--fault-rate", type=float, default=0.01, help="share of first LLM attempts that fail")
     ap.add_argument("--fault-delay", type=float, default=2.0, help="seconds of the 'timeout' fault")
     ap.add_argument("--statutes-path", default=str(ROOT / "data" / "sample" / "statutes" / "sections.jsonl"),
