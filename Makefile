@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: setup reproduce test test-deps sync-check nbtest pytest clean-runs
+.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs
 
 $(STAMP): settings.ini setup.py
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,13 @@ pytest: setup
 	$(BIN)/python -m pytest tests
 
 test: setup test-deps sync-check nbtest pytest
+
+# the paper profile's dress rehearsal: the 13 notebooks at the card's scale against stand-ins on 127.0.0.1
+# (a hub mirror, an OpenAI-compatible server, random-init checkpoints under the real hub ids); see tests/rehearse.py
+REHEARSE_ARGS ?= --in-place
+rehearse: setup
+	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
+	$(BIN)/python tests/rehearse_rebuild.py
 
 clean-runs:
 	rm -rf runs

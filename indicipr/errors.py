@@ -6,8 +6,8 @@
 __all__ = ['Span', 'ERROR_TYPES', 'MINOR_WORD_F1', 'PARTIAL_OVERLAP_F1', 'ANALYSES', 'locate_span', 'span_relation', 'best_gold',
            'classify_error', 'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause',
            'answer_word_count', 'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure',
-           'structure_figure', 'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system', 'scores_table',
-           'render_report', 'evaluate_report', 'evaluate_cli', 'evaluate_main']
+           'structure_figure', 'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system',
+           'median_answer_words', 'scores_table', 'render_report', 'evaluate_report', 'evaluate_cli', 'evaluate_main']
 
 # %% ../notebooks/11_errors.ipynb #67ffe44c
 import argparse
@@ -232,10 +232,14 @@ def taxonomy_by_system(frames: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, p
     wide.columns.name = None
     return long, wide
 
-def structure_by_system(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def structure_by_system(frames: dict[str, pd.DataFrame], length_split: float | None = None) -> pd.DataFrame:
     "`answer_structure_table` of every system, one block per system (columns System, Analysis, Group, Questions, EM, F1, Char-F1)."
-    table = pd.concat([answer_structure_table(f).assign(System=name) for name, f in frames.items()], ignore_index=True)
+    table = pd.concat([answer_structure_table(f, length_split).assign(System=name) for name, f in frames.items()], ignore_index=True)
     return table[["System", "Analysis", "Group", "Questions", "EM", "F1", "Char-F1"]]
+
+def median_answer_words(records) -> float:
+    "The median gold answer length in words over `records` (the card splits answers at the whole benchmark's median, 33)."
+    return float(np.median([answer_word_count(r["answers"]["text"][0]) for r in records]))
 
 # %% ../notebooks/11_errors.ipynb #c3a1ef07
 def scores_table(summaries: dict[str, dict]) -> pd.DataFrame:

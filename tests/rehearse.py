@@ -46,6 +46,7 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
+from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
@@ -196,10 +197,12 @@ EXPECTED = {
     "results": ["System", "Setting", "EM", "F1", "Char-F1"],
     "results_runs": ["System", "EM", "F1", "Char-F1", "Missing"],
     "significance": ["System A", "System B", "p (Holm)"],
-    "per_act_best": ["Act", "F1"],
-    "error_taxonomy_best": ["Error type", "Count", "Percentage"],
+    "significance_all_pairs": ["System A", "System B", "p (Holm)"],
+    "per_act_focus": ["Act", "Test samples", "F1"],
+    "error_taxonomy_focus": ["Error type", "Count", "Percentage"],
     "answer_structure_groups": ["Analysis", "Group", "Questions"],
-    "answer_structure_best": ["Analysis", "Group", "EM", "F1"],
+    "answer_structure_focus": ["Analysis", "Group", "EM", "F1"],
+    "encoder_settings": ["model", "seed", "checkpoint", "epochs", "max_steps", "steps", "device", "eval_questions", "shrink"],
     "judge_status": ["judge", "ok", "invalid", "error"],
     "judge_score_distribution": ["rater", "criterion", "pairs", "missing"],
     "judge_flagged_by_act_single": ["Act"],
@@ -313,8 +316,10 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     t = _table(chk, tables, "results")
     if t is not None:
         systems = {_norm(s) for s in t["System"]}
-        want = ["BM25 Retrieval", "BM25 Oracle Window", *CARD_ENCODERS, *CARD_LLMS]
-        chk.ok("results: the card's systems", all(_norm(w) in systems for w in want),
+        want = ["BM25 Retrieval", "BM25 Oracle Window", *CARD_ENCODERS]
+        # LLM systems are named <model>_<setting>[_snap] (llm_qa.llm_short_name): each card model × setting, raw
+        want += [f"{llm_short_name(m)}_{setting}" for m in CARD_LLMS.values() for setting in CARD_SETTINGS]
+        chk.ok("results: the card's systems (BM25 ×2, 4 encoders, 3 LLMs × zero-/3-shot)", all(_norm(w) in systems for w in want),
                f"missing {[w for w in want if _norm(w) not in systems]}; has {sorted(t['System'])}")
 
     t = _table(chk, tables, "significance")
@@ -325,7 +330,7 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
                all(p in pairs or p[::-1] in pairs for p in want), f"pairs: {sorted(pairs)[:12]}")
         chk.ok("significance: Holm-corrected p-values in [0, 1]", t["p (Holm)"].between(0, 1).all(), "")
 
-    t = _table(chk, tables, "per_act_best")
+    t = _table(chk, tables, "per_act_focus")
     if t is not None:
         acts = {str(a) for a in t["Act"]}
         chk.ok("per-Act F1: the card's seven Acts", set(cb.CARD_SHORT.values()) <= acts, f"got {sorted(acts)}")
@@ -334,14 +339,20 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
             got = {str(r["Act"]): _num(r[col]) for _, r in t.iterrows()}
             chk.ok("per-Act F1: test samples = the card's", all(got.get(cb.CARD_SHORT[k]) == v[1] for k, v in cb.CARD_PER_ACT.items()), str(got))
 
-    _table(chk, tables, "error_taxonomy_best")
+    _table(chk, tables, "error_taxonomy_focus")
     t = _table(chk, tables, "answer_structure_groups")
     if t is not None:
         groups = " | ".join(map(str, t["Group"]))
         for g in ("Short answers", "Long answers", "Single-clause", "Multi-clause", "Earlier answers", "Later answers"):
             chk.ok(f"answer structure: group {g!r}", g in groups, groups)
         chk.ok("answer structure: median split at 33 words", "33 words" in groups, groups)
-    _table(chk, tables, "answer_structure_best")
+    _table(chk, tables, "answer_structure_focus")
+    _table(chk, tables, "significance_all_pairs")
+    t = _table(chk, tables, "encoder_settings")
+    if t is not None:
+        chk.ok("encoder settings: every run states its shrink parameters", t["shrink"].astype(str).str.len().gt(0).all() and len(t) >= 12,
+               t[["model", "seed", "shrink"]].to_string())
+        chk.ok("encoder settings: inference on all 344 questions", (t["eval_questions"] == 344).all(), str(list(t["eval_questions"])))
 
     t = _table(chk, tables, "judge_status")
     if t is not None:
