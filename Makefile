@@ -47,7 +47,7 @@ test: setup test-deps sync-check nbtest pytest
 REHEARSE_ARGS ?= --in-place
 rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
-	$(BIN)/python tests/rehearse_rebuild.py
+	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
 
 clean-runs:
 	rm -rf runs

@@ -244,11 +244,14 @@ def _num(x):
 def _norm(s) -> str: return re.sub(r"[^a-z0-9]+", "", str(s).lower())
 
 
-def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None) -> list:
+def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None, llm_summary=None) -> list:
     "Assert the rehearsal's outputs against the card; returns the failures (printed, by name)."
     run_dir, figures_dir = Path(run_dir), Path(figures_dir)
     tables = figures_dir / "tables"
     chk = Check()
+    if llm_summary is not None:   # the score job needs no generation LLM: nothing may have asked for one
+        generation = {k: n for k, n in llm_summary["by_model_kind"].items() if k.endswith(" generation") or k.startswith("gpt-4o ")}
+        chk.ok("score job: no generation request reached an LLM", not generation, str(generation))
     run_json = run_dir / "report" / "run.json"
     if chk.ok("runner wrote run.json", run_json.is_file(), str(run_json)):
         results = json.loads(run_json.read_text())["results"]
@@ -407,8 +410,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=float, default=0.1, help="encoder fine-tuning epochs (notebook 08 `epochs`)")
     ap.add_argument("--fault-rate", type=float, default=0.01, help="share of first LLM attempts that fail")
     ap.add_argument("--fault-delay", type=float, default=2.0, help="seconds of the 'timeout' fault")
-    ap.add_argument("--statutes-path", default=str(ROOT / "data" / "sample" / "statutes" / "sections.jsonl"),
-                    help="01_corpus `statutes_path` (the paper profile wants India Code PDFs, absent offline); '' to omit")
+    ap.add_argument("--statutes-path", default="",
+                    help="01_corpus `statutes_path`; '' (default): none, the score job reads no statute and no PDF")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--only", default=None, help="comma-separated notebooks (the check then reports the rest as missing)")
     ap.add_argument("--in-place", action="store_true", help="run in the checkout itself (CI), not in a copy")
@@ -438,13 +441,14 @@ def main(argv=None) -> int:
         env = rehearsal_env(work, checkout, hub.endpoint, llm.base_url)
         env.update(dict(e.split("=", 1) for e in args.env))
         rc, peaks, seconds = run_reproduce(args, work, checkout, env, llm.base_url)
+        llm_summary = llm.summary()
         (work / "standins.json").write_text(json.dumps({"llm": llm.summary(), "hub_requests": hub.paths_seen()[-2000:]}, indent=1))
         print(f"\nLLM stand-in: {json.dumps(llm.summary())}")
         print(f"hub stand-in: {len(hub.requests)} requests, {sum(1 for r in hub.requests if r[2] >= 400)} answered 4xx/5xx")
     rows = print_timings(work, peaks)
     (work / "timings.json").write_text(json.dumps(rows, indent=1))
     print(f"indicipr reproduce: exit {rc} after {seconds / 60:.1f} min; rehearsal total {(time.time() - t_all) / 60:.1f} min")
-    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before)
+    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before, llm_summary)
     print(f"work folder kept: {work}")
     return 1 if (fails or rc) else 0
 
