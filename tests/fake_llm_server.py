@@ -21,7 +21,7 @@ import re
 import threading
 import time
 
-from helpers import JSONHandler, ThreadedServer
+from standins.loopback import JSONHandler, ThreadedServer
 
 
 def prompt_of(body: dict) -> str:

@@ -9,8 +9,6 @@ import json
 import os
 import socket
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -98,41 +96,6 @@ def port_open(port: int) -> bool:
     "Whether something accepts connections on the loopback port."
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-class JSONHandler(BaseHTTPRequestHandler):
-    "A quiet HTTP/1.1 handler with `_send(code, payload, headers)` for JSON (or bytes) replies."
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):  # keep test output clean
-        pass
-
-    def _send(self, code, payload, headers=None):
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        try:
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items(): self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout tests)
-
-
-class ThreadedServer:
-    "Serve a handler class on a loopback port in a daemon thread: `start(handler)` -> port, `stop()`."
-    def start(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> int:
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        return self.server.server_address[1]
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
 
 
 # ---------------------------------------------------------------- skip guards

@@ -21,8 +21,10 @@ import json
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from .loopback import ThreadedServer
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".onnx", ".parquet")
 LAST_MODIFIED = "2025-01-01T00:00:00.000Z"
@@ -242,17 +244,12 @@ class HubStandIn:
             def do_HEAD(self): self._serve("HEAD")
             def do_POST(self): self._serve("POST")
 
-        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.endpoint = f"http://{self.host}:{self.server.server_address[1]}"
+        self._serving = ThreadedServer()
+        self.endpoint = f"http://{self.host}:{self._serving.start(Handler, self.host, self.port)}"
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self._serving.stop()
 
     def paths_seen(self) -> list[str]:
         "Request lines (`METHOD path -> status`) seen so far."

@@ -30,7 +30,8 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .loopback import JSONHandler, ThreadedServer
 
 PAPER_MODELS = ("gpt-4o", "mistral:7b", "llama3.1:8b", "qwen2.5:7b", "gemma3:12b")
 FAULT_KINDS = ("429", "500", "timeout", "broken_json")
@@ -249,23 +250,7 @@ class OpenAIStandIn:
     def __enter__(self):
         srv = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args): pass
-
-            def _send(self, code, payload, headers=None):
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items(): self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
+        class Handler(JSONHandler):
             def _authorized(self) -> bool:
                 if srv.api_key is None: return True
                 if self.headers.get("Authorization") == f"Bearer {srv.api_key}": return True
@@ -321,17 +306,12 @@ class OpenAIStandIn:
                 finally:
                     with srv._lock: srv.in_flight -= 1
 
-        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.base_url = f"http://{self.host}:{self.server.server_address[1]}/v1"
+        self._serving = ThreadedServer()
+        self.base_url = f"http://{self.host}:{self._serving.start(Handler, self.host, self.port)}/v1"
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        self._serving.stop()
 
     def summary(self) -> dict:
         "Requests, successful replies per model and kind, faults injected, peak concurrency."
