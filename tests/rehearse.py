@@ -140,7 +140,8 @@ def rehearsal_env(work: Path, checkout: Path, hub_endpoint: str, llm_url: str) -
 def run_reproduce(args, work: Path, checkout: Path, env: dict, llm_url: str) -> tuple[int, dict, float]:
     "Run `indicipr reproduce` (streaming its output), return (exit code, peak bytes per notebook, seconds)."
     exe = Path(sys.executable).parent / "indicipr"
-    cmd = [str(exe), "reproduce", "--profile", "paper", "--data-source", "hub",
+    source = "hub" if args.data_source == "hub" else str(work / "hub" / "datasets" / HUB_ID / "data")   # the same four files
+    cmd = [str(exe), "reproduce", "--profile", "paper", "--data-source", source,
            "--figures-dir", str(work / "figures"), "--run-dir", str(work / "run")]
     selected = args.only.split(",") if args.only else NOTEBOOKS      # the runner refuses undeclared parameters
     if "08_encoders" in selected: cmd += ["-p", "epochs", str(args.epochs)]
@@ -244,7 +245,8 @@ def _num(x):
 def _norm(s) -> str: return re.sub(r"[^a-z0-9]+", "", str(s).lower())
 
 
-def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None, llm_summary=None) -> list:
+def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None, llm_summary=None,
+                    source_tag: str = "hub") -> list:
     "Assert the rehearsal's outputs against the card; returns the failures (printed, by name)."
     run_dir, figures_dir = Path(run_dir), Path(figures_dir)
     tables = figures_dir / "tables"
@@ -377,7 +379,7 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     if t is not None:
         chk.ok("audit kit: 200 pairs over 7 Acts", int(t["pairs"].sum()) == 200 and len(t) == 7, t.to_string())
     if checkout is not None:
-        manifest = Path(checkout) / "data" / "audit" / "hub" / "manifest.json"
+        manifest = Path(checkout) / "data" / "audit" / source_tag / "manifest.json"
         if chk.ok("audit kit: manifest written", manifest.is_file(), str(manifest)):
             m = json.loads(manifest.read_text())
             ids = m.get("ids", [])
@@ -415,6 +417,8 @@ def main(argv=None) -> int:
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--only", default=None, help="comma-separated notebooks (the check then reports the rest as missing)")
     ap.add_argument("--in-place", action="store_true", help="run in the checkout itself (CI), not in a copy")
+    ap.add_argument("--data-source", default="hub", choices=["hub", "folder"],
+                    help="hub: the hub stand-in (HF_ENDPOINT); folder: the same four official files read from a local folder")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="extra environment for the run (diagnostics only, e.g. to step past a known failure)")
     ap.add_argument("--check-only", default=None, metavar="WORK", help="only re-run the check on a finished work folder")
@@ -448,7 +452,8 @@ def main(argv=None) -> int:
     rows = print_timings(work, peaks)
     (work / "timings.json").write_text(json.dumps(rows, indent=1))
     print(f"indicipr reproduce: exit {rc} after {seconds / 60:.1f} min; rehearsal total {(time.time() - t_all) / 60:.1f} min")
-    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before, llm_summary)
+    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before, llm_summary,
+                            "hub" if args.data_source == "hub" else "data")
     print(f"work folder kept: {work}")
     return 1 if (fails or rc) else 0
 
