@@ -17,7 +17,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,11 +34,11 @@ __all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CA
            'parse_act_mapping', 'use_act_mapping', 'act_mapping_report', 'assign_acts', 'seed_everything',
            'stage_settings', 'construction_job', 'JSONLError', 'write_text_atomic', 'dumps_record', 'write_jsonl',
            'append_jsonl', 'read_jsonl', 'QAFormatError', 'validate_qa_record', 'read_qa_file', 'make_qa_record',
-           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'split_names', 'load_local_splits',
-           'to_dataset_dict', 'hub_endpoint', 'hub_reachable', 'load_hub_splits', 'infer_acts_of', 'load_benchmark',
-           'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions', 'read_predictions',
-           'read_prediction_meta', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
-           'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'find_notebook',
+           'section_of_title', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'split_names',
+           'load_local_splits', 'to_dataset_dict', 'hub_endpoint', 'hub_reachable', 'load_hub_splits', 'infer_acts_of',
+           'load_benchmark', 'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions',
+           'read_predictions', 'read_prediction_meta', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
+           'read_timings', 'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'find_notebook',
            'notebook_parameters', 'parameters_for', 'check_extra_parameters', 'ensure_kernel', 'quiet_kernel_config',
            'kernel_manager_logging_to', 'format_seconds', 'failing_cell', 'run_notebook', 'run_figures_dir',
            'run_pipeline', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table', 'is_official_source',
@@ -245,16 +245,16 @@ def text_act_votes(record: dict) -> dict[str, float]:
 
 def prefix_evidence(records: Iterable[dict], card_counts: dict[str, int] | None = None) -> dict[str, dict[str, float]]:
     "Per prefix, per Act key: the share of text votes, +1 when the prefix's count equals the card's, +0.25 for the registry."
-    by_prefix: dict[str, list[dict]] = {}
-    for r in records: by_prefix.setdefault(id_prefix(r["id"]), []).append(r)
+    texts: dict[str, Counter] = {}     # prefix → how many records share each (title, context): each is read once
+    for r in records: texts.setdefault(id_prefix(r["id"]), Counter())[(r.get("title", ""), r.get("context", ""))] += 1
     known = _prefix_index()
     evidence = {}
-    for prefix, recs in by_prefix.items():
-        score = dict.fromkeys(ACTS, 0.0)
-        for r in recs:
-            for k, v in text_act_votes(r).items(): score[k] += v / len(recs)
+    for prefix, shared in texts.items():
+        score, n_recs = dict.fromkeys(ACTS, 0.0), sum(shared.values())
+        for (title, context), times in shared.items():
+            for k, v in text_act_votes({"title": title, "context": context}).items(): score[k] += v * times / n_recs
         for k, n in (card_counts or {}).items():
-            if n == len(recs): score[k] += 1.0
+            if n == n_recs: score[k] += 1.0
         if prefix in known: score[known[prefix].key] += 0.25
         evidence[prefix] = score
     return evidence
@@ -455,6 +455,14 @@ def make_qa_record(qid: str, title: str, context: str, question: str, answer: st
     if start < 0: raise QAFormatError(f"id {qid!r}: answer not found in its context")
     return validate_qa_record({"id": qid, "title": title, "context": context, "question": question,
                                "answers": {"text": [answer], "answer_start": [start]}}, f"record {qid}")
+
+_TITLE_SECTION = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
+
+def section_of_title(title: str | None) -> str | None:
+    "The section number of an official title (`Section 12A: Heading` → `12A`), or None."
+    m = _TITLE_SECTION.match(title or "")
+    return m.group(1) if m else None
+
 
 # %% ../notebooks/00_core.ipynb #62d01434
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"

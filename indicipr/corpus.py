@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .core import ACTS, act_for_key, data_dir, read_jsonl, JSONLError, shared_dir, stage_settings, act_key
+from .core import ACTS, act_for_key, data_dir, read_jsonl, JSONLError, shared_dir, stage_settings, act_key, section_of_title
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
@@ -658,8 +658,6 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
     return read_sections_jsonl(statutes_jsonl_path())
 
 # %% ../notebooks/01_corpus.ipynb #88ba2f84
-_TITLE_SECTION = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
-
 def released_contexts(records: Iterable[dict]) -> list[dict]:
     "The distinct contexts of official-format records, in first-seen order, with Act, section and length in words."
     seen, out = set(), []
@@ -667,7 +665,6 @@ def released_contexts(records: Iterable[dict]) -> list[dict]:
         key = (act_key(r["id"]), r["context"])
         if key in seen: continue
         seen.add(key)
-        m = _TITLE_SECTION.match(r.get("title") or "")
-        out.append({"act": key[0], "section": m.group(1) if m else r.get("title", ""), "title": r.get("title", ""),
+        out.append({"act": key[0], "section": section_of_title(r.get("title")) or r.get("title", ""), "title": r.get("title", ""),
                     "context": r["context"], "n_words": len(r["context"].split())})
     return out

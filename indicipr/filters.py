@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .core import ACTS, act_key, build_dir, data_dir, read_jsonl, write_jsonl
+from .core import ACTS, act_key, section_of_title, build_dir, data_dir, read_jsonl, write_jsonl
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 'VAGUE_QUESTIONS', 'ARTIFACT_PATTERNS', 'FILTERS',
@@ -221,13 +221,10 @@ def plot_filter_funnel(tables: dict):
     return fig
 
 # %% ../notebooks/03_filters.ipynb #233f3575
-_SECTION_TITLE = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
-
 def candidate_from_released(record: dict) -> dict:
     "A released official-format pair in the shape of a raw candidate, so that the nine filters apply to it."
-    m = _SECTION_TITLE.match(record.get("title") or "")
     return {"candidate_id": record["id"], "context_id": f"{act_key(record['id'])}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
-            "act": act_key(record["id"]), "section": m.group(1) if m else "", "title": record.get("title", ""),
+            "act": act_key(record["id"]), "section": section_of_title(record.get("title")) or "", "title": record.get("title", ""),
             "context": record["context"], "question": record["question"], "answer": record["answers"]["text"][0]}
 
 def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"]:

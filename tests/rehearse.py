@@ -46,6 +46,7 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
+from indicipr import core  # noqa: E402
 from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,16 +174,14 @@ def print_timings(work: Path, peaks: dict) -> list[dict]:
 
 
 # -- the check -----------------------------------------------------------------------------------------------
-CARD_GLANCE = {"Total QA pairs": 4462, "Retained statutory contexts": 1116, "Acts covered": 7, "Training samples": 3710,
-               "Validation samples": 408, "Test samples": 344, "Average context length (words)": 171.3,
-               "Average question length (words)": 11.9, "Average answer length (words)": 35.6}
 CARD_ROWS_ONLY = ["Initial statutory contexts"]          # rows the card has whose value the stand-in does not fix
-CARD_ENCODERS = {"BERT-base": "bert-base", "LegalBERT-US": "legalbert-us", "InCaseLawBERT": "incaselawbert",
-                 "InLegalBERT": "inlegalbert"}
-CARD_LLMS = {"Mistral 7B": "mistral:7b", "Llama 3.1:8B": "llama3.1:8b", "Qwen2.5:7B": "qwen2.5:7b"}
+_NOT_COMPUTED = ["Generation model", "Human audit (test QA pairs)"]   # card rows no computed glance row stands for
+CARD_GLANCE = {k: v for k, v in core.CARD_GLANCE.items() if k not in CARD_ROWS_ONLY + _NOT_COMPUTED}
+CARD_ENCODERS = {core.CARD["system_names"][k]: k for k in core.CARD["encoders"]}
+CARD_LLMS = {core.CARD["system_names"][m]: m for m in core.CARD["models"]["qa"]}
 CARD_SETTINGS = ("zero-shot", "3-shot")
 SEEDS = 3
-JUDGES = ("gemma3:12b", "llama3.1:8b", "mistral:7b")
+JUDGES = tuple(core.CARD["models"]["judge"])
 
 # one spec of the expected tables: name -> columns that must be there (the checks below read the values)
 EXPECTED = {
@@ -245,18 +244,21 @@ def _num(x):
 def _norm(s) -> str: return re.sub(r"[^a-z0-9]+", "", str(s).lower())
 
 
-def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None, llm_summary=None,
-                    source_tag: str = "hub") -> list:
+def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, digests_before=None, llm_summary=None) -> list:
     "Assert the rehearsal's outputs against the card; returns the failures (printed, by name)."
     run_dir, figures_dir = Path(run_dir), Path(figures_dir)
     tables = figures_dir / "tables"
+    total = core.CARD["construction"]["final_qa_pairs"]
     chk = Check()
     if llm_summary is not None:   # the score job needs no generation LLM: nothing may have asked for one
         generation = {k: n for k, n in llm_summary["by_model_kind"].items() if k.endswith(" generation") or k.startswith("gpt-4o ")}
         chk.ok("score job: no generation request reached an LLM", not generation, str(generation))
     run_json = run_dir / "report" / "run.json"
+    source_tag = "hub"
     if chk.ok("runner wrote run.json", run_json.is_file(), str(run_json)):
-        results = json.loads(run_json.read_text())["results"]
+        run = json.loads(run_json.read_text())
+        source_tag = core.source_tag(run["parameters"]["data_source"])    # where the run wrote its audit kit
+        results = run["results"]
         for r in results:
             chk.ok(f"notebook {r['name']} ran", r["status"] == "ok", f"{r['status']}: {(r.get('error') or '')[:600]}")
         chk.ok("all 13 notebooks in the run", [r["name"] for r in results] == NOTEBOOKS, str([r["name"] for r in results]))
@@ -264,7 +266,7 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     t = _table(chk, tables, "00_benchmark_splits")
     if t is not None:
         got = {str(r["Split"]): _num(r["QA pairs"]) for _, r in t.iterrows()}
-        want = {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
+        want = {**core.CARD["splits"], "merged": core.CARD["construction"]["final_qa_pairs"]}
         chk.ok("splits 3,710 / 408 / 344 / 4,462", all(got.get(k) == v for k, v in want.items()), str(got))
 
     t = _table(chk, tables, "dataset_at_a_glance")
@@ -286,8 +288,9 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     t = _table(chk, tables, "question_patterns")
     if t is not None:
         got = {_norm(r["Pattern"]): _num(r["Count"]) for _, r in t.iterrows()}
-        for label, v in [("questions", 4462), ("uniqueafternormalization", 4118), ("beginwithwhatdoes", 1157),
-                         ("beginwithundersection", 960), ("beginwithwhatis", 875)]:
+        qp = core.CARD["question_patterns"]
+        for label, v in [("questions", total), ("uniqueafternormalization", qp["unique"]),
+                         *((_norm(f"begin with {o}"), n) for o, n in qp["openings"].items())]:
             chk.ok(f"question patterns: {label} = {v}", got.get(label) == v, f"got {got}")
 
     _table(chk, tables, "unseen_vocabulary")
@@ -362,12 +365,12 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     t = _table(chk, tables, "judge_status")
     if t is not None:
         got = {str(r["judge"]): int(r["ok"] + r["invalid"] + r["error"]) for _, r in t.iterrows()}
-        for j in JUDGES: chk.ok(f"judge {j}: all 4,462 pairs", got.get(j) == 4462, f"got {got}")
+        for j in JUDGES: chk.ok(f"judge {j}: all {total:,} pairs", got.get(j) == total, f"got {got}")
     t = _table(chk, tables, "judge_score_distribution")
     if t is not None:
         for rater in (JUDGES[0], "ensemble (majority)"):
             part = t[t["rater"] == rater]
-            chk.ok(f"judge table: {rater} covers 4,462 pairs on 4 criteria", len(part) == 4 and (part["pairs"] == 4462).all(),
+            chk.ok(f"judge table: {rater} covers {total:,} pairs on 4 criteria", len(part) == 4 and (part["pairs"] == total).all(),
                    part[["criterion", "pairs"]].to_string() if len(part) else f"no rows for {rater}")
     for name in ("judge_flagged_by_act_single", "judge_flagged_by_act_ensemble"):
         t = _table(chk, tables, name)
@@ -452,8 +455,7 @@ def main(argv=None) -> int:
     rows = print_timings(work, peaks)
     (work / "timings.json").write_text(json.dumps(rows, indent=1))
     print(f"indicipr reproduce: exit {rc} after {seconds / 60:.1f} min; rehearsal total {(time.time() - t_all) / 60:.1f} min")
-    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before, llm_summary,
-                            "hub" if args.data_source == "hub" else "data")
+    fails = check_rehearsal(work / "run", work / "figures", checkout, status_before, digests_before, llm_summary)
     print(f"work folder kept: {work}")
     return 1 if (fails or rc) else 0
 

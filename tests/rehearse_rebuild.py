@@ -37,8 +37,10 @@ from rehearse import copy_checkout  # noqa: E402
 from standins.india_code_pdf import typeset_acts  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, prompt_hash  # noqa: E402
 
+from indicipr import core  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-CARD_CONTEXTS = 1173
+CARD_CONTEXTS = core.CARD["construction"]["initial_contexts"]
 LLM_ENV = ("INDICIPR_LLM_ENDPOINTS", "INDICIPR_LLM_BASE_URL", "INDICIPR_LLM_API_KEY", "INDICIPR_LLM_MODEL",
            "INDICIPR_GENERATION_MODEL", "INDICIPR_QA_MODELS", "INDICIPR_JUDGE_MODELS", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 

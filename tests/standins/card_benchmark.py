@@ -43,30 +43,20 @@ import tempfile
 from pathlib import Path
 
 # -- the card (the spec) -----------------------------------------------------------------------------------
-CARD_PER_ACT = {  # key: (full dataset, test set), the card's "Per-Act Distribution" table, in its order
-    "designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
-    "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)}
-CARD_SHORT = {"designs": "Designs", "patents": "Patents", "semiconductor": "Semiconductor",
-              "trademarks": "Trade Marks", "gi": "Geographical Indications", "copyright": "Copyright",
-              "plant_varieties": "Plant Varieties"}
-CARD_SPLITS = {"train": 3710, "validation": 408, "test": 344}
-CARD_TOTAL = 4462
-CARD_CONTEXTS = 1116
-CARD_MEAN_CONTEXT_WORDS = 171.3
-CARD_MEAN_QUESTION_WORDS = 11.9
-CARD_MEAN_ANSWER_WORDS = 35.6
-CARD_MEDIAN_ANSWER_WORDS = 33
-CARD_OPENINGS = {"what does": 1157, "under section": 960, "what is": 875}
-CARD_UNIQUE_QUESTIONS = 4118
-OFFICIAL_FILES = {"train": "train_squad.jsonl", "validation": "val_squad.jsonl", "test": "test_squad.jsonl",
-                  "merged": "merged_ip_qa.jsonl"}
+from indicipr.core import ACTS, CARD, OFFICIAL_FILES  # noqa: E402  (the card's numbers live once, in core.CARD)
 
-ACT_TITLES = {
-    "patents": "The Patents Act, 1970", "trademarks": "The Trade Marks Act, 1999",
-    "copyright": "The Copyright Act, 1957", "designs": "The Designs Act, 2000",
-    "gi": "The Geographical Indications of Goods (Registration and Protection) Act, 1999",
-    "semiconductor": "The Semiconductor Integrated Circuits Layout-Design Act, 2000",
-    "plant_varieties": "The Protection of Plant Varieties and Farmers' Rights Act, 2001"}
+CARD_PER_ACT = CARD["per_act"]          # key: (full dataset, test set), the card's "Per-Act Distribution" table, in its order
+CARD_SHORT = {k: ACTS[k].short for k in CARD_PER_ACT}
+CARD_SPLITS = CARD["splits"]
+CARD_TOTAL = CARD["construction"]["final_qa_pairs"]
+CARD_CONTEXTS = CARD["construction"]["retained_contexts"]
+CARD_MEAN_CONTEXT_WORDS = CARD["average_words"]["context"]
+CARD_MEAN_QUESTION_WORDS = CARD["average_words"]["question"]
+CARD_MEAN_ANSWER_WORDS = CARD["average_words"]["answer"]
+CARD_MEDIAN_ANSWER_WORDS = CARD["answer_structure"]["median_answer_words"]
+CARD_OPENINGS = CARD["question_patterns"]["openings"]
+CARD_UNIQUE_QUESTIONS = CARD["question_patterns"]["unique"]
+ACT_TITLES = {k: a.title for k, a in ACTS.items()}
 ACT_ORDER = ["patents", "trademarks", "copyright", "designs", "gi", "semiconductor", "plant_varieties"]
 # `cop` is the card's; trm, gid, scl, pvr are not in indicipr.core.ACTS (prefixes or aliases) on purpose
 PREFIXES = {"patents": "pat", "trademarks": "trm", "copyright": "cop", "designs": "des", "gi": "gid",
