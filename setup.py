@@ -30,7 +30,6 @@ setuptools.setup(
     extras_require={"dev": dev_requirements},
     entry_points={
         "console_scripts": console_scripts,
-        "nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"],
     },
     zip_safe=False,
 )

