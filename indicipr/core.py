@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import importlib.metadata as _md
 import json
+import logging
 import os
 import platform
 import random
@@ -27,24 +29,23 @@ from typing import Any, Iterable, Iterator
 __all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'ACT_CUES', 'PROFILE_NAMES',
            'QA_FIELDS', 'HUB_ID', 'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'TIMING_COLUMN', 'FIGURE_METADATA',
            'RUN_DIR_ENV', 'TIMINGS_FILE', 'NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV',
-           'REPORT_PACKAGES', 'REPORT_SECTIONS', 'FOLD_ROWS', 'CARD_TABLES', 'REPORT_TEMPLATE', 'NUMERIC_CELL',
-           'REPORT_CSS', 'DELEGATED', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'project_root',
-           'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'Act', 'register_act', 'id_prefix',
-           'act_for_id', 'act_key', 'act_name', 'act_for_key', 'text_act_votes', 'prefix_evidence', 'infer_act_mapping',
-           'parse_act_mapping', 'use_act_mapping', 'act_mapping_report', 'assign_acts', 'seed_everything',
-           'stage_settings', 'construction_job', 'JSONLError', 'write_text_atomic', 'dumps_record', 'write_jsonl',
-           'append_jsonl', 'read_jsonl', 'QAFormatError', 'validate_qa_record', 'read_qa_file', 'make_qa_record',
-           'section_of_title', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'split_names',
-           'load_local_splits', 'to_dataset_dict', 'hub_endpoint', 'hub_reachable', 'load_hub_splits', 'infer_acts_of',
-           'load_benchmark', 'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions',
-           'read_predictions', 'read_prediction_meta', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
-           'read_timings', 'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'find_notebook',
-           'notebook_parameters', 'parameters_for', 'check_extra_parameters', 'ensure_kernel', 'quiet_kernel_config',
-           'kernel_manager_logging_to', 'format_seconds', 'failing_cell', 'run_notebook', 'run_figures_dir',
+           'REPORT_PACKAGES', 'REPORT_SECTIONS', 'CARD_TABLES', 'REPORT_TEMPLATE', 'DELEGATED', 'BUILD_NOTEBOOKS',
+           'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'project_root', 'data_dir', 'figures_path', 'tables_path',
+           'build_dir', 'shared_dir', 'Act', 'register_act', 'id_prefix', 'act_for_id', 'act_key', 'act_name',
+           'act_for_key', 'text_act_votes', 'prefix_evidence', 'infer_act_mapping', 'parse_act_mapping',
+           'use_act_mapping', 'act_mapping_report', 'assign_acts', 'seed_everything', 'stage_settings',
+           'construction_job', 'JSONLError', 'write_text_atomic', 'dumps_record', 'write_jsonl', 'append_jsonl',
+           'read_jsonl', 'QAFormatError', 'validate_qa_record', 'read_qa_file', 'make_qa_record', 'section_of_title',
+           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'split_names', 'load_local_splits',
+           'to_dataset_dict', 'hub_endpoint', 'hub_reachable', 'load_hub_splits', 'infer_acts_of', 'load_benchmark',
+           'verify_benchmark', 'fetch_benchmark', 'predictions_dir', 'write_predictions', 'read_predictions',
+           'read_prediction_meta', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
+           'PipelineError', 'RunnerUsageError', 'StageResult', 'select_notebooks', 'notebook_parameters',
+           'parameters_for', 'check_extra_parameters', 'ensure_kernel', 'run_notebook', 'run_figures_dir',
            'run_pipeline', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table', 'is_official_source',
-           'templates_dir', 'package_versions', 'notebook_to_html', 'table_caption', 'read_table', 'format_cell',
-           'leading_number', 'table_view', 'headline', 'expand_item', 'report_entry', 'report_sections', 'write_report',
-           'build_parser', 'delegate', 'check_build_tag', 'build_parameters', 'build_main', 'reproduce_main', 'main']
+           'templates_dir', 'package_versions', 'notebook_to_html', 'read_table', 'headline', 'report_sections',
+           'write_report', 'build_parser', 'delegate', 'check_build_tag', 'build_parameters', 'build_main',
+           'reproduce_main', 'main']
 
 # %% ../notebooks/00_core.ipynb #d3a3fef0
 def _has_settings(folder: Path) -> bool:
@@ -744,7 +745,7 @@ def select_notebooks(only: str | Iterable[str] | None = None, known: list[str] =
                                f"Valid names: {', '.join(known)}")
     return [k for k in known if k in chosen]
 
-def find_notebook(stem: str, nbs_dir: Path) -> Path | None:
+def _find_notebook(stem: str, nbs_dir: Path) -> Path | None:
     "The notebook `<stem>.ipynb` (or one whose name starts with `<stem>`) in `nbs_dir`."
     exact = nbs_dir / f"{stem}.ipynb"
     if exact.exists(): return exact
@@ -788,7 +789,7 @@ def ensure_kernel(name: str = KERNEL_NAME) -> str:
     install(kernel_name=name, display_name=f"Python ({name})", prefix=sys.prefix)
     return name
 
-def quiet_kernel_config():
+def _quiet_kernel_config():
     "Kernel-manager config: CurveZMQ keys for the kernel's sockets where pyzmq and jupyter_client support them."
     import zmq
     from jupyter_client.manager import KernelManager
@@ -798,7 +799,7 @@ def quiet_kernel_config():
         config.KernelManager.transport_encryption = "auto"
     return config
 
-def kernel_manager_logging_to(log_path: Path):
+def _kernel_manager_logging_to(log_path: Path):
     "A kernel-manager class whose kernels write their own log (their stderr) to `log_path` instead of the terminal."
     from jupyter_client import AsyncKernelManager
     class KernelManagerWithLog(AsyncKernelManager):
@@ -818,11 +819,11 @@ class _environ:
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
 
-def format_seconds(s: float) -> str:
+def _format_seconds(s: float) -> str:
     m, sec = divmod(int(round(s)), 60)
     return f"{m}m{sec:02d}s" if m else f"{s:.1f}s"
 
-def failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
+def _failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
     "1-based position (in the source notebook), cell count and first code line of the cell that raised."
     import nbformat
     try: nb = nbformat.read(output_nb, as_version=4)
@@ -835,13 +836,34 @@ def failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
             return pos, len(cells), first.strip()
     return None, len(cells), ""
 
+_CLIENT_LOGGERS = ("traitlets", "papermill", "nbclient", "jupyter_client")
+
+@contextlib.contextmanager
+def _client_logs_to(log_path: Path | None):
+    """Within the block, what the notebook client logs in this process (e.g. nbclient's "Timeout waiting for IOPub
+    output" on a loaded machine) goes to `log_path`, not the terminal; with `None`, nothing changes."""
+    if log_path is None: yield; return
+    log_path = Path(log_path); log_path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_path, encoding="utf-8", delay=True)    # no file unless something is logged
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    loggers = [logging.getLogger(n) for n in _CLIENT_LOGGERS]
+    saved = [lg.propagate for lg in loggers]
+    for lg in loggers: lg.addHandler(handler); lg.propagate = False
+    try: yield
+    finally:
+        for lg, propagate in zip(loggers, saved): lg.removeHandler(handler); lg.propagate = propagate
+        handler.close()
+
 def run_notebook(nb_path: Path, out_path: Path, parameters: dict, kernel_name: str, kernel_log: Path | None = None) -> None:
-    "Execute one notebook with papermill (its working directory is the notebooks folder), quietly; the kernel's log to `kernel_log`."
+    """Execute one notebook with papermill (its working directory is the notebooks folder), quietly: the kernel's own
+    log and the client's log messages go to `kernel_log`."""
     import papermill as pm
-    extra = {"kernel_manager_class": kernel_manager_logging_to(Path(kernel_log))} if kernel_log else {}
-    pm.execute_notebook(str(nb_path), str(out_path), parameters=parameters_for(nb_path, parameters),
-                        kernel_name=kernel_name, cwd=str(nb_path.parent), language="python", progress_bar=False,
-                        log_output=False, config=quiet_kernel_config(), **extra)
+    extra = {"kernel_manager_class": _kernel_manager_logging_to(Path(kernel_log))} if kernel_log else {}
+    with _client_logs_to(kernel_log):
+        pm.execute_notebook(str(nb_path), str(out_path), parameters=parameters_for(nb_path, parameters),
+                            kernel_name=kernel_name, cwd=str(nb_path.parent), language="python", progress_bar=False,
+                            log_output=False, config=_quiet_kernel_config(), **extra)
 
 def run_figures_dir(parameters: dict, run_dir: str | os.PathLike) -> str | None:
     """Where a run's tables and figures go: the committed `figures/` (`None`) belong to the main job, the offline
@@ -858,7 +880,7 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
     names = select_notebooks(notebooks)                        # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
-    check_extra_parameters(parameters, [nb for nb in (find_notebook(n, nbs_dir) for n in names) if nb])
+    check_extra_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
     run_dir = Path(run_dir) if run_dir else project_root() / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
@@ -874,10 +896,10 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
         tag = f"[{i}/{len(names)}] {name}"
         if failure is not None:
             results.append(StageResult(name, "not run")); continue
-        nb = find_notebook(name, nbs_dir)
+        nb = _find_notebook(name, nbs_dir)
         if nb is None:
             results.append(StageResult(name, "missing", error="notebook not found"))
-            echo(f"{tag}: MISSING (no {name}.ipynb in {nbs_dir}) | elapsed {format_seconds(time.time() - start)}")
+            echo(f"{tag}: MISSING (no {name}.ipynb in {nbs_dir}) | elapsed {_format_seconds(time.time() - start)}")
             continue
         out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
         t0, recorded_before = time.time(), len(read_timings(run_dir))
@@ -886,14 +908,14 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
             with _environ(**{RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
                 run_notebook(nb, out, parameters, kernel, kernel_log)
             result = StageResult(name, "ok", time.time() - t0, str(out))
-            echo(f"{tag}: ok in {format_seconds(time.time() - t0)} | elapsed {format_seconds(time.time() - start)}")
+            echo(f"{tag}: ok in {_format_seconds(time.time() - t0)} | elapsed {_format_seconds(time.time() - start)}")
         except Exception as e:
-            pos, total, src = failing_cell(out)
+            pos, total, src = _failing_cell(out)
             where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
             detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
             failure = f"notebook {nb.name} failed at {where}: {detail[:2000]}"
             result = StageResult(name, "failed", time.time() - t0, str(out), failure)
-            echo(f"{tag}: FAILED after {format_seconds(time.time() - t0)}\n  {failure}\n  executed copy: {out}"
+            echo(f"{tag}: FAILED after {_format_seconds(time.time() - t0)}\n  {failure}\n  executed copy: {out}"
                  + (f"\n  kernel log: {kernel_log}" if kernel_log.exists() and kernel_log.stat().st_size else ""))
         if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()
         result.timings = read_timings(run_dir)[recorded_before:]
@@ -901,7 +923,7 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
     duration = time.time() - start
     if report: echo(f"report: {write_report(run_dir, results, parameters, duration)}")
     missing = [r.name for r in results if r.status == "missing"]
-    echo(f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
+    echo(f"done in {_format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
          f"{len(missing)} missing{' (' + ', '.join(missing) + ')' if missing else ''}"
          + (", 1 failed" if failure else ""))
     if failure: raise PipelineError(failure)
@@ -981,7 +1003,7 @@ REPORT_SECTIONS = [
         _R("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
     )),
 ]
-FOLD_ROWS = 15          # a table longer than this starts folded
+_FOLD_ROWS = 15          # a table longer than this starts folded
 
 # %% ../notebooks/00_core.ipynb #25e02d44
 def _count(n: int) -> str: return f"{n:,}"
@@ -1098,7 +1120,7 @@ def notebook_to_html(nb_path: Path, out_path: Path) -> Path:
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(nb_path, as_version=4))
     return write_text_atomic(out_path, body)
 
-def table_caption(md_path: Path) -> str:
+def _table_caption(md_path: Path) -> str:
     "The caption `save_table` wrote as the Markdown file's bold first line ('' when none)."
     if md_path.exists() and md_path.stat().st_size:
         first = md_path.read_text(encoding="utf-8").splitlines()[0]
@@ -1110,24 +1132,24 @@ def read_table(csv_path: Path):
     import pandas as pd
     return pd.read_csv(csv_path, keep_default_na=False, na_values=[])
 
-def format_cell(value) -> str:
+def _format_cell(value) -> str:
     "Report formatting: floats with two decimals (whole numbers without), everything else as written."
     if isinstance(value, float):
         if value != value: return ""
         return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.2f}"
     return str(value)
 
-NUMERIC_CELL = re.compile(r"\s*-?\d+(\.\d+)?(\s*±\s*\d+(\.\d+)?)?\s*%?\s*")
+_NUMERIC_CELL = re.compile(r"\s*-?\d+(\.\d+)?(\s*±\s*\d+(\.\d+)?)?\s*%?\s*")
 
-def leading_number(value) -> float | None:
+def _leading_number(value) -> float | None:
     "The number a cell starts with: 17.28 for '17.28 ± 0.57'; None for text or an empty cell."
     m = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(value))
     return float(m.group(1)) if m else None
 
-def table_view(df) -> dict:
+def _table_view(df) -> dict:
     "Columns (numeric ones right-aligned) and formatted rows of a table, for the template."
-    rows = [[format_cell(v) for v in r] for r in df.itertuples(index=False)]
-    numeric = [all(NUMERIC_CELL.fullmatch(row[j]) for row in rows if row[j] != "") and any(row[j] != "" for row in rows)
+    rows = [[_format_cell(v) for v in r] for r in df.itertuples(index=False)]
+    numeric = [all(_NUMERIC_CELL.fullmatch(row[j]) for row in rows if row[j] != "") and any(row[j] != "" for row in rows)
                for j in range(len(df.columns))]
     return {"columns": [{"name": str(c), "num": n} for c, n in zip(df.columns, numeric)], "rows": rows, "numeric": numeric}
 
@@ -1138,7 +1160,7 @@ def _ci_of(system: str, tables_dir: Path, results) -> str:
         cols = [c for c in frame.columns if re.search(r"\bCI\b", str(c))]
         if not cols or "System" not in frame.columns: continue
         rows = frame[frame["System"].astype(str) == str(system)]
-        if len(rows): return "; ".join(f"{c} {format_cell(rows.iloc[0][c])}" for c in cols if format_cell(rows.iloc[0][c]))
+        if len(rows): return "; ".join(f"{c} {_format_cell(rows.iloc[0][c])}" for c in cols if _format_cell(rows.iloc[0][c]))
     return "95% CI —"
 
 def headline(tables_dir: Path) -> dict | None:
@@ -1147,23 +1169,23 @@ def headline(tables_dir: Path) -> dict | None:
     if not path.exists(): return None
     results = read_table(path)
     if not {"System", "F1"} <= set(results.columns): return None
-    f1 = results["F1"].map(leading_number)
+    f1 = results["F1"].map(_leading_number)
     if f1.notna().sum() == 0: return None
     results = results.assign(_f1=f1)
     def summary(row) -> dict:
         return {"system": str(row["System"]), "family": str(row.get("Family", "")), "setting": str(row.get("Setting", "")),
-                **{m: format_cell(row[m]) if m in row else "—" for m in ("EM", "F1", "Char-F1")}}
+                **{m: _format_cell(row[m]) if m in row else "—" for m in ("EM", "F1", "Char-F1")}}
     best = results.loc[results["_f1"].idxmax()]
     families = []
     if "Family" in results.columns:
         for _, part in results.dropna(subset=["_f1"]).groupby("Family", sort=False):
             families.append(summary(part.loc[part["_f1"].idxmax()]))
     return {"best": {**summary(best), "ci": _ci_of(best["System"], tables_dir, results)}, "families": families,
-            "caption": table_caption(path.with_suffix(".md"))}
+            "caption": _table_caption(path.with_suffix(".md"))}
 
 def _is_glob(name: str) -> bool: return any(ch in name for ch in "*?[")
 
-def expand_item(item: ReportItem, available: list[str], placed: set) -> list[tuple[str, str]]:
+def _expand_item(item: ReportItem, available: list[str], placed: set) -> list[tuple[str, str]]:
     "(table, matched part) for each not yet placed table the item names; a glob gives one pair per match."
     import fnmatch
     if not _is_glob(item.table): return [(item.table, "")] if item.table in available and item.table not in placed else []
@@ -1171,7 +1193,7 @@ def expand_item(item: ReportItem, available: list[str], placed: set) -> list[tup
     return [(t, t[len(prefix):len(t) - len(suffix) or None]) for t in sorted(available)
             if fnmatch.fnmatch(t, item.table) and t not in placed]
 
-def report_entry(name: str, title: str, tables_dir: Path, figures: list[str], notebook: str | None = None,
+def _report_entry(name: str, title: str, tables_dir: Path, figures: list[str], notebook: str | None = None,
                  fold: bool = False, card: tuple | None = None, notebook_pages: dict | None = None) -> dict:
     "What the template needs to show one table: title, caption, cells, figures beside it, card values, its notebook."
     import pandas as pd
@@ -1179,10 +1201,10 @@ def report_entry(name: str, title: str, tables_dir: Path, figures: list[str], no
     except Exception as e: df, error = None, f"could not read {name}.csv: {e}"
     if df is not None and any("card" in str(c).lower() for c in df.columns): card = None   # already beside
     rows = 0 if df is None else len(df)
-    return {"id": f"t-{name}", "name": name, "title": title, "caption": table_caption(tables_dir / f"{name}.md"),
-            "table": None if df is None else table_view(df), "error": error, "rows": rows, "folded": fold or rows > FOLD_ROWS,
+    return {"id": f"t-{name}", "name": name, "title": title, "caption": _table_caption(tables_dir / f"{name}.md"),
+            "table": None if df is None else _table_view(df), "error": error, "rows": rows, "folded": fold or rows > _FOLD_ROWS,
             "figures": [{"name": f, "src": f"figures/{f}.png"} for f in figures],
-            "card": None if card is None else table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
+            "card": None if card is None else _table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
             "notebook": {"name": notebook, "href": (notebook_pages or {}).get(notebook)} if notebook else None}
 
 def report_sections(tables_dir: Path, figure_names: list[str], official: bool, notebook_pages: dict,
@@ -1194,19 +1216,19 @@ def report_sections(tables_dir: Path, figure_names: list[str], official: bool, n
     for sec in sections:
         entries = []
         for item in sec.items:
-            for name, tag in expand_item(item, available, placed):
+            for name, tag in _expand_item(item, available, placed):
                 placed.add(name)
                 figs = [f for f in (f.replace("*", tag) for f in item.figures) if f in figure_names and f not in shown_figures]
                 shown_figures.update(figs)
                 card = card_table(item.card) if official and item.card else None
-                entries.append(report_entry(name, item.title + (f" ({tag})" if tag else ""), tables_dir, figs,
+                entries.append(_report_entry(name, item.title + (f" ({tag})" if tag else ""), tables_dir, figs,
                                             item.notebook, item.fold, card, notebook_pages))
         out.append({"id": sec.id, "title": sec.title, "entries": entries})
-    others = [report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed]
+    others = [_report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed]
     other_figures = [{"name": f, "src": f"figures/{f}.png"} for f in figure_names if f not in shown_figures]
     return out, others, other_figures
 
-REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em}
+_REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em}
 h1{margin:.1em 0 .1em;font-size:1.6em} h2{margin-top:1.6em;border-bottom:2px solid #1f4e9a;color:#1f4e9a}
 h3{margin:1.4em 0 .2em} .meta{color:#555;margin:.2em 0} .caption{color:#444;margin:.2em 0 .5em}
 #headline{background:#e8f0fb;border-left:6px solid #1f4e9a;padding:.5em 1em;margin:.6em 0;display:flex;flex-wrap:wrap;gap:.3em 2em}
@@ -1240,15 +1262,15 @@ def write_report(run_dir: str | os.PathLike, results: list[StageResult], paramet
     sections, other_tables, other_figures = report_sections(tabs_src, figure_names, official, pages)
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
     context = {
-        "css": REPORT_CSS, "run_dir": str(run_dir), "duration": format_seconds(duration),
+        "css": _REPORT_CSS, "run_dir": str(run_dir), "duration": _format_seconds(duration),
         "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data_source": str(parameters.get("data_source")), "profile": str(parameters.get("profile")),
         "official": official, "headline": headline(tabs_src),
         "status": ", ".join(f"{n} {s}" for s, n in counts.items() if n), "sections": sections,
         "other_tables": other_tables, "other_figures": other_figures,
         "notebooks": [{"name": r.name, "href": pages.get(r.name), "status": r.status, "css": r.status.replace(" ", ""),
-                       "time": format_seconds(r.seconds) if r.seconds else "", "note": r.error or "",
-                       "timings": [{"name": t.get("name", ""), "seconds": format_seconds(float(t.get("seconds", 0)))}
+                       "time": _format_seconds(r.seconds) if r.seconds else "", "note": r.error or "",
+                       "timings": [{"name": t.get("name", ""), "seconds": _format_seconds(float(t.get("seconds", 0)))}
                                    for t in r.timings]} for r in results],
         "parameters": {str(k): str(v) for k, v in parameters.items()}, "versions": package_versions(),
     }

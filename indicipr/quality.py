@@ -23,17 +23,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from . import core, llm
 
 # %% auto #0
-__all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'SHEET_INFO_COLUMNS',
-           'SHEET_COLUMNS', 'SPREADSHEET_CELL_LIMIT', 'AUDIT_INSTRUCTIONS', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM',
-           'JUDGE_RUBRIC', 'JUDGE_FORMAT', 'Judge', 'judges_from_models', 'allocate_by_stratum', 'act_key',
-           'stratified_sample', 'audit_row', 'write_csv_atomic', 'export_audit_kit', 'AuditSheetError',
-           'parse_score_cell', 'read_audit_sheet', 'check_same_pairs', 'cohen_kappas', 'criterion_agreement',
-           'audit_agreement', 'audit_results_table', 'JudgeScores', 'parse_judge_reply', 'judge_messages',
-           'retry_messages', 'judgment_record', 'judge_request', 'judgment', 'distinct_judges', 'judge_all',
-           'judgments_path', 'run_judges', 'judgments_frame', 'wide_scores', 'majority_vote', 'round_to_level',
-           'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act', 'judge_agreement',
-           'distribution_figure', 'judge_human_agreement', 'audit_dir', 'filled_sheets', 'sheet_name', 'score_sheets',
-           'audit_main']
+__all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'AUDIT_INSTRUCTIONS',
+           'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT', 'Judge', 'judges_from_models',
+           'stratified_sample', 'export_audit_kit', 'AuditSheetError', 'read_audit_sheet', 'cohen_kappas',
+           'criterion_agreement', 'audit_agreement', 'audit_results_table', 'JudgeScores', 'parse_judge_reply',
+           'judge_messages', 'judgment', 'judge_all', 'judgments_path', 'run_judges', 'judgments_frame',
+           'majority_vote', 'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act',
+           'judge_agreement', 'distribution_figure', 'judge_human_agreement', 'audit_dir', 'filled_sheets',
+           'score_sheets', 'audit_main']
 
 # %% ../notebooks/12_quality.ipynb #2fd9f0ed
 SCALE = {1: "Poor", 2: "Acceptable", 3: "Good"}
@@ -104,7 +101,7 @@ PROFILE_DEFAULTS = {
 }
 
 # %% ../notebooks/12_quality.ipynb #54eb9b08
-def allocate_by_stratum(sizes: dict, n: int) -> dict:
+def _allocate_by_stratum(sizes: dict, n: int) -> dict:
     "Split `n` draws over strata in proportion to `sizes` (largest remainder; ties by stratum order)."
     total = sum(sizes.values())
     if n < 0: raise ValueError(f"cannot draw a negative number of pairs ({n})")
@@ -116,17 +113,17 @@ def allocate_by_stratum(sizes: dict, n: int) -> dict:
     return alloc
 
 
-def act_key(record: dict) -> str:
+def _record_act(record: dict) -> str:
     "The Act key of a benchmark record, from its id prefix (`core.UNKNOWN_ACT_KEY` when it cannot be told)."
     return core.act_key(record["id"])
 
 
 def stratified_sample(records: Sequence[dict], n: int | None, seed: int = 0,
-                      key: Callable[[dict], str] = act_key) -> list[dict]:
+                      key: Callable[[dict], str] = _record_act) -> list[dict]:
     "Draw `n` records (all when None) stratified by `key`, seeded; returned in a seeded random order."
     groups: dict[str, list] = {}
     for r in sorted(records, key=lambda r: r["id"]): groups.setdefault(key(r), []).append(r)
-    alloc = allocate_by_stratum({k: len(groups[k]) for k in sorted(groups)},
+    alloc = _allocate_by_stratum({k: len(groups[k]) for k in sorted(groups)},
                                 len(records) if n is None else n)
     rng = np.random.default_rng(seed)
     picked = []
@@ -136,25 +133,25 @@ def stratified_sample(records: Sequence[dict], n: int | None, seed: int = 0,
     return [picked[i] for i in rng.permutation(len(picked))]
 
 # %% ../notebooks/12_quality.ipynb #2608afee
-SHEET_INFO_COLUMNS = ["pair_id", "act", "title", "question", "answer", "context"]
-SHEET_COLUMNS = SHEET_INFO_COLUMNS + list(AUDIT_CRITERIA) + ["comment"]
-SPREADSHEET_CELL_LIMIT = 32_767
+_SHEET_INFO_COLUMNS = ["pair_id", "act", "title", "question", "answer", "context"]
+_SHEET_COLUMNS = _SHEET_INFO_COLUMNS + list(AUDIT_CRITERIA) + ["comment"]
+_SPREADSHEET_CELL_LIMIT = 32_767
 _ANNOTATOR_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def audit_row(record: dict) -> dict:
+def _audit_row(record: dict) -> dict:
     "A blank sheet row for one benchmark record (full context, empty score cells)."
     ctx = record["context"]
-    if len(ctx) > SPREADSHEET_CELL_LIMIT:
+    if len(ctx) > _SPREADSHEET_CELL_LIMIT:
         raise ValueError(f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
-                         f"({SPREADSHEET_CELL_LIMIT}); it would be truncated")
+                         f"({_SPREADSHEET_CELL_LIMIT}); it would be truncated")
     return {"pair_id": record["id"], "act": core.act_name(record["id"]),
             "title": record.get("title", ""), "question": record["question"],
             "answer": record["answers"]["text"][0], "context": ctx,
             **{c: "" for c in AUDIT_CRITERIA}, "comment": ""}
 
 
-def write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
+def _write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
     "Write `rows` as CSV (UTF-8 with BOM) atomically (`core.write_text_atomic`)."
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), quoting=csv.QUOTE_MINIMAL)
@@ -197,8 +194,8 @@ def export_audit_kit(records: Sequence[dict], out_dir, annotators: Sequence[str]
     for a in annotators:
         if not _ANNOTATOR_NAME.match(a): raise ValueError(f"annotator name {a!r}: use letters, digits, _ or -")
     out = Path(out_dir)
-    rows = [audit_row(r) for r in stratified_sample(records, n, seed)]
-    sheets = {a: str(write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, SHEET_COLUMNS)) for a in annotators}
+    rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
+    sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
     (out / "filled").mkdir(parents=True, exist_ok=True)
     core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
@@ -216,7 +213,7 @@ class AuditSheetError(ValueError):
 _SCORE_CELL = re.compile(r"^\s*([123])(?:\.0*)?\s*$")
 
 
-def parse_score_cell(value) -> int:
+def _parse_score_cell(value) -> int:
     "The 1–3 score written in a sheet cell; ValueError for an empty cell or any other value."
     text = "" if value is None else str(value)
     if not text.strip(): raise ValueError("is empty")
@@ -243,7 +240,7 @@ def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
         elif pid in seen: problems.append(f"{where} (pair_id {pid}): duplicate of row {seen[pid]}")
         else: seen[pid] = i + 2
         for c in AUDIT_CRITERIA:
-            try: scores[c].append(parse_score_cell(row[c]))
+            try: scores[c].append(_parse_score_cell(row[c]))
             except ValueError as e:
                 problems.append(f"{where} (pair_id {pid or '?'}): {c} {e}"); scores[c].append(None)
     if problems:
@@ -254,7 +251,7 @@ def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
     return out
 
 
-def check_same_pairs(a: pd.DataFrame, b: pd.DataFrame, name_a: str = "sheet A", name_b: str = "sheet B"):
+def _check_same_pairs(a: pd.DataFrame, b: pd.DataFrame, name_a: str = "sheet A", name_b: str = "sheet B"):
     "Raise AuditSheetError unless both sheets score exactly the same pair ids."
     only_a, only_b = sorted(set(a.index) - set(b.index)), sorted(set(b.index) - set(a.index))
     if only_a or only_b:
@@ -289,7 +286,7 @@ def criterion_agreement(x: Sequence[int], y: Sequence[int]) -> dict:
 
 def audit_agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     "Per-criterion audit statistics of two validated sheets (aligned on pair id)."
-    check_same_pairs(a, b)
+    _check_same_pairs(a, b)
     b = b.loc[a.index]
     return pd.DataFrame([{"criterion": c, **criterion_agreement(a[c], b[c])} for c in AUDIT_CRITERIA]).set_index("criterion")
 
@@ -359,21 +356,21 @@ def judge_messages(record: dict) -> list[dict]:
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
 
 
-def retry_messages(messages: list[dict], raw: str | None, error: str) -> list[dict]:
+def _retry_messages(messages: list[dict], raw: str | None, error: str) -> list[dict]:
     "The messages of the single retry: the failed reply and what was wrong with it."
     return [*messages, {"role": "assistant", "content": raw or ""},
             {"role": "user", "content": f"That reply was not valid ({error}). {JUDGE_FORMAT}"}]
 
 # %% ../notebooks/12_quality.ipynb #b528a22a
-def judgment_record(record: dict, judge: Judge, scores: JudgeScores | None, status: str,
+def _judgment_record(record: dict, judge: Judge, scores: JudgeScores | None, status: str,
                     error: str | None, attempts: int) -> dict:
     "One line of a judgments file."
-    return {"id": record["id"], "act": act_key(record), "judge": judge.name,
+    return {"id": record["id"], "act": _record_act(record), "judge": judge.name,
             "status": status, "attempts": attempts, "error": error,
             **{c: (getattr(scores, c) if scores is not None else None) for c in JUDGE_CRITERIA}}
 
 
-def judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | None = None) -> dict:
+def _judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | None = None) -> dict:
     "The request asking `judge` at `endpoint` to score `record` (or the retry `messages`), for `llm.run_requests`."
     return {"messages": messages if messages is not None else judge_messages(record), "schema": JUDGE_SCHEMA,
             "params": dict(judge.params), "endpoint": endpoint}
@@ -381,17 +378,17 @@ def judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | N
 
 def judgment(record: dict, judge: Judge, first, retry=None) -> dict:
     "The judgment of one pair from its first result and, when that reply was invalid, the retry's."
-    if first.raw is None: return judgment_record(record, judge, None, "error", first.error, 1)
+    if first.raw is None: return _judgment_record(record, judge, None, "error", first.error, 1)
     scores, why = parse_judge_reply(first.raw)
-    if scores is not None: return judgment_record(record, judge, scores, "ok", None, 1)
+    if scores is not None: return _judgment_record(record, judge, scores, "ok", None, 1)
     if retry is None: raise ValueError(f"{record['id']} / {judge.name}: an invalid first reply needs its retry")
-    if retry.raw is None: return judgment_record(record, judge, None, "error", retry.error, 2)
+    if retry.raw is None: return _judgment_record(record, judge, None, "error", retry.error, 2)
     scores, why2 = parse_judge_reply(retry.raw)
-    if scores is not None: return judgment_record(record, judge, scores, "ok", None, 2)
-    return judgment_record(record, judge, None, "invalid", f"1st: {why}; 2nd: {why2}", 2)
+    if scores is not None: return _judgment_record(record, judge, scores, "ok", None, 2)
+    return _judgment_record(record, judge, None, "invalid", f"1st: {why}; 2nd: {why2}", 2)
 
 
-def distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
+def _distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
     "Judges by name, first occurrence kept; a name reused with other settings is an error."
     seen: dict[str, Judge] = {}
     for j in judges:
@@ -404,17 +401,17 @@ def distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
 def judge_all(records: Sequence[dict], judges: Sequence[Judge], endpoints: Mapping, cache=None, concurrency: int = 1,
               progress: bool = True, confirm_cost: bool = False) -> dict[str, list[dict]]:
     "Score every record with every judge (`endpoints`: judge model → Endpoint) → judgments per judge name, in record order."
-    judges = distinct_judges(judges)
+    judges = _distinct_judges(judges)
     missing = sorted({j.model for j in judges} - set(endpoints))
     if missing: raise ValueError(f"no endpoint for the judge model(s) {missing}; endpoints given for {sorted(endpoints)}")
     tasks = [(r, j) for r in records for j in judges]              # pair-major
     def run(requests, desc):
         return llm.run_requests(None, requests, cache, concurrency=concurrency, desc=desc, validate=False, progress=progress,
                                 record_request_errors=True, confirm_cost=confirm_cost) if requests else []
-    first = run([judge_request(r, j, endpoints[j.model]) for r, j in tasks], f"LLM judges ({len(judges)})")
+    first = run([_judge_request(r, j, endpoints[j.model]) for r, j in tasks], f"LLM judges ({len(judges)})")
     invalid = [i for i, res in enumerate(first) if res.raw is not None and parse_judge_reply(res.raw)[0] is None]
-    retried = run([judge_request(tasks[i][0], tasks[i][1], endpoints[tasks[i][1].model],
-                                 retry_messages(judge_messages(tasks[i][0]), first[i].raw, parse_judge_reply(first[i].raw)[1]))
+    retried = run([_judge_request(tasks[i][0], tasks[i][1], endpoints[tasks[i][1].model],
+                                 _retry_messages(judge_messages(tasks[i][0]), first[i].raw, parse_judge_reply(first[i].raw)[1]))
                    for i in invalid], "LLM judges: retries")
     second = dict(zip(invalid, retried))
     rows = [judgment(r, j, first[i], second.get(i)) for i, (r, j) in enumerate(tasks)]
@@ -430,7 +427,7 @@ def judgments_path(data_source: str, judge: Judge) -> Path:
 def run_judges(records: Sequence[dict], judges: Sequence[Judge], data_source: str, config=None, cache=None,
                concurrency: int = 1, confirm_cost: bool = False, progress: bool = True) -> dict[str, list[dict]]:
     "Open the judges' endpoints (`config`: an `llm.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
-    judges = distinct_judges(judges)
+    judges = _distinct_judges(judges)
     with llm.open_endpoints(config or llm.llm_config(), [j.model for j in judges]) as endpoints:
         out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
     for j in judges: core.write_jsonl(judgments_path(data_source, j), out[j.name])
@@ -445,7 +442,7 @@ def judgments_frame(judgments: Iterable[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair_id", "act", "judge", "criterion", "score"])
 
 
-def wide_scores(long: pd.DataFrame, index: Sequence[str], judges: Sequence[str]) -> pd.DataFrame:
+def _wide_scores(long: pd.DataFrame, index: Sequence[str], judges: Sequence[str]) -> pd.DataFrame:
     "Scores with one column per judge (in `judges` order; NaN where missing); duplicate judgments are an error."
     key = [*index, "judge"]
     dup = long.duplicated(key, keep=False)
@@ -461,7 +458,7 @@ def majority_vote(scores: Sequence[float], n_judges: int) -> float:
     return np.nan
 
 
-def round_to_level(mean: float) -> float:
+def _round_to_level(mean: float) -> float:
     "Nearest level of the 1–3 scale for an ensemble mean (halves round up); NaN stays NaN."
     if pd.isna(mean): return np.nan
     return 1.0 if mean < 1.5 else 2.0 if mean < 2.5 else 3.0
@@ -469,10 +466,10 @@ def round_to_level(mean: float) -> float:
 
 def ensemble_frame(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
     "Per pair and criterion: ensemble `mean`, `mean_level` and `majority` over `members` (long table)."
-    wide = wide_scores(long[long["judge"].isin(members)], ["pair_id", "act", "criterion"], members)
+    wide = _wide_scores(long[long["judge"].isin(members)], ["pair_id", "act", "criterion"], members)
     out = pd.DataFrame(index=wide.index)
     out["mean"] = wide.mean(axis=1, skipna=True)
-    out["mean_level"] = out["mean"].map(round_to_level)
+    out["mean_level"] = out["mean"].map(_round_to_level)
     out["majority"] = [majority_vote(list(r), len(members)) for r in wide.itertuples(index=False)]
     return out.reset_index()
 
@@ -529,7 +526,7 @@ def judge_agreement(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
     rows = []
     for crit in JUDGE_CRITERIA:
-        wide = wide_scores(long[(long["criterion"] == crit) & long["judge"].isin(members)], ["pair_id"], members)
+        wide = _wide_scores(long[(long["criterion"] == crit) & long["judge"].isin(members)], ["pair_id"], members)
         full = wide.dropna()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -595,7 +592,7 @@ def filled_sheets(folder) -> list[Path]:
     return sorted((Path(folder) / "filled").glob("*.csv"))
 
 
-def sheet_name(path) -> str:
+def _sheet_name(path) -> str:
     "The annotator name of a sheet file (`sheet_A.csv` → `A`)."
     stem = Path(path).stem
     return stem[len("sheet_"):] if stem.startswith("sheet_") else stem
@@ -604,8 +601,8 @@ def sheet_name(path) -> str:
 def score_sheets(path_a, path_b) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     "Read, validate and compare two filled sheets → ({annotator: sheet}, card table)."
     a, b = read_audit_sheet(path_a), read_audit_sheet(path_b)
-    check_same_pairs(a, b, str(path_a), str(path_b))
-    na, nb = sheet_name(path_a), sheet_name(path_b)
+    _check_same_pairs(a, b, str(path_a), str(path_b))
+    na, nb = _sheet_name(path_a), _sheet_name(path_b)
     if na == nb: na, nb = f"{na} (1)", f"{nb} (2)"
     return {na: a, nb: b}, audit_results_table(audit_agreement(a, b))
 

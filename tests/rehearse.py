@@ -123,14 +123,14 @@ class TreeMemory:
 
 
 # -- running -------------------------------------------------------------------------------------------------
-def rehearsal_env(work: Path, checkout: Path, hub_endpoint: str, llm_url: str) -> dict:
+def rehearsal_env(work: Path, checkout: Path, hub_endpoint: str, llm_url: str, llm_timeout: float = 3.0) -> dict:
     env = dict(os.environ)
     for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "OPENAI_API_KEY", "OPENAI_BASE_URL",
               "INDICIPR_LLM_ENDPOINTS", "INDICIPR_LLM_BASE_URL", "INDICIPR_LLM_API_KEY",
               "INDICIPR_LLM_MODEL", "INDICIPR_GENERATION_MODEL", "INDICIPR_QA_MODELS", "INDICIPR_JUDGE_MODELS"):
         env.pop(k, None)
     env.update({"HF_ENDPOINT": hub_endpoint, "HF_HOME": str(work / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1",
-                "INDICIPR_YES": "1",
+                "INDICIPR_YES": "1", "INDICIPR_LLM_TIMEOUT": f"{llm_timeout:g}",
                 "INDICIPR_ROOT": str(checkout), "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1",
                 "MPLBACKEND": "Agg"})
     shared = ROOT.parent / "shared"
@@ -253,6 +253,10 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
     if llm_summary is not None:   # the score job needs no generation LLM: nothing may have asked for one
         generation = {k: n for k, n in llm_summary["by_model_kind"].items() if k.endswith(" generation") or k.startswith("gpt-4o ")}
         chk.ok("score job: no generation request reached an LLM", not generation, str(generation))
+        slow = llm_summary["faults"].get("timeout", 0)
+        if slow and "timeout_faults_asked_again" in llm_summary:   # each one a real client-side timeout, then asked again
+            chk.ok(f"LLM client: the {slow} 'timeout' faults timed out and were asked again",
+                   llm_summary["timeout_faults_asked_again"] == slow, str(llm_summary["timeout_faults_asked_again"]))
     run_json = run_dir / "report" / "run.json"
     source_tag = "hub"
     if chk.ok("runner wrote run.json", run_json.is_file(), str(run_json)):
@@ -414,7 +418,9 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="tiny", choices=["tiny", "small", "base"], help="encoder checkpoints (base on a GPU)")
     ap.add_argument("--epochs", type=float, default=0.1, help="encoder fine-tuning epochs (notebook 08 `epochs`)")
     ap.add_argument("--fault-rate", type=float, default=0.01, help="share of first LLM attempts that fail")
-    ap.add_argument("--fault-delay", type=float, default=2.0, help="seconds of the 'timeout' fault")
+    ap.add_argument("--fault-delay", type=float, default=6.0, help="seconds of the 'timeout' fault (above --llm-timeout)")
+    ap.add_argument("--llm-timeout", type=float, default=3.0,
+                    help="INDICIPR_LLM_TIMEOUT of the run: below --fault-delay, so each 'timeout' fault is a real client timeout")
     ap.add_argument("--statutes-path", default="",
                     help="01_corpus `statutes_path`; '' (default): none, the score job reads no statute and no PDF")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
@@ -426,6 +432,9 @@ def main(argv=None) -> int:
                     help="extra environment for the run (diagnostics only, e.g. to step past a known failure)")
     ap.add_argument("--check-only", default=None, metavar="WORK", help="only re-run the check on a finished work folder")
     args = ap.parse_args(argv)
+    if args.fault_rate > 0 and not args.fault_delay > args.llm_timeout:
+        ap.error(f"--fault-delay ({args.fault_delay:g} s) must exceed --llm-timeout ({args.llm_timeout:g} s), "
+                 "or the 'timeout' faults are only slow replies")
 
     if args.check_only:
         work = Path(args.check_only)
@@ -445,7 +454,7 @@ def main(argv=None) -> int:
     faults = Faults(rate=args.fault_rate, seed=0, retry_after_s=0.2, delay_s=args.fault_delay)
     with serve_folders(hub_root) as hub, OpenAIStandIn(PAPER_MODELS, faults) as llm:
         print(f"hub stand-in {hub.endpoint} ({len(hub.repos)} repos); LLM stand-in {llm.base_url} ({', '.join(llm.models)})", flush=True)
-        env = rehearsal_env(work, checkout, hub.endpoint, llm.base_url)
+        env = rehearsal_env(work, checkout, hub.endpoint, llm.base_url, args.llm_timeout)
         env.update(dict(e.split("=", 1) for e in args.env))
         rc, peaks, seconds = run_reproduce(args, work, checkout, env, llm.base_url)
         llm_summary = llm.summary()

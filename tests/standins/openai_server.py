@@ -314,11 +314,15 @@ class OpenAIStandIn:
         self._serving.stop()
 
     def summary(self) -> dict:
-        "Requests, successful replies per model and kind, faults injected, peak concurrency."
+        """Requests, successful replies per model and kind, faults injected, peak concurrency, and how many requests
+        that met a "timeout" fault the client asked again (it gave up waiting: a real client-side timeout)."""
         with self._lock:
+            slow = {(m, h) for m, h, f in self.fault_log if f == "timeout"}
+            asked_again = sum(1 for (m, h), n in self.calls.items() if (m, h[:12]) in slow and n > 1)
             return {"requests": sum(self.calls.values()), "served": sum(self.served.values()),
                     "by_model_kind": {f"{m} {k}": n for (m, k), n in sorted(self.kinds.items())},
-                    "faults": dict(Counter(f for _, _, f in self.fault_log)), "max_in_flight": self.max_in_flight}
+                    "faults": dict(Counter(f for _, _, f in self.fault_log)), "max_in_flight": self.max_in_flight,
+                    "timeout_faults_asked_again": asked_again}
 
 
 def _error(message: str, code: str | None, typ: str) -> dict:
