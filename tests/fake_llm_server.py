@@ -21,7 +21,7 @@ import re
 import threading
 import time
 
-from standins.loopback import JSONHandler, ThreadedServer
+from standins.loopback import JSONHandler, LoopbackServer
 
 
 def prompt_of(body: dict) -> str:
@@ -48,7 +48,7 @@ def qa_reply(body: dict) -> str:
     ]})
 
 
-class FakeLLM:
+class FakeLLM(LoopbackServer):
     def __init__(self, script=(), reply=qa_reply, delay: float = 0.0, model: str = "fake-model", models=None):
         self.script = list(script)
         self.reply = reply
@@ -99,12 +99,8 @@ class FakeLLM:
                 finally:
                     with fake._lock: fake.in_flight -= 1
 
-        self._serving = ThreadedServer()
-        self.base_url = f"http://127.0.0.1:{self._serving.start(Handler)}/v1"
+        self.base_url = f"http://127.0.0.1:{self._serve(Handler)}/v1"
         return self
-
-    def __exit__(self, *exc):
-        self._serving.stop()
 
     # -- what the server saw -------------------------------------------------------------
     def prompts(self) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from .loopback import ThreadedServer
+from .loopback import LoopbackServer
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".onnx", ".parquet")
 LAST_MODIFIED = "2025-01-01T00:00:00.000Z"
@@ -116,7 +116,7 @@ class Repo:
         return sorted(dir_entries + out, key=lambda e: e["path"])
 
 
-class HubStandIn:
+class HubStandIn(LoopbackServer):
     "A threaded HTTP server serving local folders as hub repos; use as a context manager (`.endpoint`)."
 
     def __init__(self, repos: dict, host: str = "127.0.0.1", port: int = 0):
@@ -244,12 +244,8 @@ class HubStandIn:
             def do_HEAD(self): self._serve("HEAD")
             def do_POST(self): self._serve("POST")
 
-        self._serving = ThreadedServer()
-        self.endpoint = f"http://{self.host}:{self._serving.start(Handler, self.host, self.port)}"
+        self.endpoint = f"http://{self.host}:{self._serve(Handler, self.host, self.port)}"
         return self
-
-    def __exit__(self, *exc):
-        self._serving.stop()
 
     def paths_seen(self) -> list[str]:
         "Request lines (`METHOD path -> status`) seen so far."

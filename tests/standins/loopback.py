@@ -40,3 +40,14 @@ class ThreadedServer:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+class LoopbackServer:
+    """Base of the loopback test servers, used as context managers: `__enter__` builds its handler class and calls
+    `_serve(handler, host, port)` (-> the port); leaving the block stops the server."""
+    def _serve(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> int:
+        self._serving = ThreadedServer()
+        return self._serving.start(handler, host, port)
+
+    def __exit__(self, *exc):
+        self._serving.stop()

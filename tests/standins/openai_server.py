@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .loopback import JSONHandler, ThreadedServer
+from .loopback import JSONHandler, LoopbackServer
 
 PAPER_MODELS = ("gpt-4o", "mistral:7b", "llama3.1:8b", "qwen2.5:7b", "gemma3:12b")
 FAULT_KINDS = ("429", "500", "timeout", "broken_json")
@@ -224,7 +224,7 @@ def prompt_hash(messages: list[dict]) -> str:
 
 
 # -- the server -----------------------------------------------------------------------------------------------
-class OpenAIStandIn:
+class OpenAIStandIn(LoopbackServer):
     "Threaded OpenAI-compatible server on 127.0.0.1; a context manager with `.base_url` (`.../v1`)."
 
     def __init__(self, models=PAPER_MODELS, faults: Faults | None = None, api_key: str | None = None,
@@ -306,12 +306,8 @@ class OpenAIStandIn:
                 finally:
                     with srv._lock: srv.in_flight -= 1
 
-        self._serving = ThreadedServer()
-        self.base_url = f"http://{self.host}:{self._serving.start(Handler, self.host, self.port)}/v1"
+        self.base_url = f"http://{self.host}:{self._serve(Handler, self.host, self.port)}/v1"
         return self
-
-    def __exit__(self, *exc):
-        self._serving.stop()
 
     def summary(self) -> dict:
         """Requests, successful replies per model and kind, faults injected, peak concurrency, and how many requests
