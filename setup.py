@@ -22,7 +22,7 @@ setuptools.setup(
     author=cfg["author"],
     author_email=cfg["author_email"],
     license="Apache-2.0",
-    packages=setuptools.find_packages(include=["indicipr", "indicipr.*"]),
+    packages=setuptools.find_packages(include=["indicipr", "indicipr.*"]) + ["indicipr.templates"],   # templates: data only
     include_package_data=True,
     package_data={"indicipr": ["templates/*"]},
     python_requires=">=" + cfg["min_python"],
