@@ -14,7 +14,7 @@ from . import core
 
 # %% auto #0
 __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'user_message',
-           'answer_message', 'build_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
+           'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
            'qa_requests', 'predict_llm', 'cache_path', 'run_llm_baselines']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
@@ -34,7 +34,7 @@ def answer_message(answer: str) -> str:
     import json
     return json.dumps({"answer": answer}, ensure_ascii=False)
 
-def build_messages(record: dict, shots: list[dict] = ()) -> list[dict]:
+def qa_messages(record: dict, shots: list[dict] = ()) -> list[dict]:
     "Chat messages for one record, preceded by the few-shot examples `shots`."
     msgs = [{"role": "system", "content": QA_SYSTEM}]
     for s in shots:
@@ -110,7 +110,7 @@ def llm_short_name(model: str) -> str:
 def qa_requests(records, shots, max_tokens: int, seed: int = 0) -> list[dict]:
     "One chat request per record (temperature 0, JSON answer schema)."
     params = {"temperature": 0, "max_tokens": max_tokens, "seed": seed}
-    return [{"messages": build_messages(r, shots), "schema": ANSWER_SCHEMA, "params": params} for r in records]
+    return [{"messages": qa_messages(r, shots), "schema": ANSWER_SCHEMA, "params": params} for r in records]
 
 def predict_llm(endpoint, records, shots, cache=None, max_tokens: int = 96, concurrency: int = 1,
                 desc: str = "LLM QA", confirm_cost: bool = False) -> tuple[dict, dict, dict]:

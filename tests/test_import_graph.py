@@ -76,3 +76,26 @@ def test_metrics_depends_on_no_later_analysis():
     graph = import_graph()
     assert not graph["metrics"] & {"significance", "errors", "bm25", "encoders", "llm_qa", "quality"}
     assert "significance" in graph["errors"] and "metrics" in graph["errors"]
+
+
+# Each module keeps its own profile defaults and model display names under these names (core.stage_settings
+# reads `PROFILE_DEFAULTS` of the module at hand); any other public name means one thing in one module.
+PER_MODULE_CONVENTIONS = {"PROFILE_DEFAULTS", "CARD_NAMES"}
+
+
+def public_names(tree: ast.Module) -> list[str]:
+    "The names of a module's `__all__` (what nbdev exported as public)."
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def test_a_public_name_is_defined_in_one_module():
+    "No twin like `core.act_key(qid)` beside `quality.act_key(record)`: same name, other meaning."
+    owners: dict[str, list[str]] = {}
+    for module, tree in modules().items():
+        for name in public_names(tree):
+            owners.setdefault(name, []).append(module)
+    twins = {n: m for n, m in owners.items() if len(m) > 1 and n not in PER_MODULE_CONVENTIONS}
+    assert not twins, f"public names defined in more than one module: {twins}"

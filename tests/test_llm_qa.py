@@ -13,7 +13,7 @@ from indicipr.metrics import token_f1
 def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_dir):
     test = splits["test"][:4]
     shots = Q.draw_shots(splits["train"], 3, 0)
-    replies = [(Q.build_messages(r, s), f'{{"answer": "{r["answers"]["text"][0].upper()}"}}')
+    replies = [(Q.qa_messages(r, s), f'{{"answer": "{r["answers"]["text"][0].upper()}"}}')
                for r in test for s in ([], shots)]
     ep = llm.replay_endpoint(replies, model="replayed")
     asked = []

@@ -226,10 +226,10 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
     from indicipr import llm, llm_qa, quality, filters
     rec = card["test"][0]
     with OpenAIStandIn() as srv:
-        qa = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.build_messages(rec), llm_qa.ANSWER_SCHEMA, None)
+        qa = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
         answer = qa.parsed["answer"] if isinstance(qa.parsed, dict) else qa.raw
         assert answer and answer.lower() in rec["context"].lower()
-        again = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.build_messages(rec), llm_qa.ANSWER_SCHEMA, None)
+        again = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
         assert again.raw == qa.raw                                    # deterministic
         msgs = quality.judge_messages({**rec, "id": "cop_000001"})
         assert request_kind(msgs) == "judge"
