@@ -17,7 +17,7 @@ $(STAMP): settings.ini setup.py
 	$(BIN)/python -m pip install -q torch==2.13.0
 	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel)
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	$(BIN)/python -c "from indicipr.core import ensure_kernel; ensure_kernel()"
+	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -7,13 +7,13 @@ per-Act table with a Total row: sections, leftovers, lost statutory words and th
 arguments it checks every source the project holds: `data/sample/statutes/sections.jsonl`,
 `../shared/statutes/sections.jsonl` and `data/statutes/pdf/` where present. Exit status 1 when any count > 0.
 
-    python benchmarks/cleaner_check.py [SOURCE ...] [--show N]
+    python benchmarks/cleaner_check.py [SOURCE ...] [--show N]      (the same as `indicipr cleaner-check`)
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from indicipr.corpus import cleaner_check_main  # noqa: E402
+from indicipr.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(cleaner_check_main(sys.argv[1:]))
+    sys.exit(main(["cleaner-check", *sys.argv[1:]]))

@@ -21,8 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from indicipr.core import stage_settings  # noqa: E402
-from indicipr.llm import (PROFILE_DEFAULTS, ResponseCache, chat_json, ensure_recorded_sample,  # noqa: E402
-                          generate_candidates, local_llm_server, recorded_contexts)
+from indicipr.llm import ResponseCache, chat_json, # noqa: E402
+                          generate_candidates, local_llm_server
+from indicipr.generate import PROFILE_DEFAULTS, ensure_recorded_sample, recorded_contexts
 
 
 def timed_run(contexts, endpoint, cache_path, concurrency, settings):

@@ -167,7 +167,7 @@ def table_worker(spec: dict) -> dict:
              "examples_per_s": (r["settings"]["train_windows"] * r["settings"]["epochs"] / r["train_s"]
                                 if r["train_s"] and not r["settings"]["max_steps"] else None)} for r in rows]
     test = [dict(r) for r in core.load_benchmark(spec["card"])["test"]]
-    model_dir = E.run_dir_for(spec["card"], spec["models"][0], spec["seeds"][0])
+    model_dir = E.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0])
     model, tok, cfg = E.load_finetuned(model_dir)
     kw = dict(max_length=cfg["max_length"], stride=cfg["stride"], max_answer_length=cfg["max_answer_length"])
     E.predict_answers(model, tok, test[:16], **kw)                           # warm-up (kernels, allocator)

@@ -12,7 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .core import ACTS, act_for_key, data_dir, read_jsonl, JSONLError, shared_dir, stage_settings, act_key, section_of_title
+from .core import (ACTS, JSONLError, act_for_key, act_keys_in_card_order, act_label, build_dir, data_dir, read_jsonl,
+                           record_act, record_section, shared_dir, stage_settings, write_jsonl)
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
@@ -26,8 +27,8 @@ __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_P
            'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'editorial_leftovers',
            'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words', 'kept_editorial_tokens',
            'check_section', 'cleaner_check_table', 'project_statute_sources', 'read_statute_source',
-           'cleaner_check_main', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'pdf_acts_in',
-           'load_statutes', 'released_contexts']
+           'cleaner_check_report', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'pdf_acts_in',
+           'load_statutes', 'released_contexts', 'corpus_stage']
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
@@ -557,8 +558,8 @@ def cleaner_check_table(checks: list[dict]):
         lost = sum((c["lost"] for c in cs), Counter())
         return {"Act": name, "Sections": len(cs), "Leftovers": sum(len(c["leftovers"]) for c in cs), "Lost words": sum(lost.values()),
                 **{f"lost {t}": sum(n for (typ, _), n in lost.items() if typ == t) for t in WORD_TYPES}}
-    keys = list(dict.fromkeys(c["act"] for c in checks))
-    rows = [row(ACTS[k].short if k in ACTS else k, [c for c in checks if c["act"] == k]) for k in keys]
+    present = {c["act"] for c in checks}
+    rows = [row(act_label(k), [c for c in checks if c["act"] == k]) for k in act_keys_in_card_order() if k in present]
     return pd.DataFrame(rows + [row("Total", checks)])
 
 def project_statute_sources() -> list[Path]:
@@ -573,24 +574,14 @@ def read_statute_source(path: str | Path) -> list[dict]:
     if path.is_dir(): return read_official_pdfs(path, [a for a in ACTS if (path / f"{a}.pdf").is_file()])
     return read_sections_jsonl(path)
 
-def cleaner_check_main(argv: list[str] | None = None) -> int:
-    "CLI: per-Act editorial leftovers and lost statutory words after cleaning, for each source; exit status 1 when any count is > 0."
-    import argparse
-    ap = argparse.ArgumentParser(prog="cleaner_check", description="Check the statute cleaner: editorial leftovers and lost statutory words.")
-    ap.add_argument("sources", nargs="*", help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)")
-    ap.add_argument("--show", type=int, default=20, help="findings to list per source (default 20)")
-    args = ap.parse_args(argv)
-    failed = False
-    for src in args.sources or project_statute_sources():
-        checks = [check_section(r) for r in read_statute_source(src)]
-        table = cleaner_check_table(checks)
-        print(f"\n{src}: {len(checks)} sections\n{table.to_string(index=False)}")
-        findings = [f"  {c['act']} {c['section']}: {f}" for c in checks for f in c["leftovers"]]
-        findings += [f"  {c['act']} {c['section']}: lost {t} {w!r} x{n}" for c in checks for (t, w), n in c["lost"].items()]
-        if findings: print("\n".join(findings[:args.show]) + (f"\n  … and {len(findings) - args.show} more" if len(findings) > args.show else ""))
-        failed |= bool(findings)
-    print("\ncleaner check:", "FAILED (see the findings above)" if failed else "0 leftovers and 0 lost statutory words")
-    return int(failed)
+def cleaner_check_report(source: str | Path, show: int = 20) -> tuple[str, bool]:
+    "The cleaner check of one statute source as text (the per-Act table, then up to `show` findings) and whether it found any."
+    checks = [check_section(r) for r in read_statute_source(source)]
+    lines = [f"\n{source}: {len(checks)} sections", cleaner_check_table(checks).to_string(index=False)]
+    findings = [f"  {c['act']} {c['section']}: {f}" for c in checks for f in c["leftovers"]]
+    findings += [f"  {c['act']} {c['section']}: lost {t} {w!r} x{n}" for c in checks for (t, w), n in c["lost"].items()]
+    lines += findings[:show] + ([f"  … and {len(findings) - show} more"] if len(findings) > show else [])
+    return "\n".join(lines), bool(findings)
 
 # %% ../notebooks/01_corpus.ipynb #fe1919e4
 def context_stats(contexts: list[dict]):
@@ -598,11 +589,11 @@ def context_stats(contexts: list[dict]):
     import pandas as pd
     df = pd.DataFrame(contexts)
     rows = []
-    for key in ACTS:
+    for key in act_keys_in_card_order():
         d = df[df.act == key] if len(df) else df
         if not len(d): continue
         w = d.n_words
-        rows.append({"Act": ACTS[key].short, "Sections": d.section.nunique(), "Contexts": len(d),
+        rows.append({"Act": act_label(key), "Sections": d.section.nunique(), "Contexts": len(d),
                      **({"Truncated": int(d.truncated.sum())} if "truncated" in d else {}), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
                      "Min words": int(w.min()), "Max words": int(w.max())})
     if rows:
@@ -615,10 +606,10 @@ def context_stats(contexts: list[dict]):
 def plot_context_lengths(contexts: list[dict]):
     "Box plot of context length (words) per Act."
     import matplotlib.pyplot as plt
-    acts = [k for k in ACTS if any(c["act"] == k for c in contexts)]
+    acts = [k for k in act_keys_in_card_order() if any(c["act"] == k for c in contexts)]
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.boxplot([[c["n_words"] for c in contexts if c["act"] == k] for k in acts], vert=False)
-    ax.set_yticks(range(1, len(acts) + 1), [ACTS[k].short for k in acts])
+    ax.set_yticks(range(1, len(acts) + 1), [act_label(k) for k in acts])
     ax.invert_yaxis()
     ax.set_xlabel("context length (words)")
     ax.set_title(f"{len(contexts)} contexts from {len({(c['act'], c['section']) for c in contexts})} sections")
@@ -662,9 +653,25 @@ def released_contexts(records: Iterable[dict]) -> list[dict]:
     "The distinct contexts of official-format records, in first-seen order, with Act, section and length in words."
     seen, out = set(), []
     for r in records:
-        key = (act_key(r["id"]), r["context"])
+        key = (record_act(r), r["context"])
         if key in seen: continue
         seen.add(key)
-        out.append({"act": key[0], "section": section_of_title(r.get("title")) or r.get("title", ""), "title": r.get("title", ""),
+        out.append({"act": key[0], "section": record_section(r), "title": r.get("title", ""),
                     "context": r["context"], "n_words": len(r["context"].split())})
     return out
+
+# %% ../notebooks/01_corpus.ipynb #28aaf2ba
+def corpus_stage(plan, statutes_path: str | Path | None = None, max_context_words: int | None = None) -> tuple[list[dict], str]:
+    "The contexts the stage describes, and where they come from (see above); a rebuild writes its build's `contexts.jsonl`."
+    from indicipr.core import load_benchmark
+    if not plan.rebuild:
+        return released_contexts(load_benchmark(plan.data_source, merged=True)["merged"]), f"the released files of {plan.data_source}"
+    if plan.of_sample: sync_sample_statutes()                  # a tagged build never writes data/sample/
+    max_words = stage_settings(PROFILE_DEFAULTS, plan.profile, max_context_words=max_context_words)["max_context_words"]
+    sections = load_statutes(plan.profile, statutes_path)
+    contexts = build_contexts(sections, max_words)
+    check = cleaner_check_table([check_section(r) for r in sections])
+    print("cleaner check (editorial leftovers, statutory words lost):\n" + check.to_string(index=False))
+    path = write_jsonl(build_dir(plan.contexts_tag) / "contexts.jsonl", contexts)
+    print(f"{len(sections)} sections -> {len(contexts)} contexts (max {max_words} words) -> {path}")
+    return contexts, f"{len(sections)} sections, profile {plan.profile}"

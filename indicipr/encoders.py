@@ -5,7 +5,6 @@
 # %% ../notebooks/08_encoders.ipynb #2318716c
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -26,8 +25,8 @@ __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'PROFILE_DEFAULTS', 'p
            'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
            'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size',
            'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'last_checkpoint',
-           'fit', 'run_dir_for', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split', 'predict_main',
-           'shrink_note', 'run_encoders', 'encoder_tables', 'seed_summary', 'train_main']
+           'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split',
+           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -411,11 +410,12 @@ def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=Non
 # %% ../notebooks/08_encoders.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
 
-def run_dir_for(data_source, model: str, seed: int) -> Path:
+def checkpoint_dir(data_source, model: str, seed: int) -> Path:
+    "Where one fine-tuning run's model goes: `data/models/<source>/<model>_seed<k>/`."
     from indicipr import core
     return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
 
-def _is_main_process() -> bool:
+def is_main_process() -> bool:
     "True on the main process (rank 0) or when not distributed."
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0"))) == 0
 
@@ -460,7 +460,7 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
         if marker.exists():
             if marker is done and _same_settings(json.loads(marker.read_text()), meta): return output_dir
             if not _same_settings(json.loads(marker.read_text()), meta): shutil.rmtree(output_dir); break
-    if _is_main_process(): core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
+    if is_main_process(): core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
     core.seed_everything(cfg.seed)
     tok = load_tokenizer(model)
     qa_model = load_qa_model(model)
@@ -487,11 +487,23 @@ def qa_config(model_dir) -> dict:
     path = Path(model_dir) / _QA_CONFIG
     return json.loads(path.read_text()) if path.exists() else {}
 
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
 def load_finetuned(model_dir) -> tuple:
-    "(model, tokenizer, qa_config) of a folder written by `train_encoder`."
+    "(model, tokenizer, qa_config) of a folder written by `train_encoder`; a folder that is not one is named, with what it lacks."
+    from indicipr.core import InputError
     model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file(): raise FileNotFoundError(f"{model_dir}: not a saved model (no config.json)")
-    return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
+    if not model_dir.is_dir(): raise InputError(f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)")
+    if not (model_dir / "config.json").is_file(): raise InputError(f"{model_dir}: not a saved model (no config.json)")
+    for name in ("config.json", _QA_CONFIG):
+        if (model_dir / name).is_file():
+            try: json.loads((model_dir / name).read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as e: raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
+    if not any((model_dir / w).is_file() for w in _WEIGHTS):
+        raise InputError(f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?")
+    try: return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
+    except (OSError, ValueError, KeyError) as e:
+        raise InputError(f"{model_dir}: cannot be loaded as a question-answering model ({str(e).splitlines()[0][:300]})") from None
 
 # %% ../notebooks/08_encoders.ipynb #57936ae7
 def predict_split(model_dir, records, batch_size: int | None = None, max_answer_length: int | None = None,
@@ -503,38 +515,6 @@ def predict_split(model_dir, records, batch_size: int | None = None, max_answer_
                               batch_size, device=device, progress=progress, span_score=span_score)
     return {r["id"]: a.text for r, a in zip(records, answers)}
 
-def predict_main(argv: list[str] | None = None) -> int:
-    "`indicipr predict --model DIR --split test [--data-source sample] [--out FILE]`."
-    p = argparse.ArgumentParser(prog="indicipr predict", description="Predict a split with a fine-tuned QA encoder.")
-    p.add_argument("--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)")
-    p.add_argument("--split", default="test", help="train | validation | test (default: test)")
-    p.add_argument("--data-source", default="sample", help="'sample', 'hub' or a folder with the official files")
-    p.add_argument("--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
-    p.add_argument("--batch-size", type=int, default=None, help="windows per batch (default: 4 on CPU, 64 on GPU)")
-    p.add_argument("--span-score", default="logits", choices=SPAN_SCORES,
-                   help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)")
-    p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: the model's qa_config.json)")
-    p.add_argument("--device", default=None)
-    args = p.parse_args(argv)
-    from indicipr import core, metrics
-    try:
-        records = [dict(r) for r in core.load_benchmark(args.data_source)[args.split]]
-    except KeyError:
-        print(f"indicipr predict: unknown split {args.split!r} (train, validation, test)", file=sys.stderr); return 2
-    except (core.BenchmarkUnavailable, core.QAFormatError) as e:
-        print(f"indicipr predict: {e}", file=sys.stderr); return 2
-    try: preds = predict_split(args.model, records, args.batch_size, args.max_answer_length, args.device,
-                               span_score=args.span_score)
-    except FileNotFoundError as e:
-        print(f"indicipr predict: {e}", file=sys.stderr); return 2
-    system = Path(args.model).resolve().name
-    if args.out:
-        path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
-    else:
-        path = core.write_predictions(preds, system, args.data_source, family="encoder", model=str(args.model), split=args.split)
-    _, summary = metrics.score_predictions(records, preds)
-    print(f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}")
-    return 0
 
 # %% ../notebooks/08_encoders.ipynb #93364f31
 PROFILE_DEFAULTS = {
@@ -566,24 +546,45 @@ def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) ->
             "max_answer_length": m.get("max_answer_length"), "device": m.get("device"), "precision": m.get("precision"),
             "eval_questions": n_eval, "shrink": shrink}
 
-def run_encoders(data_source="sample", profile="offline", **overrides) -> list[dict]:
+def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict, dict]:
+    """Per model of `settings`: the training answers' lengths in its tokens (a table row, and all lengths for the figure)
+    and the decoding cap (`max_answer_length` when set, else the cap covering `answer_coverage` of them)."""
+    rows, lengths, caps = [], {}, {}
+    for m in settings["models"]:
+        tok = load_tokenizer(m)
+        caps[m] = settings["max_answer_length"] or suggest_max_answer_length(train_records, tok, settings["answer_coverage"])
+        rows.append({"model": CARD_NAMES.get(m, m), **answer_length_profile(train_records, tok), "max_answer_length": caps[m]})
+        lengths[m] = answer_token_lengths(train_records, tok)
+    return rows, lengths, caps
+
+def stage_records(data_source, split: str) -> tuple[list[dict], list[dict]]:
+    "(training records with trustworthy offsets, the evaluated split's records); says how many training records were mended or left out."
+    from indicipr import core
+    ds = core.load_benchmark(data_source)
+    train, repaired, left_out = core.training_records(ds["train"])
+    if repaired or left_out:
+        print(f"training split: {repaired} answer offset(s) repaired (the text occurs once in its context), {left_out} record(s) "
+              "left out (the text occurs several times or not at all)", file=sys.stderr)
+    return train, [dict(r) for r in ds[split]]
+
+def run_encoders(data_source="sample", profile="offline", caps: dict | None = None, **overrides) -> list[dict]:
     """Train every model × seed, predict the whole split, write predictions; one row per run: scores, `train_s` and
-    `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`)."""
+    `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap
+    of each model (`answer_length_caps`; computed when not given)."""
     from indicipr import core, metrics
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     shrink = shrink_note(st, profile)
-    ds = core.load_benchmark(data_source)
-    train, evalset = [dict(r) for r in ds["train"]], [dict(r) for r in ds[st["split"]]]
+    train, evalset = stage_records(data_source, st["split"])
+    caps = caps or answer_length_caps(train, st)[2]
     rows = []
     for model in st["models"]:
-        tok = load_tokenizer(model)
-        mal = st["max_answer_length"] or suggest_max_answer_length(train, tok, st["answer_coverage"])
+        mal = caps[model]
         for seed in st["seeds"]:
             cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
                               batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed)
-            out = train_encoder(model, train, cfg, run_dir_for(data_source, model, seed), mal,
+            out = train_encoder(model, train, cfg, checkpoint_dir(data_source, model, seed), mal,
                                 {"data_source": core.source_tag(data_source)})
-            if not _is_main_process(): continue
+            if not is_main_process(): continue
             t0 = time.perf_counter()
             preds = predict_split(out, evalset, st["eval_batch_size"], progress=False)   # always the whole split
             pred_s = time.perf_counter() - t0
@@ -622,25 +623,4 @@ def seed_summary(rows) -> "pd.DataFrame":
             r[name] = f"{g[m].mean():.2f} ± {sd:.2f}"
         out.append(r)
     return pd.DataFrame(out)
-
-
-# %% ../notebooks/08_encoders.ipynb #b74f07c6
-def train_main(argv: list[str] | None = None) -> int:
-    "`python -m indicipr.encoders` / `accelerate launch -m indicipr.encoders`: the stage without the notebook."
-    p = argparse.ArgumentParser(prog="python -m indicipr.encoders")
-    p.add_argument("--data-source", default="sample")
-    p.add_argument("--profile", default="offline", choices=list(PROFILE_DEFAULTS))
-    p.add_argument("--models", nargs="+", default=None)
-    p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)")
-    p.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
-    p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
-    args = p.parse_args(argv)
-    rows = run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
-                        max_steps=args.max_steps, max_answer_length=args.max_answer_length)
-    if _is_main_process():
-        for r in rows: print(json.dumps(r))
-    return 0
-
-if __name__ == "__main__" and Path(sys.argv[0]).stem == "encoders": sys.exit(train_main())
 

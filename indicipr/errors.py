@@ -7,21 +7,20 @@ __all__ = ['Span', 'ERROR_TYPES', 'MINOR_WORD_F1', 'PARTIAL_OVERLAP_F1', 'ANALYS
            'classify_error', 'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause',
            'answer_word_count', 'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure',
            'structure_figure', 'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system',
-           'median_answer_words', 'scores_table', 'render_report', 'evaluate_report', 'evaluate_cli', 'evaluate_main']
+           'median_answer_words', 'scores_table', 'render_report', 'evaluate_report', 'evaluate_files',
+           'gold_structure', 'errors_stage']
 
 # %% ../notebooks/11_errors.ipynb #67ffe44c
-import argparse
 import re
-import sys
-from typing import Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .core import BenchmarkUnavailable, write_text_atomic
-from .metrics import (load_gold, normalize_answer, per_act_table, score_predictions, system_name, token_f1_score,
-                              unknown_act_ids)
-from .significance import PROFILE_DEFAULTS, compare_systems
+from .core import write_text_atomic
+from .metrics import (check_coverage, load_gold, normalize_answer, per_act_table, score_predictions, system_name,
+                              token_f1_score, unknown_act_ids)
+from .significance import N_RESAMPLES, compare_systems
 
 # %% ../notebooks/11_errors.ipynb #73f33499
 Span = tuple[int, int]
@@ -262,9 +261,10 @@ def _shown(ids: list[str], limit: int = 10) -> str:
     return ", ".join(ids[:limit]) + (" ..." if len(ids) > limit else "")
 
 def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "gold",
-                    n_resamples: int = 10_000, seed: int = 0, char_variant: str = "multiset") -> str:
-    "Markdown report for `systems` (name -> predictions; the first one is the system under evaluation)."
-    scored = {name: score_predictions(gold_records, preds, char_variant, source=name) for name, preds in systems.items()}
+                    n_resamples: int = N_RESAMPLES, seed: int = 0, char_variant: str = "multiset") -> str:
+    "Markdown report for `systems` (name -> predictions or their file; the first one is the system under evaluation)."
+    scored = {name: score_predictions(gold_records, preds, char_variant, source=str(preds) if isinstance(preds, (str, Path)) else name)
+              for name, preds in systems.items()}
     main_name = next(iter(scored))
     frame, summary = scored[main_name]
     sections = [("Scores", f"{summary['n']} questions of {gold_name}; Char-F1 variant: {char_variant}.\n\n"
@@ -286,37 +286,58 @@ def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "g
                          f"{len(pairs)} comparison(s).\n\n" + _markdown(table)))
     return render_report(f"Evaluation of {main_name}", sections)
 
-def evaluate_cli(gold, pred, against=(), out=None, data_source: str = "sample", n_resamples: int = 10_000,
-                 seed: int = 0, char_variant: str = "multiset", quiet: bool = False) -> str:
-    "Score `pred` (and `against` files) on `gold`; print the report, write it to `out` if given, return it."
-    gold_records = load_gold(gold, data_source)
+def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample", n_resamples: int = N_RESAMPLES,
+                   seed: int = 0, char_variant: str = "multiset", strict: bool = False) -> str:
+    """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
+    Every file must answer some gold question (`metrics.check_coverage`)."""
+    from indicipr.core import InputError
+    if out is not None and Path(out).is_dir(): raise InputError(f"--out {out}: a folder; give the report's file name")
+    gold_records = load_gold(gold, data_source, strict=strict)
     paths = [pred, *against]
+    for p in paths:
+        check_coverage(score_predictions(gold_records, p, char_variant, source=str(p))[1], str(p), f"the gold {gold}")
     names = [system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
     report = evaluate_report(gold_records, dict(zip(names, map(str, paths))), gold_name=str(gold),
                              n_resamples=n_resamples, seed=seed, char_variant=char_variant)
-    if not quiet:
-        print(report)
-    if out is not None:
-        write_text_atomic(out, report)
+    if out is not None: write_text_atomic(out, report)
     return report
 
-def evaluate_main(argv: list[str] | None = None) -> int:
-    "Command line of `indicipr evaluate`."
-    parser = argparse.ArgumentParser(prog="indicipr evaluate", description="Score predictions exactly as the IndicIPR-QA paper does.")
-    parser.add_argument("--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file")
-    parser.add_argument("--pred", required=True, help="predictions: JSONL/JSON {id, prediction_text} records or a JSON {id: text} object")
-    parser.add_argument("--against", nargs="*", default=[], help="other prediction files for paired-bootstrap tests")
-    parser.add_argument("--data-source", default="sample", help="benchmark of the split names: sample, hub, or a folder (default: sample)")
-    parser.add_argument("--out", default=None, help="write the Markdown report here")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--char-f1", choices=["multiset", "lcs"], default="multiset", help="Char-F1 variant (default multiset)")
-    args = parser.parse_args(argv)
-    try:
-        evaluate_cli(args.gold, args.pred, args.against, args.out, args.data_source, args.resamples, args.seed, args.char_f1)
-    except (ValueError, FileNotFoundError, BenchmarkUnavailable) as e:
-        print(f"indicipr evaluate: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+# %% ../notebooks/11_errors.ipynb #688d6e78
+def gold_structure(gold_records: list[dict], merged_records: list[dict], split: str, data_source, length_split=None) -> tuple:
+    "(groups table, caption, figure, the length split) of the gold split's answer structure."
+    gold_frame, _ = score_predictions(gold_records, {})       # every question, no predictions: the gold structure only
+    feats = answer_features(gold_frame)
+    length_split = length_split or median_answer_words(merged_records)
+    groups = answer_structure_table(gold_frame, length_split)[["Analysis", "Group", "Questions"]]
+    caption = (f"Answer-structure groups of the {len(gold_frame)} {split} questions ({data_source}); answers split at the "
+               f"benchmark's median length, {length_split:g} words (this split: median {feats['words'].median():g}, "
+               f"mean {feats['words'].mean():.1f})")
+    return groups, caption, gold_structure_figure(feats), length_split
+
+def errors_stage(runs: dict, gold_records: list[dict], st: dict, data_source, length_split: float, report_dir=None) -> dict:
+    """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs; the
+    report is also written to `<report_dir>/evaluate_<focus>.md` when `report_dir` is given."""
+    from indicipr.core import CARD, card_comparable
+    from indicipr.significance import analysis_runs, resolve_focus
+    focus, focus_note = resolve_focus(runs, st["focus_system"])
+    chosen = analysis_runs(runs, st["focus_seed"])
+    frames = {s: runs[r]["frame"] for s, r in chosen.items()}
+    card = (card_comparable(data_source, {st["split"]: gold_records}) and st["split"] == "test"
+            and focus == CARD["significance"]["focus_system"])
+    n_nonexact = int((frames[focus]["em"] < 100).sum())
+    taxonomy, taxonomy_wide = taxonomy_by_system(frames)
+    structure = structure_by_system(frames, length_split)
+    tables = {"error_taxonomy_focus": (error_taxonomy_table(frames[focus], card=card),
+                                       f"Error types of the {n_nonexact} non-exact predictions of {focus_note}, run {chosen[focus]}"),
+              "answer_structure_focus": (answer_structure_table(frames[focus], length_split, card=card),
+                                         f"{focus_note}, run {chosen[focus]}: scores by answer length, clause structure and answer position"),
+              "error_taxonomy": (taxonomy_wide, "Non-exact predictions per error type and system (one run each)"),
+              "answer_structure": (structure, "Scores by answer structure, every system (one run each)")}
+    figures = {"error_taxonomy": taxonomy_figure(taxonomy), "answer_structure": structure_figure(structure)}
+    others = [runs[chosen[s]]["path"] for s in chosen if s != focus]
+    report = evaluate_files(st["split"], runs[chosen[focus]]["path"], others, data_source=data_source, n_resamples=st["n_resamples"],
+                            seed=st["seed"], out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None)
+    return {"tables": tables, "figures": figures, "notes": [f"focus system: {focus_note}, run {chosen[focus]}"], "report": report,
+            "focus": focus}

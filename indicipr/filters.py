@@ -8,10 +8,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Callable, Iterable
 
-from .core import ACTS, act_key, section_of_title, build_dir, data_dir, read_jsonl, write_jsonl
+from .core import ACTS, build_dir, data_dir, read_jsonl, record_act, record_section, write_jsonl, write_text_atomic
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 'VAGUE_QUESTIONS', 'ARTIFACT_PATTERNS', 'FILTERS',
@@ -19,7 +18,7 @@ __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 
            'f4_answer_share', 'f5_question_quality', 'f6_no_leakage', 'context_truncated', 'f7_context_complete',
            'answer_in_editorial_note', 'f8_no_artifacts', 'f9_not_numeric', 'first_failure', 'apply_filters',
            'filter_table', 'builds_with_candidates', 'filter_build', 'plot_filter_funnel', 'candidate_from_released',
-           'filter_released']
+           'filter_released', 'filters_stage']
 
 # %% ../notebooks/03_filters.ipynb #98effa4a
 STOPWORDS = frozenset("""a an the of to in on at by for with from into under as and or nor but if than then that
@@ -206,7 +205,7 @@ def filter_build(tag: str) -> dict:
                "contexts_filtered": len({c["context_id"] for c, r in zip(candidates, log) if r["failed"] is None}),
                "models": sorted({str(c.get("model")) for c in candidates}),
                "excluded": {fid: int(n) for fid, n in zip(table.Filter[1:], table.Excluded[1:])}}
-    (folder / "filter_summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(folder / "filter_summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
 def plot_filter_funnel(tables: dict):
@@ -223,8 +222,9 @@ def plot_filter_funnel(tables: dict):
 # %% ../notebooks/03_filters.ipynb #233f3575
 def candidate_from_released(record: dict) -> dict:
     "A released official-format pair in the shape of a raw candidate, so that the nine filters apply to it."
-    return {"candidate_id": record["id"], "context_id": f"{act_key(record['id'])}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
-            "act": act_key(record["id"]), "section": section_of_title(record.get("title")) or "", "title": record.get("title", ""),
+    act = record_act(record)
+    return {"candidate_id": record["id"], "context_id": f"{act}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
+            "act": act, "section": record_section(record), "title": record.get("title", ""),
             "context": record["context"], "question": record["question"], "answer": record["answers"]["text"][0]}
 
 def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"]:
@@ -232,3 +232,20 @@ def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"
     candidates = [candidate_from_released(r) for r in records]
     log = apply_filters(candidates)
     return log, filter_table(log)
+
+# %% ../notebooks/03_filters.ipynb #0485a991
+def filters_stage(plan) -> dict[str, tuple["pd.DataFrame", str]]:
+    "`{name: (filter table, caption)}` of the run: `released` for a score job, one per build for a rebuild."
+    from indicipr.core import load_benchmark
+    out = {}
+    if not plan.rebuild:
+        released = list(load_benchmark(plan.data_source, merged=True)["merged"])
+        log, table = filter_released(released)
+        out["released"] = (table, f"The nine filters re-applied to the {len(released)} released pairs of {plan.data_source}: "
+                                  f"{sum(r['failed'] is not None for r in log)} would be excluded today")
+    for tag in plan.builds_among(builds_with_candidates()):
+        s = filter_build(tag)
+        out[tag] = (filter_table(list(read_jsonl(build_dir(tag) / "filter_log.jsonl"))),
+                    f"Nine sequential filters on the {tag} build ({', '.join(s['models'])}): "
+                    f"{s['candidates']} raw candidates from {s['contexts']} contexts → {s['filtered']}")
+    return out

@@ -15,7 +15,7 @@ from . import core
 # %% auto #0
 __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'user_message',
            'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
-           'qa_requests', 'predict_llm', 'cache_path', 'run_llm_baselines']
+           'qa_requests', 'predict_llm', 'cache_path', 'run_llm_baselines', 'llm_results_table']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
 QA_SYSTEM = ("You answer questions about Indian intellectual-property statutes. Copy the answer from the "
@@ -112,9 +112,9 @@ def qa_requests(records, shots, max_tokens: int, seed: int = 0) -> list[dict]:
     params = {"temperature": 0, "max_tokens": max_tokens, "seed": seed}
     return [{"messages": qa_messages(r, shots), "schema": ANSWER_SCHEMA, "params": params} for r in records]
 
-def predict_llm(endpoint, records, shots, cache=None, max_tokens: int = 96, concurrency: int = 1,
+def predict_llm(endpoint, records, shots, cache, max_tokens: int, concurrency: int = 1,
                 desc: str = "LLM QA", confirm_cost: bool = False) -> tuple[dict, dict, dict]:
-    "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set."
+    "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set (`max_tokens`: the profile's)."
     from indicipr import llm
     results = llm.run_requests(endpoint, qa_requests(records, shots, max_tokens), cache, concurrency=concurrency,
                                desc=desc, validate=False, confirm_cost=confirm_cost)
@@ -167,3 +167,10 @@ def run_llm_baselines(data_source="sample", profile="offline", llm_endpoints=Non
                     rows.append({"model": ep.model, "setting": setting, "postprocess": variant, "system": system,
                                  "em": summ["em"], "f1": summ["f1"], "char_f1": summ["char_f1"], **stats})
     return rows
+
+def llm_results_table(rows: list[dict]) -> "pd.DataFrame":
+    "The stage's table: one row per system, the card's model names first, scores rounded."
+    import pandas as pd
+    table = pd.DataFrame(rows)
+    table.insert(0, "model name", [CARD_NAMES.get(m, m) for m in table["model"]])
+    return table.drop(columns=["model"]).round(2)

@@ -7,13 +7,14 @@ __all__ = ['CHAR_F1_VARIANTS', 'SCORE_COLUMNS', 'SPLIT_ALIASES', 'normalize_answ
            'char_f1_multiset_score', 'longest_common_substring', 'char_f1_lcs_score', 'char_f1_score', 'max_over_golds',
            'exact_match', 'token_f1', 'char_f1', 'char_f1_lcs', 'PredictionIdError', 'as_prediction_dict',
            'check_prediction_ids', 'score_question', 'score_predictions', 'per_act_table', 'unknown_act_ids',
-           'system_name', 'system_group', 'prediction_files', 'score_runs', 'load_gold', 'same_length_elsewhere',
-           'constructed_predictions', 'metric_examples_table']
+           'system_name', 'system_group', 'prediction_files', 'score_runs', 'load_gold', 'check_coverage',
+           'same_length_elsewhere', 'constructed_predictions', 'metric_examples_table']
 
 # %% ../notebooks/06_metrics.ipynb #87975085
 import difflib
 import re
 import string
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -110,9 +111,9 @@ def char_f1_lcs(prediction: str, golds: str | Iterable[str]) -> float:
     return char_f1(prediction, golds, variant="lcs")
 
 # %% ../notebooks/06_metrics.ipynb #226a9544
-from .core import UNKNOWN_ACT_KEY, act_key, read_predictions
+from .core import UNKNOWN_ACT_KEY, InputError, gold_starts, read_predictions, record_act
 
-class PredictionIdError(ValueError):
+class PredictionIdError(InputError, ValueError):
     "Predictions hold ids that are not in the gold split."
 
 def _describe(source) -> str:
@@ -177,9 +178,9 @@ def score_predictions(gold, predictions, char_variant: str = "multiset", source:
         golds = list(rec["answers"]["text"])
         answered = rec["id"] not in missing
         scores = score_question(preds[rec["id"]], golds, char_variant) if answered else dict.fromkeys(SCORE_COLUMNS, 0.0)
-        rows.append({"id": rec["id"], "act": act_key(rec["id"]), "question": rec["question"],
+        rows.append({"id": rec["id"], "act": record_act(rec), "question": rec["question"],
                      "context": rec["context"], "golds": golds,
-                     "answer_starts": list(rec["answers"]["answer_start"]),
+                     "answer_starts": gold_starts(rec),                 # each gold's offset, mended where the file's is off
                      "prediction": preds.get(rec["id"]), "answered": answered, **scores})
     frame = pd.DataFrame(rows)
     summary = {"n": len(frame), "answered": int(frame["answered"].sum()), "missing": len(missing),
@@ -188,7 +189,7 @@ def score_predictions(gold, predictions, char_variant: str = "multiset", source:
     return frame, summary
 
 # %% ../notebooks/06_metrics.ipynb #f1a88f14
-from .split import act_keys_in_card_order, act_label
+from .core import act_keys_in_card_order, act_label
 
 def per_act_table(frame: pd.DataFrame, metrics: Iterable[str] = ("em", "f1", "char_f1")) -> pd.DataFrame:
     "Questions and mean scores per Act (card's order; an `Unknown` row for ids of no known Act)."
@@ -243,20 +244,34 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
     return runs
 
 # %% ../notebooks/06_metrics.ipynb #ee8bf3e7
-from .core import load_benchmark, read_qa_file
+from .core import QAFormatError, load_benchmark, load_qa_file, problem_lines
 
 SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation", "dev": "validation",
                  "test": "test", "merged": "merged", "full": "merged"}
 
-def load_gold(gold: str | Path, data_source: str = "sample") -> list[dict]:
-    "Gold records from a split name of the benchmark `data_source` or from an official-format file."
+def load_gold(gold: str | Path, data_source: str = "sample", strict: bool = False) -> list[dict]:
+    "Gold records from a split name of the benchmark `data_source` or from a QA file (problems on stderr; `strict`: an error)."
     if str(gold) in SPLIT_ALIASES and not Path(gold).is_file():
         split = SPLIT_ALIASES[str(gold)]
-        return [dict(r) for r in load_benchmark(data_source, merged=split == "merged")[split]]
+        return [dict(r) for r in load_benchmark(data_source, merged=split == "merged", strict=strict)[split]]
     path = Path(gold)
+    if path.is_dir(): raise InputError(f"--gold {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
     if not path.is_file():
-        raise FileNotFoundError(f"--gold {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
-    return read_qa_file(path)
+        raise InputError(f"--gold {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
+    f = load_qa_file(path)
+    if f.problems and strict: raise QAFormatError("\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)]))
+    if f.problems: print(f"{path}: {len(f.problems)} problem record(s) (kept when only the offset is off, else left out):\n"
+                         + "\n".join(problem_lines(f.problems)), file=sys.stderr)
+    return f.records
+
+def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:
+    "No answered question: an error naming the file; some unanswered: a warning on stderr with the count."
+    if summary["n"] and summary["answered"] == 0:
+        raise InputError(f"{source}: none of its ids is a question of {gold_name} ({summary['n']} questions): "
+                         "is it the predictions of another split or benchmark, or an empty export?")
+    if summary["missing"]:
+        print(f"warning: {source}: {summary['missing']} of {summary['n']} questions of {gold_name} have no prediction "
+              f"(scored as wrong), e.g. {', '.join(summary['missing_ids'][:5])}", file=sys.stderr)
 
 # %% ../notebooks/06_metrics.ipynb #6cc92f85
 def same_length_elsewhere(context: str, start: int, length: int) -> str:

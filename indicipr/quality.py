@@ -5,7 +5,6 @@
 # %% ../notebooks/12_quality.ipynb #f61ddc19
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -18,7 +17,7 @@ from typing import Annotated, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import core, llm
 
@@ -30,7 +29,7 @@ __all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDG
            'judge_messages', 'judgment', 'judge_all', 'judgments_path', 'run_judges', 'judgments_frame',
            'majority_vote', 'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act',
            'judge_agreement', 'distribution_figure', 'judge_human_agreement', 'audit_dir', 'filled_sheets',
-           'score_sheets', 'audit_main']
+           'score_sheets', 'audit_stage', 'judge_stage', 'judge_human_table']
 
 # %% ../notebooks/12_quality.ipynb #2fd9f0ed
 SCALE = {1: "Poor", 2: "Acceptable", 3: "Good"}
@@ -113,13 +112,8 @@ def _allocate_by_stratum(sizes: dict, n: int) -> dict:
     return alloc
 
 
-def _record_act(record: dict) -> str:
-    "The Act key of a benchmark record, from its id prefix (`core.UNKNOWN_ACT_KEY` when it cannot be told)."
-    return core.act_key(record["id"])
-
-
 def stratified_sample(records: Sequence[dict], n: int | None, seed: int = 0,
-                      key: Callable[[dict], str] = _record_act) -> list[dict]:
+                      key: Callable[[dict], str] = core.record_act) -> list[dict]:
     "Draw `n` records (all when None) stratified by `key`, seeded; returned in a seeded random order."
     groups: dict[str, list] = {}
     for r in sorted(records, key=lambda r: r["id"]): groups.setdefault(key(r), []).append(r)
@@ -145,7 +139,7 @@ def _audit_row(record: dict) -> dict:
     if len(ctx) > _SPREADSHEET_CELL_LIMIT:
         raise ValueError(f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
                          f"({_SPREADSHEET_CELL_LIMIT}); it would be truncated")
-    return {"pair_id": record["id"], "act": core.act_name(record["id"]),
+    return {"pair_id": record["id"], "act": core.act_label(core.record_act(record)),
             "title": record.get("title", ""), "question": record["question"],
             "answer": record["answers"]["text"][0], "context": ctx,
             **{c: "" for c in AUDIT_CRITERIA}, "comment": ""}
@@ -190,23 +184,23 @@ def export_audit_kit(records: Sequence[dict], out_dir, annotators: Sequence[str]
                      n: int | None = 200, seed: int = 0, source: str = "") -> dict:
     "Draw the audit pairs (stratified by Act, seeded) and write the blank sheets, README and manifest."
     if len(annotators) < 2 or len(set(annotators)) != len(annotators):
-        raise ValueError(f"need at least two distinct annotator names, got {list(annotators)}")
+        raise core.InputError(f"--annotators {' '.join(annotators)}: need at least two distinct annotator names")
     for a in annotators:
-        if not _ANNOTATOR_NAME.match(a): raise ValueError(f"annotator name {a!r}: use letters, digits, _ or -")
+        if not _ANNOTATOR_NAME.match(a): raise core.InputError(f"annotator name {a!r}: use letters, digits, _ or -")
     out = Path(out_dir)
     rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
     sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
     (out / "filled").mkdir(parents=True, exist_ok=True)
     core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
-    counts = {n: int(drawn[n]) for n in [*(a.short for a in core.ACTS.values()), core.UNKNOWN_ACT] if n in drawn}
+    counts = {n: int(drawn[n]) for n in [*(core.act_label(k) for k in core.act_keys_in_card_order()), core.UNKNOWN_ACT] if n in drawn}
     manifest = {"source": source, "seed": seed, "n_requested": n, "n": len(rows), "per_act": counts,
                 "annotators": list(annotators), "ids": [r["pair_id"] for r in rows], "sheets": sheets}
     core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
     return manifest
 
 # %% ../notebooks/12_quality.ipynb #14dd1449
-class AuditSheetError(ValueError):
+class AuditSheetError(core.InputError, ValueError):
     "A filled audit sheet that cannot be scored; the message names the sheet, rows and ids."
 
 
@@ -222,13 +216,19 @@ def _parse_score_cell(value) -> int:
     return int(m.group(1))
 
 
+def _sheet_delimiter(path: Path) -> str:
+    "The delimiter of a sheet: a comma, or the semicolon or tab a spreadsheet program wrote in some locales."
+    header = core.read_text(path).splitlines()[0] if path.stat().st_size else ""
+    return max(",;\t", key=header.count) if header else ","
+
 def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
-    "Read and validate a filled sheet → frame indexed by `pair_id` with int columns per criterion."
+    "Read and validate a filled sheet (comma, semicolon or tab separated) → frame indexed by `pair_id` with int columns per criterion."
     path = Path(path)
+    if not path.is_file(): raise AuditSheetError(f"{path}: no such sheet")
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise AuditSheetError(f"{path}: cannot read as CSV ({e})") from e
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=_sheet_delimiter(path))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, core.JSONLError) as e:
+        raise AuditSheetError(f"{path}: cannot read as a CSV sheet ({str(e).splitlines()[0].strip()})") from None
     missing = [c for c in ["pair_id", *AUDIT_CRITERIA] if c not in df.columns]
     if missing: raise AuditSheetError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
     if df.empty: raise AuditSheetError(f"{path}: the sheet has no rows")
@@ -365,7 +365,7 @@ def _retry_messages(messages: list[dict], raw: str | None, error: str) -> list[d
 def _judgment_record(record: dict, judge: Judge, scores: JudgeScores | None, status: str,
                     error: str | None, attempts: int) -> dict:
     "One line of a judgments file."
-    return {"id": record["id"], "act": _record_act(record), "judge": judge.name,
+    return {"id": record["id"], "act": core.record_act(record), "judge": judge.name,
             "status": status, "attempts": attempts, "error": error,
             **{c: (getattr(scores, c) if scores is not None else None) for c in JUDGE_CRITERIA}}
 
@@ -510,12 +510,12 @@ def flagged_share(raters: pd.DataFrame, order: Sequence[str] | None = None) -> p
 
 
 def flagged_by_act(raters: pd.DataFrame, rater: str) -> pd.DataFrame:
-    "Share (%) of one rater's scored pairs flagged per Act (rows, in ACTS order, then Unknown) and criterion (columns)."
+    "Share (%) of one rater's scored pairs flagged per Act (rows, in the card's order, then Unknown) and criterion (columns)."
     d = raters[raters["judge"] == rater].dropna(subset=["score"]).assign(flagged=lambda x: x["score"] == 1)
     t = (100 * d.groupby(["act", "criterion"])["flagged"].mean()).unstack("criterion")
     t = t.reindex(columns=[c for c in JUDGE_CRITERIA if c in t.columns]).rename(columns=JUDGE_CRITERIA)
-    t = t.reindex([k for k in [*core.ACTS, core.UNKNOWN_ACT_KEY] if k in t.index])
-    t.index = [core.ACTS[k].short if k in core.ACTS else core.UNKNOWN_ACT for k in t.index]
+    t = t.reindex([k for k in core.act_keys_in_card_order(t.index) if k in t.index])
+    t.index = [core.act_label(k) for k in t.index]
     t.index.name = "Act"; t.columns.name = None
     return t.round(1).reset_index()
 
@@ -599,46 +599,47 @@ def _sheet_name(path) -> str:
 
 
 def score_sheets(path_a, path_b) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    "Read, validate and compare two filled sheets → ({annotator: sheet}, card table)."
+    "Read, validate and compare two filled sheets → ({annotator: sheet}, card table); one sheet twice is an error."
+    if Path(path_a).resolve() == Path(path_b).resolve():
+        raise AuditSheetError(f"{path_a}: the same sheet given twice; agreement needs the two annotators' sheets")
     a, b = read_audit_sheet(path_a), read_audit_sheet(path_b)
     _check_same_pairs(a, b, str(path_a), str(path_b))
+    if a[list(AUDIT_CRITERIA)].equals(b.loc[a.index, list(AUDIT_CRITERIA)]):
+        print(f"warning: {path_a} and {path_b} hold the same scores in every cell: one sheet copied over the other?", file=sys.stderr)
     na, nb = _sheet_name(path_a), _sheet_name(path_b)
     if na == nb: na, nb = f"{na} (1)", f"{nb} (2)"
     return {na: a, nb: b}, audit_results_table(audit_agreement(a, b))
 
-# %% ../notebooks/12_quality.ipynb #df52a3c8
-def _audit_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="indicipr audit", description="Human-audit kit of IndicIPR-QA (card: Human Quality Audit).")
-    sub = p.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("export", help="draw test pairs stratified by Act and write one blank sheet per annotator")
-    e.add_argument("--data-source", default="sample", help="sample | hub | folder with the official files")
-    e.add_argument("--split", default="test")
-    e.add_argument("-n", "--n", type=int, default=200, help="pairs to draw (all if fewer)")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--annotators", nargs="+", default=["A", "B"])
-    e.add_argument("--out", default=None, help="kit folder (default data/audit/<source>/)")
-    s = sub.add_parser("score", help="validate two filled sheets and compute the audit table")
-    s.add_argument("sheets", nargs=2, metavar="SHEET")
-    s.add_argument("--figures-dir", default=None, help="also save the table under <figures_dir>/tables")
-    s.add_argument("--json", action="store_true", help="print the statistics as JSON")
-    return p
+# %% ../notebooks/12_quality.ipynb #3aa58e1e
+def audit_stage(test_records: list[dict], kit, cfg: dict, data_source) -> dict:
+    "`{manifest, kit_table, filled, sheets, audit_table}`: the kit written to `kit`, and the filled sheets' scores (or None)."
+    manifest = export_audit_kit(test_records, kit, n=cfg["audit_pairs"], seed=cfg["audit_seed"], source=data_source)
+    found = filled_sheets(kit)
+    sheets, audit_table = score_sheets(*found) if len(found) == 2 else ({}, None)
+    return {"manifest": manifest, "kit_table": pd.DataFrame([{"Act": a, "pairs": c} for a, c in manifest["per_act"].items()]),
+            "filled": found, "sheets": sheets, "audit_table": audit_table}
 
+def judge_stage(records: list[dict], cfg: dict, data_source, config, cache, confirm_cost: bool = False) -> dict:
+    "`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges on `records`."
+    judgments = run_judges(records, cfg["judges"], data_source, config, cache, cfg["concurrency"], confirm_cost)
+    single, names = cfg["judges"][0], [j.name for j in cfg["judges"]]
+    smoke = " (smoke run of the code path: one local model under three names)" if cfg["smoke"] else ""
+    long = judgments_frame([r for rows in judgments.values() for r in rows])
+    raters = rater_scores(long, names)
+    status = pd.DataFrame([{"judge": k, **pd.Series([r["status"] for r in v]).value_counts().reindex(["ok", "invalid", "error"], fill_value=0).to_dict()}
+                           for k, v in judgments.items()])
+    order = [single.name, "ensemble (mean, rounded)", "ensemble (majority)"]
+    tables = {"judge_status": (status, "Judge replies: valid, invalid after one retry, failed calls" + smoke),
+              "judge_score_distribution": (score_distribution(raters, order), f"Score distribution per criterion: single judge {single.name} and the ensemble{smoke}"),
+              "judge_flagged_by_criterion": (flagged_share(raters, order=[*dict.fromkeys(names), "ensemble (mean, rounded)", "ensemble (majority)"]),
+                                             f"% of judged pairs flagged (score 1) per criterion{smoke}")}
+    for rater, tag in [(single.name, "single"), ("ensemble (majority)", "ensemble")]:
+        tables[f"judge_flagged_by_act_{tag}"] = (flagged_by_act(raters, rater), f"% of judged pairs flagged (score 1) per Act: {rater}{smoke}")
+    tables["judge_agreement"] = (judge_agreement(long, names), f"Agreement between the ensemble's judges{smoke}")
+    return {"judgments": judgments, "raters": raters, "names": names, "tables": tables, "smoke": smoke,
+            "figure": distribution_figure(raters, order, f"LLM-as-judge score distribution{smoke}")}
 
-def audit_main(argv: Sequence[str] | None = None) -> int:
-    "Entry point of `indicipr audit export|score`; returns the exit status."
-    args = _audit_parser().parse_args(argv)
-    try:
-        if args.command == "export":
-            records = core.load_benchmark(args.data_source)[args.split].to_list()
-            out = Path(args.out) if args.out else audit_dir(args.data_source)
-            m = export_audit_kit(records, out, args.annotators, args.n, args.seed, source=args.data_source)
-            print(f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
-                  f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}")
-            return 0
-        sheets, table = score_sheets(*args.sheets)
-        if args.figures_dir: core.save_table(table, "audit_results", args.figures_dir, caption="Human audit results")
-        print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
-        return 0
-    except AuditSheetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+def judge_human_table(raters: pd.DataFrame, sheets: dict, names: list[str]) -> pd.DataFrame | None:
+    "Cohen's κ between each judge (and the ensemble's majority) and each annotator, or None when they share no pair."
+    jh = judge_human_agreement(raters, sheets, [*dict.fromkeys(names), "ensemble (majority)"])
+    return jh if jh["pairs"].sum() else None

@@ -12,19 +12,19 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from .core import (ACTS, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, UNKNOWN_ACT, UNKNOWN_ACT_KEY, QAFormatError,
-                           act_key, build_dir, construction_job, data_dir, make_qa_record, read_jsonl, read_qa_file, resolve_source,
-                           stage_settings, write_jsonl)
+from .core import (ACTS, CARD, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS, QAFormatError,
+                           act_keys_in_card_order, act_label, build_dir, card_comparable, data_dir, make_qa_record,
+                           may_publish_sample, read_jsonl, read_qa_file, record_act, record_section, replace_atomic,
+                           source_tag, stage_settings, write_jsonl)
 from .filters import builds_with_candidates
 
 # %% auto #0
-__all__ = ['SPLITS', 'PROFILE_DEFAULTS', 'CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard',
-           'span_overlap', 'near_duplicate', 'balance_by_type', 'select_context', 'select_candidates', 'natural_key',
-           'linked_sections', 'assign_sections', 'SplitIntegrityError', 'official_records', 'check_split_integrity',
-           'card_comparable', 'act_keys_in_card_order', 'act_label', 'section_of', 'split_sizes',
+__all__ = ['PROFILE_DEFAULTS', 'CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard', 'span_overlap',
+           'near_duplicate', 'balance_by_type', 'select_context', 'select_candidates', 'natural_key', 'linked_sections',
+           'assign_sections', 'SplitIntegrityError', 'official_records', 'check_split_integrity', 'split_sizes',
            'per_act_distribution', 'context_jaccard', 'split_integrity_table', 'write_split_files', 'split_build',
-           'SamplePublishError', 'may_publish_sample', 'stage_plan', 'publish_sample', 'selection_table',
-           'plot_split_distribution', 'construction_counts', 'stage_job']
+           'SamplePublishError', 'publish_sample', 'selection_table', 'plot_split_distribution', 'construction_counts',
+           'split_stage', 'build_tables', 'source_tables']
 
 # %% ../notebooks/04_split.ipynb #c6f2c715
 def normalize_question(q: str) -> str:
@@ -86,8 +86,6 @@ def select_candidates(filtered: Iterable[dict], max_per_context: int = 4) -> tup
     return selected, log
 
 # %% ../notebooks/04_split.ipynb #c4120014
-SPLITS = ("train", "validation", "test")
-
 def natural_key(section: str) -> tuple[int, str]:
     "Sort key of a section number: `2 < 11 < 11A < 107 < 107A`."
     m = re.fullmatch(r"(\d+)(.*)", str(section))
@@ -164,7 +162,7 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
         for r in splits[split]:
             p = where.get(r["id"])
             if p is None or p["split"] != split: raise SplitIntegrityError(f"{r['id']}: in {split} but provenance says {p and p['split']}")
-            if act_key(r["id"]) != p["act"]: raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
+            if record_act(r) != p["act"]: raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
             for kind, key in (("context text", r["context"]), ("context id", p["context_id"]), ("section", (p["act"], p["section"]))):
                 other = seen[kind].setdefault(key, split)
                 if other != split:
@@ -174,35 +172,14 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
         raise SplitIntegrityError("merged file is not exactly the union of train, validation and test")
 
 # %% ../notebooks/04_split.ipynb #23daafd0
-from .core import CARD   # the card's numbers, one place: CARD["train_test_jaccard"] (0.00 for all seven Acts)
-
-def card_comparable(data_source, splits: dict[str, list] | None = None) -> bool:
-    "Whether the card's figures may stand beside computed ones: the official files (hub or a folder), with the card's sizes for the `splits` given."
-    if resolve_source(data_source)[0] == "sample": return False
-    return splits is None or all(len(splits[s]) == OFFICIAL_COUNTS[s] for s in OFFICIAL_COUNTS if s in splits)
-
-def act_keys_in_card_order(present: Iterable[str] = ()) -> list[str]:
-    "Act keys in the card's table order, other registered Acts after them, `UNKNOWN_ACT_KEY` last when `present` has it."
-    keys = [*CARD_PER_ACT, *(k for k in ACTS if k not in CARD_PER_ACT)]
-    return keys + [UNKNOWN_ACT_KEY] if UNKNOWN_ACT_KEY in set(present) else keys
-
-def act_label(key: str) -> str:
-    "The card's short name of an Act key (`UNKNOWN_ACT` for `UNKNOWN_ACT_KEY`)."
-    return ACTS[key].short if key in ACTS else UNKNOWN_ACT
-
-def section_of(record: dict) -> str:
-    "A record's section without provenance: the number of its title (`Section 12A: ...` → `12A`), else the title."
-    m = re.match(r"\s*section\s+(\d+[A-Z]*)\b", record.get("title", ""), flags=re.IGNORECASE)
-    return m.group(1) if m else record.get("title", "")
-
 def split_sizes(splits: dict[str, list[dict]], provenance: list[dict] | None = None, card: bool = False):
-    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `section_of`); `card` adds the card's sizes."
+    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `core.record_section`); `card` adds the card's sizes."
     import pandas as pd
     prov = {p["id"]: (p["act"], p["section"]) for p in provenance} if provenance is not None else None
     total = max(len(splits["merged"]), 1)
     rows = []
     for s in (*SPLITS, "merged"):
-        sections = {prov[r["id"]] if prov is not None else (act_key(r["id"]), section_of(r)) for r in splits[s]}
+        sections = {prov[r["id"]] if prov is not None else (record_act(r), record_section(r)) for r in splits[s]}
         row = {"Split": "total" if s == "merged" else s, "QA pairs": len(splits[s]), "Share (%)": 100 * len(splits[s]) / total,
                "Contexts": len({r["context"] for r in splits[s]}), "Sections": len(sections)}
         if card: row.update({"Card QA pairs": OFFICIAL_COUNTS[s], "Card share (%)": 100 * OFFICIAL_COUNTS[s] / OFFICIAL_COUNTS["merged"]})
@@ -213,7 +190,7 @@ def per_act_distribution(splits: dict[str, list[dict]], card: bool = False):
     "QA pairs per Act in the full dataset and each split (card's Act order, `Unknown` row when needed, total row); `card` adds the card's full/test counts."
     import pandas as pd
     names = {"merged": "Full dataset", "train": "Train", "validation": "Validation", "test": "Test set"}
-    counts = {s: Counter(act_key(r["id"]) for r in splits[s]) for s in names}
+    counts = {s: Counter(record_act(r) for r in splits[s]) for s in names}
     keys = act_keys_in_card_order(k for c in counts.values() for k in c)
     rows = [{"Act": act_label(k), **{names[s]: counts[s][k] for s in names}} for k in keys]
     rows.append({"Act": "Total", **{names[s]: len(splits[s]) for s in names}})
@@ -229,7 +206,7 @@ def context_jaccard(splits: dict[str, list[dict]], a: str = "train", b: str = "t
     import pandas as pd
     ctx = {s: defaultdict(set) for s in (a, b)}
     for s in (a, b):
-        for r in splits[s]: ctx[s][act_key(r["id"])].add(r["context"])
+        for r in splits[s]: ctx[s][record_act(r)].add(r["context"])
     rows = []
     for k in act_keys_in_card_order([*ctx[a], *ctx[b]]):
         A, B = ctx[a][k], ctx[b][k]
@@ -243,7 +220,7 @@ def context_jaccard(splits: dict[str, list[dict]], a: str = "train", b: str = "t
 def split_integrity_table(splits: dict[str, list[dict]]):
     "The checks a section-level split passes, each with the number of offending items: ids, source contexts and sections in two splits; merged = union."
     import pandas as pd
-    keys = {"ids": lambda r: r["id"], "source contexts": lambda r: r["context"], "sections": lambda r: (act_key(r["id"]), section_of(r))}
+    keys = {"ids": lambda r: r["id"], "source contexts": lambda r: r["context"], "sections": lambda r: (record_act(r), record_section(r))}
     rows = []
     for what, key in keys.items():
         sets = {s: {key(r) for r in splits[s]} for s in SPLITS}
@@ -291,19 +268,9 @@ def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile:
             "contexts_filtered": len({c["context_id"] for c in filtered}), "contexts_retained": len({c["context_id"] for c in selected}),
             "sizes": {s: len(v) for s, v in written.items()}, "folder": str(folder)}
 
+# %% ../notebooks/04_split.ipynb #0e50fca0
 class SamplePublishError(RuntimeError):
     "Something other than the offline rebuild of the sample asked to write `data/sample/`."
-
-def may_publish_sample(profile: str, data_source) -> bool:
-    "Only the offline rebuild of the embedded sample (profile 'offline', data source 'sample') may write `data/sample/`."
-    return profile == "offline" and resolve_source(data_source)[0] == "sample"
-
-def stage_plan(profile: str, data_source, builds: Iterable[str] | None = None, publish_replay: bool = True) -> dict:
-    "What the stage run does: the builds it splits, whether it publishes the replay build, whether the data source is official."
-    official = resolve_source(data_source)[0] != "sample"
-    tags = [] if (profile == "paper" and official) else builds_with_candidates(builds)
-    return {"builds": tags, "publish": bool(publish_replay) and "replay" in tags and may_publish_sample(profile, data_source),
-            "official": official}
 
 def publish_sample(tag: str = "replay", dest: str | Path | None = None, profile: str = "offline", data_source="sample") -> Path:
     "Copy a build's four official files into `data/sample/` (only for the offline rebuild of the sample) or into `dest`."
@@ -317,14 +284,15 @@ def publish_sample(tag: str = "replay", dest: str | Path | None = None, profile:
         src = build_dir(tag) / name
         read_qa_file(src)
         tmp = dest / f".{name}.tmp"
-        shutil.copyfile(src, tmp); tmp.replace(dest / name)
+        shutil.copyfile(src, tmp); replace_atomic(tmp, dest / name)
     return dest
 
+# %% ../notebooks/04_split.ipynb #3cd7f1d0
 def selection_table(summaries: dict[str, dict]):
     "Filtered candidates → near-duplicates and cap → selected pairs and retained contexts, per build."
     import pandas as pd
     return pd.DataFrame([{"Build": t, "Filtered candidates": s["filtered"], "Contexts (filtered)": s["contexts_filtered"],
-                          "Near-duplicates dropped": s["dropped_duplicates"], f"Over cap dropped": s["dropped_cap"],
+                          "Near-duplicates dropped": s["dropped_duplicates"], "Over cap dropped": s["dropped_cap"],
                           "Selected QA pairs": s["selected"], "Retained contexts": s["contexts_retained"],
                           "Pairs per context": round(s["selected"] / max(s["contexts_retained"], 1), 2)} for t, s in summaries.items()])
 
@@ -367,12 +335,29 @@ def construction_counts(tag: str):
               "Train": len(splits["train"]), "Validation": len(splits["validation"]), "Test": len(splits["test"])}
     return pd.DataFrame([{"Stage": k, "Count": counts[k], "Card": card} for k, card in CARD_CONSTRUCTION])
 
-# %% ../notebooks/04_split.ipynb #ba3bd098
-def stage_job(profile: str, data_source, rebuild: bool | None = None, build_tag: str | None = None,
-              builds: Iterable[str] | None = None, publish_replay: bool = True) -> dict:
-    "`stage_plan` with the construction job (`core.construction_job`) and a tagged build taken into account; adds `job`."
-    job = construction_job(data_source, profile, rebuild)
-    official = resolve_source(data_source)[0] != "sample"
-    if job == "score": return {"builds": [], "publish": False, "official": official, "job": job}
-    if build_tag is not None: return {"builds": [build_tag], "publish": False, "official": official, "job": job}
-    return {**stage_plan(profile, data_source, builds, publish_replay), "job": job}
+# %% ../notebooks/04_split.ipynb #6ecdee57
+def split_stage(plan, ratios=None, max_per_context=None, seed=None) -> tuple[dict[str, dict], Path | None]:
+    "Split the builds of the plan (`split_build`); publish the replay build when the plan says so. Returns the summaries and where the sample went."
+    summaries = {t: split_build(t, ratios, max_per_context, seed, plan.profile)
+                 for t in plan.builds_among(builds_with_candidates())}
+    published = publish_sample("replay", profile=plan.profile, data_source=plan.data_source) if plan.publishes_sample(summaries) else None
+    return summaries, published
+
+def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, list[dict]]]:
+    "`{name: (table, caption)}` of one split build, and its splits."
+    splits = {s: read_qa_file(build_dir(tag) / f) for s, f in OFFICIAL_FILES.items()}
+    prov = list(read_jsonl(build_dir(tag) / "split_provenance.jsonl"))
+    return {f"split_sizes_{tag}": (split_sizes(splits, prov), f"Split sizes of the {tag} build (seed {summary['seed']}, target {summary['ratios']})"),
+            f"split_per_act_{tag}": (per_act_distribution(splits), f"QA pairs per Act, {tag} build (card: official dataset)"),
+            f"split_jaccard_{tag}": (context_jaccard(splits), f"Train–test source-context Jaccard per Act, {tag} build")}, splits
+
+def source_tables(data_source) -> tuple[dict[str, tuple], bool]:
+    "`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the card's figures are beside them."
+    from indicipr.core import load_benchmark
+    tag, source = source_tag(data_source), load_benchmark(data_source, merged=True)
+    splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}
+    card = card_comparable(data_source, splits)
+    return {f"split_integrity_{tag}": (split_integrity_table(splits), f"Split integrity of {tag}: offending items per check"),
+            f"split_jaccard_{tag}": (context_jaccard(splits, card=card), f"Train–test source-context Jaccard per Act ({tag})"),
+            f"split_sizes_{tag}": (split_sizes(splits, card=card), f"Split sizes of {tag} (sections: the numbers of the records' titles)"),
+            f"split_per_act_{tag}": (per_act_distribution(splits, card=card), f"QA pairs per Act ({tag})")}, card

@@ -10,12 +10,11 @@ __all__ = ['NOT_IN_RELEASE', 'CARD_OPENINGS', 'word_count', 'distinct_contexts',
 # %% ../notebooks/05_stats.ipynb #4841adc0
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Iterable, Mapping
 
 import pandas as pd
 
-from .core import CARD, CARD_GLANCE, OFFICIAL_COUNTS, UNKNOWN_ACT_KEY, act_key, data_dir, read_jsonl
+from .core import CARD, CARD_GLANCE, OFFICIAL_COUNTS, UNKNOWN_ACT_KEY, data_dir, read_jsonl, record_act
 from .split import normalize_question
 
 # %% ../notebooks/05_stats.ipynb #cc336a21
@@ -40,7 +39,7 @@ def glance_table(splits: Mapping[str, list[dict]], initial_contexts: int | None 
     rows = [("Total QA pairs", len(merged))]
     rows.append(("Initial statutory contexts", initial_contexts if initial_contexts is not None else NOT_IN_RELEASE))
     rows += [("Retained statutory contexts", len(distinct_contexts(merged))),
-             ("Acts covered", len({act_key(r["id"]) for r in merged} - {UNKNOWN_ACT_KEY})),
+             ("Acts covered", len({record_act(r) for r in merged} - {UNKNOWN_ACT_KEY})),
              ("Training samples", len(splits["train"])), ("Validation samples", len(splits["validation"])),
              ("Test samples", len(splits["test"])),
              ("Average context length (words)", mean_words(distinct_contexts(merged))),

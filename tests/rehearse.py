@@ -46,13 +46,12 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
-from indicipr import core  # noqa: E402
+from indicipr import cli, core  # noqa: E402
 from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
-NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
-             "07_bm25", "08_encoders", "09_llms", "10_significance", "11_errors", "12_quality"]
+NOTEBOOKS = cli.NOTEBOOKS          # the runner's own list: the 13 stage notebooks
 
 
 # -- building the stand-ins' content ------------------------------------------------------------------------

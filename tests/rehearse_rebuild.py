@@ -85,12 +85,13 @@ def run_build(cmd: list[str], env: dict, cache: Path | None = None, kill_at: int
 def request_prompts(contexts: list[dict], model: str, questions_per_context: int = 5) -> dict[str, str]:
     "Cache key -> the stand-in's prompt hash, for the generation requests 02 makes under the paper profile."
     from indicipr import llm
+    from indicipr import generate
     from indicipr.core import stage_settings
-    settings = stage_settings(llm.PROFILE_DEFAULTS, "paper")
+    settings = stage_settings(generate.PROFILE_DEFAULTS, "paper")
     out = {}
     for c in contexts:
-        messages = llm.build_messages(questions_per_context, c["act_title"], c["title"], c["context"])
-        schema = llm.context_schema(c, questions_per_context, settings["schema_limits"])
+        messages = generate.build_messages(questions_per_context, c["act_title"], c["title"], c["context"])
+        schema = generate.context_schema(c, questions_per_context, settings["schema_limits"])
         out[llm.request_key(model, messages, schema, dict(settings["params"]))] = prompt_hash(messages)
     return out
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL as FIXTURE, ROOT
-from indicipr import core
+from indicipr import core, cli, report
 
 
 @pytest.fixture
@@ -64,11 +64,15 @@ def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needl
         lines[0] = mutate(lines[0], json.loads(lines[0]))
     lines[1] = mutate(lines[1], json.loads(lines[1]))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(core.QAFormatError) as err:
-        core.load_benchmark(folder)
+    with pytest.raises(core.QAFormatError) as err:          # --strict: any problem is an error naming file, line and what
+        core.load_benchmark(folder, strict=True)
     msg = str(err.value)
     assert f"train_squad.jsonl:2" in msg, msg
     assert needle in msg, msg
+    listed = "\n".join(str(p) for p in core.read_benchmark(folder).problems)   # by default: listed once, the rest loads
+    assert f"train_squad.jsonl:2" in listed and needle in listed, listed
+    kept = len(core.load_benchmark(folder, verbose=False)["train"])
+    assert kept == len(lines) - (0 if kind in ("offset mismatch", "answer not in context") else 1)   # only an offset's record is kept
 
 
 def test_missing_file_is_named(official_folder):
@@ -110,7 +114,9 @@ def test_cli_info_and_errors(official_folder):
     assert out.returncode == 0 and "train" in out.stdout
     (folder / "test_squad.jsonl").write_text('{"id": 1}\n')
     out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
-    assert out.returncode == 2 and "test_squad.jsonl:1" in out.stderr
+    assert out.returncode == 0 and "test_squad.jsonl:1" in out.stderr and "test_squad.jsonl:1" not in out.stdout   # reported, go on
+    out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder), "--strict"], capture_output=True, text=True)
+    assert out.returncode == 2 and "test_squad.jsonl:1" in out.stderr and "Traceback" not in out.stderr
 
 
 # --- nbdev / papermill plumbing -------------------------------------------------------------
@@ -139,7 +145,7 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
     # and papermill still finds the cell to inject after
     import papermill as pm
     out = tmp_path / "out.ipynb"
-    pm.execute_notebook(str(path), str(out), parameters={"x": 41}, kernel_name=core.ensure_kernel(), language="python",
+    pm.execute_notebook(str(path), str(out), parameters={"x": 41}, kernel_name=cli.ensure_kernel(), language="python",
                         progress_bar=False)
     executed = nbformat.read(out, as_version=4)
     assert "injected-parameters" in executed.cells[2].metadata.get("tags", [])
@@ -192,8 +198,8 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
     write_nb(nbs / "03_filters.ipynb", "x = 1")
     lines = []
-    with pytest.raises(core.PipelineError) as err:
-        core.run_pipeline({"profile": "paper", "figures_dir": str(figs)}, run_dir=tmp_path / "run",
+    with pytest.raises(cli.PipelineError) as err:
+        cli.run_pipeline({"profile": "paper", "figures_dir": str(figs)}, run_dir=tmp_path / "run",
                           notebooks=["00_core", "01_corpus", "02_generate", "03_filters"], nbs_dir=nbs, echo=lines.append)
     msg = str(err.value)
     assert "02_generate.ipynb" in msg and "cell 3 of 4" in msg and "boom in cell two" in msg
@@ -220,15 +226,15 @@ def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
     out = subprocess.run([str(BIN / "indicipr"), "reproduce", "--only", "00_core,99_nope", "--run-dir", str(run_dir)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "99_nope" in out.stderr and "Valid names: " + ", ".join(core.NOTEBOOKS) in out.stderr
+    assert "99_nope" in out.stderr and "Valid names: " + ", ".join(cli.NOTEBOOKS) in out.stderr
     assert "[1/" not in out.stdout and not run_dir.exists()      # nothing ran, nothing was written
 
 
 def test_unknown_parameter_is_refused_before_running(tmp_path):
     nbs = tmp_path / "nbs"; nbs.mkdir()
     write_nb(nbs / "00_core.ipynb", "raise SystemExit('must not run')")
-    with pytest.raises(core.RunnerUsageError, match="sedes"):
-        core.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
+    with pytest.raises(cli.RunnerUsageError, match="sedes"):
+        cli.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
     assert not (tmp_path / "run").exists()
 
 
@@ -307,7 +313,7 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
     exe = chromium_or_skip()
     figs = tmp_path / "figs"
     paper_shaped_tables(figs)
-    index = core.write_report(tmp_path / "run", [core.StageResult(n, "ok", 1.0) for n in core.NOTEBOOKS],
+    index = report.write_report(tmp_path / "run", [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
                               {"data_source": "sample", "profile": "offline", "figures_dir": str(figs)}, 13.0)
     probe = index.with_name("probe.html")          # the page plus a script that reports the layout into the DOM
     probe.write_text(index.read_text().replace("</body>", """<script>
@@ -395,7 +401,7 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
                if p[0] != "errors" and not any(w in text for w in _as_written(n))]
     assert not missing, f"numbers of core.CARD not in the dataset card: {missing}"
     # the error counts are small integers: check them against their own table rows
-    for (label, _, share), n in zip(core.CARD_TABLES["errors"][1], core.CARD["errors"].values()):
+    for (label, _, share), n in zip(report.CARD_TABLES["errors"][1], core.CARD["errors"].values()):
         assert f"{label}\t{n}\t{share}%" in text, (label, n, share)
 
 
@@ -410,18 +416,32 @@ def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeyp
     assert significance.PROFILE_DEFAULTS["paper"]["n_resamples"] == core.CARD["significance"]["n_resamples"]
     # change a number in CARD: the rebuilt report tables follow it
     changed = {**core.CARD, "bm25": {**core.CARD["bm25"], "bm25_retrieval": {"EM": 1.0, "F1": 2.5, "Char-F1": 3.0}}}
-    monkeypatch.setattr(core, "CARD", changed)
-    assert core.build_card_tables()["bm25"][1][0] == ("BM25 Retrieval", "1.00", "2.50", "3.00")
-    assert core.CARD_TABLES["bm25"][1][0] == ("BM25 Retrieval", "0.00", "20.21", "77.10")   # the module's view is untouched
+    monkeypatch.setattr(report, "CARD", changed)
+    assert report.build_card_tables()["bm25"][1][0] == ("BM25 Retrieval", "1.00", "2.50", "3.00")
+    assert report.CARD_TABLES["bm25"][1][0] == ("BM25 Retrieval", "0.00", "20.21", "77.10")   # the module's view is untouched
 
 
 def test_report_sections_name_current_tables_once():
     "No stale or duplicated report entries; every card key resolves; the new tables have their place."
-    items = [it for sec in core.REPORT_SECTIONS for it in sec.items]
+    items = [it for sec in report.REPORT_SECTIONS for it in sec.items]
     names = [it.table for it in items]
     assert len(names) == len(set(names)) and not [n for n in names if n.endswith("_best")]
-    assert all(core.card_table(it.card) is not None for it in items if it.card)
-    where = {it.table: sec.id for sec in core.REPORT_SECTIONS for it in sec.items}
-    construction = [it.table for sec in core.REPORT_SECTIONS if sec.id == "construction" for it in sec.items]
+    assert all(report.card_table(it.card) is not None for it in items if it.card)
+    where = {it.table: sec.id for sec in report.REPORT_SECTIONS for it in sec.items}
+    construction = [it.table for sec in report.REPORT_SECTIONS if sec.id == "construction" for it in sec.items]
     assert construction[0] == "construction_counts_*" and "generation_qa_per_act_*" in construction
     assert where["encoder_settings"] == "results" and names.index("encoder_settings") == names.index("encoder_runs") + 1
+
+
+def test_no_parameter_shadows_a_name_its_notebook_defines():
+    "papermill assigns the parameters in the notebook's namespace: a parameter named like one of the notebook's functions would replace it."
+    import ast, re
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        module = next(re.search(r"#\| default_exp (\w+)", "".join(c["source"])).group(1) for c in cells
+                      if "#| default_exp" in "".join(c["source"]))
+        tree = ast.parse((ROOT / "indicipr" / f"{module}.py").read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        params = set(cli.notebook_parameters(nb))
+        assert not params & defined, f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"

@@ -5,7 +5,7 @@ India Code PDF path gives back exactly what the section JSONL path gives.
   editorial form the India Code text uses (a note in front of the substituted words inside one bracket
   pair, inline notes in brackets and parentheses, numbered footnote blocks with Subs./Ins./Omitted/ibid./
   Ibid. lines, footnote digits glued to words, brackets and stars), each with its expected cleaned units.
-* The cleaner check (`cleaner_check_main`) prints 0 leftovers and 0 lost statutory words on every
+* The cleaner check (`indicipr cleaner-check`) prints 0 leftovers and 0 lost statutory words on every
   section the project holds, and reports more than 0 for a broken cleaner and for the cleaner before
   issue 12.
 * PDFs: `tests/standins/india_code_pdf.py` typesets the seven Acts in the India Code layout; reading
@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 import indicipr.corpus as corpus
+from indicipr import cli
 from indicipr.core import ACTS
-from indicipr.corpus import (build_contexts, check_section, clean_section, cleaner_check_main, cleaner_check_table,
+from indicipr.corpus import (build_contexts, check_section, clean_section, cleaner_check_table,
                              editorial_leftovers, is_toc_page, read_official_pdfs, read_pdf_pages, read_sections_jsonl,
                              read_statute_pdf, section_contexts, statutes_jsonl_path)
 
@@ -59,7 +60,7 @@ def test_the_check_catches_both_defects_of_issue_12(monkeypatch):
 
 def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, statute_sections, capsys):
     monkeypatch.setattr(corpus, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
-    assert cleaner_check_main([str(statutes_jsonl_path()), "--show", "3"]) == 1
+    assert cli.main(["cleaner-check", str(statutes_jsonl_path()), "--show", "3"]) == 1
     out = capsys.readouterr().out
     total = next(l for l in out.splitlines() if l.strip().startswith("Total")).split()
     assert int(total[1]) == 59 and int(total[3]) > 100 and "FAILED" in out
@@ -68,7 +69,7 @@ def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, st
 def test_cleaner_check_is_clean_on_every_section_the_project_holds(capsys):
     sources = corpus.project_statute_sources()
     assert any(p.name == "sections.jsonl" for p in sources)
-    assert cleaner_check_main([]) == 0
+    assert cli.main(["cleaner-check"]) == 0
     out = capsys.readouterr().out
     totals = [l.split() for l in out.splitlines() if l.strip().startswith("Total")]
     assert len(totals) == len(sources) and all(t[1] == "59" and t[2:] == ["0"] * 6 for t in totals)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import core, encoders as E  # noqa: E402
+from indicipr import cli, core, encoders as E  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -129,12 +129,13 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     assert _train(tiny_model_dir, recs, out) == out and (out / "qa_config.json").stat().st_mtime == mtime  # reused
     # `indicipr predict` on the fixture's test split, to a given file
     pred_file = tmp_path / "preds.jsonl"
-    assert E.predict_main(["--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]) == 0
+    assert cli.main(["predict", "--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]) == 0
     preds = core.read_predictions(pred_file)
     test = {r["id"]: r for r in splits["test"]}
     assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
     assert "F1" in capsys.readouterr().out
-    assert E.predict_main(["--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)]) == 2
+    with pytest.raises(SystemExit) as stop: cli.main(["predict", "--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)])
+    assert stop.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err          # argparse names the option
     # other settings: trained again
     out2 = _train(tiny_model_dir, recs, out, epochs=1)
     assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from helpers import QA_SMALL as FIXTURE, read_qa_small, read_qa_small_all, write_prediction_file
-from indicipr import core
+from indicipr import core, cli
 from indicipr import errors as E
 from indicipr import metrics as M
 from indicipr import split as SP
@@ -100,8 +100,8 @@ def test_evaluate_cli_report(tmp_path, capsys):
     write_prediction_file(tmp_path / "good.jsonl", good)
     write_prediction_file(tmp_path / "weak.json", weak)
     out = tmp_path / "rep" / "report.md"
-    rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
-                          "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
+    rc = cli.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
+                   "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
     assert rc == 0
     report = out.read_text()
     assert report in capsys.readouterr().out
@@ -117,20 +117,19 @@ def test_evaluate_cli_report(tmp_path, capsys):
 
 def test_evaluate_cli_errors(tmp_path, capsys):
     write_prediction_file(tmp_path / "p.json", {"nope_000001": "x"})
-    rc = E.evaluate_main(["--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json")])
+    rc = cli.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json")])
     assert rc == 2 and "nope_000001" in capsys.readouterr().err
-    rc = E.evaluate_main(["--gold", str(tmp_path / "missing.jsonl"), "--pred", str(tmp_path / "p.json")])
+    rc = cli.main(["evaluate", "--gold", str(tmp_path / "missing.jsonl"), "--pred", str(tmp_path / "p.json")])
     assert rc == 2 and "missing.jsonl" in capsys.readouterr().err
 
 
 def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
-    "`indicipr evaluate` (core's CLI) delegates to indicipr.errors.evaluate_main, where the report now lives."
-    from indicipr import core
+    "`indicipr evaluate` (the one CLI, indicipr.cli) prints the report of indicipr.errors on stdout."
     gold = read_qa_small("test")
     write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in gold})
-    rc = core.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json"), "--resamples", "50"])
+    rc = cli.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json"), "--resamples", "50"])
     out = capsys.readouterr()
-    assert rc == 0, f"core.DELEGATED['evaluate'] must name ('indicipr.errors', 'evaluate_main'): {out.err}"
+    assert rc == 0, out.err
     assert "# Evaluation of p" in out.out and "| p " in out.out
 
 

@@ -16,9 +16,8 @@ import pytest
 from fake_llm_server import FakeLLM
 from helpers import ROOT, SHARED, recorded_generations
 from indicipr.core import read_jsonl, write_jsonl
-from indicipr.llm import (CANDIDATE_FIELDS, SYSTEM_MESSAGE, ContextFormatError, Endpoint, ResponseCache, build_prompt,
-                          ensure_recorded_sample, generate_candidates, read_contexts, recorded_contexts,
-                          recorded_replay, request_key)
+from indicipr.llm import Endpoint, ResponseCache, request_key
+from indicipr.generate import CANDIDATE_FIELDS, SYSTEM_MESSAGE, ContextFormatError, build_prompt, ensure_recorded_sample, generate_candidates, read_contexts, recorded_contexts, recorded_replay
 
 CARD = SHARED / "seed" / "IndicIPR-QA-dataset-card.txt" if SHARED else None
 
@@ -86,7 +85,8 @@ def test_bad_context_record_names_file_and_line(tmp_path):
 
 RUNNER = """
 import sys
-from indicipr.llm import Endpoint, ResponseCache, generate_candidates, read_contexts
+from indicipr.llm import Endpoint, ResponseCache
+from indicipr.generate import generate_candidates, read_contexts
 contexts_path, base_url, cache_path, out_dir = sys.argv[1:5]
 endpoint = Endpoint(base_url, "fake-model", backoff_s=0.01)
 generate_candidates(read_contexts(contexts_path), endpoint, ResponseCache(cache_path), out_dir=out_dir,

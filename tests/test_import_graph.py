@@ -92,10 +92,109 @@ def public_names(tree: ast.Module) -> list[str]:
 
 
 def test_a_public_name_is_defined_in_one_module():
-    "No twin like `core.act_key(qid)` beside `quality.act_key(record)`: same name, other meaning."
+    "No twin like a `core.act_key(qid)` beside a `quality.act_key(record)`: same name, other meaning."
     owners: dict[str, list[str]] = {}
     for module, tree in modules().items():
         for name in public_names(tree):
             owners.setdefault(name, []).append(module)
     twins = {n: m for n, m in owners.items() if len(m) > 1 and n not in PER_MODULE_CONVENTIONS}
     assert not twins, f"public names defined in more than one module: {twins}"
+
+
+# ---------------------------------------------------------------- the floors (issue 18)
+def _defined(tree: ast.Module) -> set[str]:
+    "Names a module defines at its top level (functions, classes, assignments)."
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): out.add(node.name)
+        elif isinstance(node, ast.Assign): out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name): out.add(node.target.id)
+    return out
+
+
+def test_no_module_over_a_thousand_lines():
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
+    assert max(sizes.values()) <= 1000, {k: v for k, v in sizes.items() if v > 1000}
+
+
+def test_the_foundation_holds_no_runner_report_or_cli():
+    trees = modules()
+    core = _defined(trees["core"])
+    assert not core & {"run_pipeline", "run_notebook", "write_report", "REPORT_SECTIONS", "main", "build_parser", "NOTEBOOKS"}
+    assert {"run_pipeline", "main", "NOTEBOOKS"} <= _defined(trees["cli"]) and {"write_report", "REPORT_SECTIONS"} <= _defined(trees["report"])
+    assert not {"cli", "report"} & import_graph()["core"]
+    assert "argparse" not in {a.name for n in ast.walk(trees["core"]) if isinstance(n, ast.Import) for a in n.names}
+
+
+def test_the_generation_prompt_and_the_llm_client_live_apart():
+    trees = modules()
+    client, generation = _defined(trees["llm"]), _defined(trees["generate"])
+    assert {"Endpoint", "run_requests", "local_llm_server", "ResponseCache"} <= client and not client & {"build_prompt", "SYSTEM_MESSAGE"}
+    assert {"build_prompt", "SYSTEM_MESSAGE", "generate_candidates"} <= generation and not generation & {"Endpoint", "run_requests"}
+    graph = import_graph()
+    assert "generate" not in graph["quality"] | graph["llm_qa"] and "llm" in graph["quality"] & graph["llm_qa"]
+
+
+def test_the_project_reaches_its_own_modules_by_plain_imports():
+    "No `importlib.import_module('indicipr…')` or `__import__('indicipr…')`: the import graph sees every arrow."
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+                fn = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                arg = node.args[0] if node.args else None
+                if fn in ("import_module", "__import__") and isinstance(arg, ast.Constant) and str(arg.value).startswith("indicipr"):
+                    raise AssertionError(f"{name}: {fn}({arg.value!r}) hides an import from the graph")
+
+
+def test_the_card_numbers_are_not_written_as_literals_elsewhere():
+    "10,000 bootstrap resamples is the card's number: `core.CARD` holds it, every other module reads it from there."
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == 10_000 and not isinstance(node.value, bool):
+                assert name == "core", f"{name}: line {node.lineno} writes 10,000 as a literal (use CARD['significance']['n_resamples'])"
+
+
+def _module_state(tree: ast.Module) -> set[str]:
+    "Module-level names bound to a mutable container (dict, list, set literals or constructors), annotated or not."
+    makers = {"dict", "list", "set", "OrderedDict", "defaultdict", "Counter", "deque"}
+    out = set()
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
+                isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) in makers):
+            out |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return out
+
+
+def state_changes(tree: ast.Module, name: str) -> list[str]:
+    "Where a function rebinds (`global`) or mutates (`.clear()`, `.update()`, `x[k] = …`) a module-level container."
+    mutators = {"clear", "update", "append", "extend", "pop", "popitem", "setdefault", "add", "discard", "remove", "insert"}
+    state, problems = _module_state(tree), []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                                                                       for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Global): problems.append(f"{name}.{fn.name}: global {', '.join(node.names)}")
+            target = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in mutators:
+                target = node.func.value
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(t, ast.Subscript): target = t.value
+            if isinstance(target, ast.Name) and target.id in state and target.id not in local:
+                problems.append(f"{name}.{fn.name} changes the module-level {target.id} (line {node.lineno})")
+    return problems
+
+
+def test_the_state_checker_finds_what_the_old_act_mapping_did():
+    old = ast.parse("_ACT_MAPPING: dict[str, str] = {}\ndef use(m):\n    _ACT_MAPPING.clear()\n    _ACT_MAPPING.update(m)\n"
+                    "def put(k, v):\n    _ACT_MAPPING[k] = v\ndef fine():\n    M2 = {}\n    M2.update(a=1)\n    return dict(_ACT_MAPPING)\n")
+    assert state_changes(old, "x") == ["x.use changes the module-level _ACT_MAPPING (line 3)",
+                                      "x.use changes the module-level _ACT_MAPPING (line 4)", "x.put changes the module-level _ACT_MAPPING (line 6)"]
+
+
+def test_no_module_level_state_changes_at_run_time():
+    "What a function of the package computes never depends on which function ran before it."
+    problems = [p for name, tree in modules().items() for p in state_changes(tree, name)]
+    assert not problems, problems

@@ -16,9 +16,7 @@ import pytest
 from fake_llm_server import FakeLLM, constant, error_body
 from helpers import needs_llama_cpp, port_open, unused_port
 from indicipr import llm
-from indicipr.llm import (ChatResult, Endpoint, LLMConfigError, LLMCostError, LLMRequestError, LLMUnreachableError,
-                          ResponseCache, chat_json, check_models_available, llm_config, local_llm_server,
-                          open_endpoints, parse_json_reply, request_key, run_requests)
+from indicipr.llm import ChatResult, Endpoint, LLMConfigError, LLMCostError, LLMRequestError, LLMUnreachableError, ResponseCache, chat_json, check_models_available, llm_config, local_llm_server, open_endpoints, parse_json_reply, request_key, run_requests
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}

@@ -11,7 +11,7 @@ import pytest
 
 from fake_llm_server import FakeLLM, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import core, llm
+from indicipr import cli, core, llm
 from indicipr import quality as q
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
@@ -41,7 +41,7 @@ def fill(blank: Path, dest: Path, scores: dict, edit=None) -> Path:
 
 def export(tmp_path, capsys, n=N, seed=3):
     kit = tmp_path / "kit"
-    assert q.audit_main(["export", "--data-source", str(FIXTURE), "-n", str(n), "--seed", str(seed), "--out", str(kit)]) == 0
+    assert cli.main(["audit", "export", "--data-source", str(FIXTURE), "-n", str(n), "--seed", str(seed), "--out", str(kit)]) == 0
     assert "wrote 2 sheets" in capsys.readouterr().out
     return kit
 
@@ -51,7 +51,7 @@ def test_export_draws_stratified_full_context_sheets(tmp_path, capsys, qa_test_r
     man = json.loads((kit / "manifest.json").read_text())
     recs = {r["id"]: r for r in qa_test_records}
     assert man["n"] == N and len(set(man["ids"])) == N and set(man["ids"]) <= set(recs)
-    per_act = pd.Series([core.act_for_id(i).short for i in recs]).value_counts()
+    per_act = pd.Series([core.act_label(core.record_act(recs[i])) for i in recs]).value_counts()
     for act, k in man["per_act"].items():                        # proportional allocation, within one of the quota
         assert abs(k - N * per_act[act] / len(recs)) < 1, (act, k)
     a = pd.read_csv(kit / "blank" / "sheet_A.csv", dtype=str, keep_default_na=False, encoding="utf-8-sig")
@@ -71,7 +71,7 @@ def test_score_known_answers_through_the_cli(tmp_path, capsys):
     sb = fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B,
               edit=lambda df: df.iloc[::-1])                       # row order does not matter
     figs = tmp_path / "figs"
-    assert q.audit_main(["score", str(sa), str(sb), "--json", "--figures-dir", str(figs)]) == 0
+    assert cli.main(["audit", "score", str(sa), str(sb), "--json", "--figures-dir", str(figs)]) == 0
     rows = {r["Criterion"]: r for r in json.loads(capsys.readouterr().out)}
     clar, corr, mini = rows["Question Clarity"], rows["Answer Correctness"], rows["Answer Minimality"]
     assert clar["Joint Acceptability (%)"] == 100.0 and clar["Unweighted κ"] == round((0.8 - 0.82) / 0.18, 3)
@@ -93,14 +93,13 @@ def test_bad_sheets_exit_2_naming_sheet_and_row(tmp_path, capsys, edit, expect):
     kit = export(tmp_path, capsys)
     sa = fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
     sb = fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B, edit=edit)
-    assert q.audit_main(["score", str(sa), str(sb)]) == 2
+    assert cli.main(["audit", "score", str(sa), str(sb)]) == 2
     err = capsys.readouterr().err
     for e in expect: assert e in err, err
 
 
 def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
-    try: from indicipr.cli import main            # the console script's module (00_core)
-    except ImportError: from indicipr.core import main
+    from indicipr.cli import main            # the console script's module (12b_cli)
     kit = tmp_path / "kit"
     assert main(["audit", "export", "--data-source", str(FIXTURE), "-n", "5", "--out", str(kit)]) == 0
     assert (kit / "blank" / "sheet_B.csv").exists() and (kit / "README.md").exists()

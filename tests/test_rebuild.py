@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT
-from indicipr import core
+from indicipr import core, cli
 from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
@@ -51,9 +51,9 @@ def project(tmp_path, monkeypatch):
 
 
 def test_build_rejects_bad_tags_and_missing_statutes_before_running(project, capsys):
-    assert core.main(["build", "--tag", "replay"]) == 2            # the sample's own build
-    assert core.main(["build", "--tag", "a/../b"]) == 2
-    assert core.main(["build", "--tag", "ok", "--statutes", str(project / "nope")]) == 2
+    assert cli.main(["build", "--tag", "replay"]) == 2            # the sample's own build
+    assert cli.main(["build", "--tag", "a/../b"]) == 2
+    assert cli.main(["build", "--tag", "ok", "--statutes", str(project / "nope")]) == 2
     assert "nope" in capsys.readouterr().err
     assert not (project / "runs").exists() and not (project / "data" / "build").exists()
 
@@ -66,19 +66,19 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
     with OpenAIStandIn() as server:
         argv = ["build", "--tag", TAG, "--statutes", str(pdfs), "--profile", "paper", "--yes",
                 "-p", "llm_endpoints", f"*={server.base_url}"]
-        assert core.main([*argv, "--run-dir", str(tmp_path / "run1")]) == 0
+        assert cli.main([*argv, "--run-dir", str(tmp_path / "run1")]) == 0
         first = server.summary()
         folder = project / "data" / "build" / TAG
         contexts = list(read_jsonl(folder / "contexts.jsonl"))
         assert contexts and {c["act"] for c in contexts} == set(ACTS_USED)
         assert first["by_model_kind"] == {"gpt-4o generation": len(contexts)} and not server.repeated()
-        assert core.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0      # rerun: all from the cache
+        assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0      # rerun: all from the cache
         assert server.summary()["served"] == first["served"]
 
     splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}   # raises on any invalid line
     assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) \
         == sorted(r["id"] for r in splits["merged"])
-    assert {core.act_key(r["id"]) for r in splits["merged"]} <= set(ACTS_USED)
+    assert {core.record_act(r) for r in splits["merged"]} <= set(ACTS_USED)
     assert {r["context"] for r in splits["train"]}.isdisjoint(r["context"] for r in splits["test"])
     counts = pd.read_csv(folder / "figures" / "tables" / f"construction_counts_{TAG}.csv").set_index("Stage")
     assert counts.loc["Initial statutory contexts", "Count"] == len(contexts)
@@ -90,7 +90,7 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
 
     # the score job on the new folder: official files only, no model
     figs = tmp_path / "score"
-    core.run_notebook(project / "notebooks" / "02_generate.ipynb", tmp_path / "score.ipynb",
-                      {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)}, core.ensure_kernel())
+    cli.run_notebook(project / "notebooks" / "02_generate.ipynb", tmp_path / "score.ipynb",
+                      {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)}, cli.ensure_kernel())
     per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{core.source_tag(folder)}.csv").set_index("Act")
     assert per_act.loc["Total", "QA pairs"] == len(splits["merged"])

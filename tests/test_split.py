@@ -93,7 +93,6 @@ def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root):
 def test_per_act_tables_put_unknown_prefixes_in_an_unknown_row():
     splits = read_qa_small_all()
     renamed = {k: [{**r, "id": r["id"].replace("tm_", "qqz_")} for r in v] for k, v in splits.items()}
-    core.use_act_mapping(None)
     table = S.per_act_distribution(renamed, card=True).set_index("Act")
     n_tm = sum(r["id"].startswith("tm_") for r in splits["merged"])
     assert table.loc["Unknown", "Full dataset"] == n_tm > 0 and table.loc["Trade Marks", "Full dataset"] == 0

@@ -223,7 +223,7 @@ def test_openai_standin_models_and_unknown_model():
 
 
 def test_openai_standin_answers_qa_judge_and_generation(card):
-    from indicipr import llm, llm_qa, quality, filters
+    from indicipr import generate, llm, llm_qa, quality, filters
     rec = card["test"][0]
     with OpenAIStandIn() as srv:
         qa = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
@@ -239,7 +239,7 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
         failed = Counter()
         contexts = list(dict.fromkeys((r["title"], r["context"]) for r in card["merged"]))[:60]
         for title, ctx in contexts:
-            res = llm.chat_json(_endpoint(srv.base_url, "gpt-4o"), llm.build_messages(5, "The Patents Act, 1970", title, ctx),
+            res = llm.chat_json(_endpoint(srv.base_url, "gpt-4o"), generate.build_messages(5, "The Patents Act, 1970", title, ctx),
                                 None, None, validate=False)
             for item in res.parsed["items"]:
                 cand = {"context_id": "c", "act": "patents", "section": "1", "title": title, "context": ctx,
