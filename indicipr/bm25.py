@@ -144,7 +144,7 @@ def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params
     results = {}
     for system in SYSTEMS:
         preds = predict_records(records, system, params)
-        core.write_predictions(preds, system, data_source, family="lexical", model="BM25Okapi",
+        metrics.write_predictions(preds, system, data_source, family="lexical", model="BM25Okapi",
                                setting="oracle answer length" if system == "bm25_oracle_window" else "clause retrieval",
                                seed=None, split=split, k1=params.k1, b=params.b, epsilon=params.epsilon)
         results[system] = (preds, metrics.score_predictions(records, preds))

@@ -19,21 +19,21 @@ from typing import Any, Iterable, Iterator, Mapping
 
 # %% auto #0
 __all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS', 'RUN_DIR_ENV',
-           'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path', 'tables_path', 'build_dir',
-           'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order',
-           'act_label', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report',
-           'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
-           'card_comparable', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'write_jsonl', 'append_jsonl',
-           'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
-           'validate_qa_record', 'qa_records_in', 'QAFile', 'load_qa_file', 'read_qa_file', 'make_qa_record',
-           'section_of_title', 'record_section', 'gold_starts', 'training_records', 'BenchmarkUnavailable',
-           'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark', 'problem_lines',
-           'benchmark_diagnostics', 'load_benchmark', 'verify_benchmark', 'fetch_benchmark', 'predictions_dir',
-           'write_predictions', 'read_predictions', 'read_prediction_meta', 'timing_columns', 'save_table',
-           'save_figure', 'record_timings', 'read_timings', 'splits_table', 'problems_table']
+           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS', 'STRICT_ENV',
+           'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path', 'tables_path',
+           'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
+           'act_keys_in_card_order', 'act_label', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts',
+           'act_mapping_report', 'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample',
+           'construction_plan', 'card_comparable', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'write_jsonl',
+           'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
+           'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'read_qa_file',
+           'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
+           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark',
+           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
+           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
+           'splits_table', 'problems_table']
 
-# %% ../notebooks/00_core.ipynb #f9672f63
+# %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
     "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
 
@@ -201,7 +201,7 @@ def _card_glance() -> dict:
 CARD_GLANCE = _card_glance()
 
 
-# %% ../notebooks/00_core.ipynb #ed709ade
+# %% ../notebooks/00_core.ipynb #3cbb1c50
 def act_keys_in_card_order(present: Iterable[str] = ()) -> list[str]:
     "Act keys in the card's per-Act table order, other registered Acts after them, `UNKNOWN_ACT_KEY` last when `present` has it."
     keys = [*CARD_PER_ACT, *(k for k in ACTS if k not in CARD_PER_ACT)]
@@ -211,7 +211,7 @@ def act_label(key: str) -> str:
     "The card's short name of an Act key (`UNKNOWN_ACT` for `UNKNOWN_ACT_KEY` or any key the registry does not hold)."
     return ACTS[key].short if key in ACTS else UNKNOWN_ACT
 
-# %% ../notebooks/00_core.ipynb #626fd510
+# %% ../notebooks/00_core.ipynb #69fa6641
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
 OFFICIAL_FILES = {"train": "train_squad.jsonl", "validation": "val_squad.jsonl",
                   "test": "test_squad.jsonl", "merged": "merged_ip_qa.jsonl"}
@@ -268,7 +268,7 @@ def infer_act_mapping(records: Iterable[dict], card_counts: dict[str, int] | Non
         if -cost[i, j] >= min_evidence: mapping[prefixes[i]] = keys[j]
     return mapping
 
-# %% ../notebooks/00_core.ipynb #2944b08a
+# %% ../notebooks/00_core.ipynb #1c1c8ad3
 ACT_MAP_ENV = "INDICIPR_ACT_MAP"
 _ACT_COLUMNS = ("act", "Act", "act_name", "statute")      # what an Act column of a release may be called
 
@@ -344,7 +344,7 @@ def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dic
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return settings
 
-# %% ../notebooks/00_core.ipynb #c76c2657
+# %% ../notebooks/00_core.ipynb #19f2a93d
 @dataclass(frozen=True)
 class ConstructionPlan:
     job: str                              # "rebuild" | "score"
@@ -388,7 +388,7 @@ def construction_plan(data_source: str | os.PathLike = "sample", profile: str = 
           ("rebuild" if may_publish_sample(profile, data_source) else "score")
     return ConstructionPlan(job, str(data_source), profile, build_tag, None if builds is None else tuple(builds), bool(publish))
 
-# %% ../notebooks/00_core.ipynb #df3493db
+# %% ../notebooks/00_core.ipynb #1bf197e2
 def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool:
     """Whether the card's figures may stand beside computed ones: not the embedded sample, and, for the `sizes` given
     (`{split: count or records}`), the card's sizes. Without sizes, the data source alone decides."""
@@ -433,7 +433,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
         if os.path.exists(tmp): os.unlink(tmp)
         raise
 
-# %% ../notebooks/00_core.ipynb #288c6076
+# %% ../notebooks/00_core.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
     "One JSONL line: UTF-8 kept as is, keys in insertion order."
     return json.dumps(record, ensure_ascii=False)
@@ -543,7 +543,7 @@ def validate_qa_record(rec: Any, where: str = "record") -> dict:
     if problems: raise QAFormatError(str(problems[0]))
     return rec_ok
 
-# %% ../notebooks/00_core.ipynb #7998ceed
+# %% ../notebooks/00_core.ipynb #b4b955fe
 QA_FORMS = ("JSONL of official records (one per line)", "a JSON list of them",
             'SQuAD v1.1 nested JSON ({"data": [{"title", "paragraphs": [{"context", "qas"}]}]})',
             'flat records with "answer" (text) and "answer_start" (int) instead of "answers"')
@@ -570,7 +570,7 @@ def _squad_nested(obj: dict, path: Path) -> Iterator[tuple[str, dict]]:
                            "question": qa.get("question"), "answers": qa.get("answers")}
                     yield f"{path} (data[{a}].paragraphs[{p}].qas[{q}])", _flat_to_official(rec)
 
-def _json_or_jsonl(path: Path, text: str) -> tuple[str, Any]:
+def json_or_jsonl(path: Path, text: str) -> tuple[str, Any]:
     "('json', the object) when the whole text is one JSON value, else ('jsonl', None)."
     if not text.strip(): return "jsonl", None
     try: return "json", json.loads(text)
@@ -591,7 +591,7 @@ def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, Any]]:
 
 def _qa_records(path: Path) -> Iterator[tuple[str, Any]]:
     text = read_text(path)
-    form, obj = _json_or_jsonl(path, text)
+    form, obj = json_or_jsonl(path, text)
     if form == "jsonl": yield from _jsonl_records(path, text)
     elif isinstance(obj, dict) and isinstance(obj.get("data"), list): yield from _squad_nested(obj, path)
     elif isinstance(obj, list): yield from ((f"{path} (item {i})", _flat_to_official(r) if isinstance(r, dict) else r) for i, r in enumerate(obj))
@@ -606,7 +606,7 @@ def qa_records_in(path: str | os.PathLike, label: str | None = None) -> Iterator
         for where, rec in _qa_records(path): yield name + where[len(str(path)):], rec
     except JSONLError as e: raise JSONLError(str(e).replace(str(path), name, 1)) from None
 
-# %% ../notebooks/00_core.ipynb #70a4b975
+# %% ../notebooks/00_core.ipynb #c6218658
 @dataclass
 class QAFile:
     path: Path
@@ -645,7 +645,7 @@ def make_qa_record(qid: str, title: str, context: str, question: str, answer: st
     return validate_qa_record({"id": qid, "title": title, "context": context, "question": question,
                                "answers": {"text": [answer], "answer_start": [start]}}, f"record {qid}")
 
-# %% ../notebooks/00_core.ipynb #5a93ff1c
+# %% ../notebooks/00_core.ipynb #15fea30c
 _TITLE_SECTION = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
 
 def section_of_title(title: str | None) -> str | None:
@@ -657,7 +657,7 @@ def record_section(record: Mapping) -> str:
     "A record's section: the number of its title, else the title itself."
     return section_of_title(record.get("title")) or record.get("title", "")
 
-# %% ../notebooks/00_core.ipynb #16cf145b
+# %% ../notebooks/00_core.ipynb #9cf08193
 def gold_starts(record: Mapping) -> list[int]:
     "Each gold answer's offset in the context: the record's when right, else the nearest occurrence, else -1."
     out = []
@@ -724,7 +724,7 @@ def _hub_help() -> str:
             f"machine with network, or download them from https://huggingface.co/datasets/{HUB_ID} "
             "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'.")
 
-# %% ../notebooks/00_core.ipynb #a716942a
+# %% ../notebooks/00_core.ipynb #6b16b539
 def _hub_file(name: str) -> tuple[Path, str]:
     "A file of the hub's dataset repo, downloaded (or from the local cache), and the name its problems are reported under."
     from huggingface_hub import hf_hub_download
@@ -747,7 +747,7 @@ def _official_files(source: str | os.PathLike, merged: bool = True) -> dict[str,
         located = {s: (folder / OFFICIAL_FILES[s], None) for s in _split_names(merged) if (folder / OFFICIAL_FILES[s]).is_file()}
     return {s: load_qa_file(path, label) for s, (path, label) in located.items()}
 
-# %% ../notebooks/00_core.ipynb #97abb86c
+# %% ../notebooks/00_core.ipynb #aa8eaa19
 def _split_problems(files: Mapping[str, QAFile]) -> list[QAProblem]:
     "Leaks between train and test (ids, source contexts) and a merged file that is not the union of the splits."
     out = []
@@ -771,7 +771,7 @@ def _split_problems(files: Mapping[str, QAFile]) -> list[QAProblem]:
                                  f"{len(only_splits)} only in the splits (e.g. {', '.join(only_splits[:3]) or '-'})"))
     return out
 
-# %% ../notebooks/00_core.ipynb #958efd53
+# %% ../notebooks/00_core.ipynb #af44ae78
 @dataclass
 class Benchmark:
     source: str
@@ -813,7 +813,7 @@ def read_benchmark(source: str | os.PathLike = "sample", merged: bool = False) -
     splits = {s: [{**r, "act": act_of(r)} for r in files[s].records] for s in _split_names(merged)}
     return Benchmark(str(source), splits, problems, how, mapping, {s: f.extra_columns for s, f in files.items() if f.extra_columns})
 
-# %% ../notebooks/00_core.ipynb #d378418e
+# %% ../notebooks/00_core.ipynb #e2edfc2f
 def problem_lines(problems: list[QAProblem], limit: int = 50) -> list[str]:
     "One line per problem (the first `limit`, then how many more)."
     lines = [f"  {p}" for p in problems[:limit]]
@@ -837,12 +837,18 @@ def benchmark_diagnostics(b: Benchmark) -> str:
         lines.append(act_mapping_report([r for s in SPLITS if s in b.splits for r in b.splits[s]], b.act_mapping, b.acts_how))
     return "\n".join(lines)
 
-def load_benchmark(source: str | os.PathLike = "sample", merged: bool = False, strict: bool = False, verbose: bool = True):
+STRICT_ENV = "INDICIPR_STRICT"       # `indicipr reproduce --strict` sets it for every notebook of the run
+
+def strict_mode(strict: bool | None = None) -> bool:
+    "`strict` when given, else whether `INDICIPR_STRICT` is set to 1 (or true/yes)."
+    return bool(strict) if strict is not None else os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+def load_benchmark(source: str | os.PathLike = "sample", merged: bool = False, strict: bool | None = None, verbose: bool = True):
     """The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request), every record with its
-    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` makes any problem
-    a `QAFormatError`."""
+    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (default:
+    `INDICIPR_STRICT`) makes any problem a `QAFormatError`."""
     b = read_benchmark(source, merged)
-    if strict and b.problems:
+    if strict_mode(strict) and b.problems:
         raise QAFormatError(f"{source}: {len(b.problems)} problem(s) in the official files (strict):\n" + "\n".join(problem_lines(b.problems, 20)))
     if verbose and (text := benchmark_diagnostics(b)): print(text, file=sys.stderr)
     return b.dataset_dict()
@@ -877,54 +883,6 @@ def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
         dest.mkdir(parents=True, exist_ok=True)
         for name in OFFICIAL_FILES.values(): replace_atomic(Path(tmp) / name, dest / name)
     return counts
-
-# %% ../notebooks/00_core.ipynb #3e5053ad
-def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
-    "`data/predictions/<source_tag>/`, created on demand."
-    out = data_dir() / "predictions" / source_tag(data_source)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-def write_predictions(preds: dict | list, system: str, data_source: str | os.PathLike = "sample",
-                      out_dir: str | os.PathLike | None = None, **meta) -> Path:
-    "Write `{id: text}` (or a list of `{id, prediction_text}`) as `<system>.jsonl` plus `<system>.meta.json`."
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", system): raise InputError(f"system name {system!r}: use letters, digits, _ . + -")
-    if isinstance(preds, dict): preds = [{"id": k, "prediction_text": v} for k, v in preds.items()]
-    folder = Path(out_dir) if out_dir else predictions_dir(data_source)
-    path = write_jsonl(folder / f"{system}.jsonl", ({"id": p["id"], "prediction_text": p["prediction_text"]} for p in preds))
-    write_text_atomic(folder / f"{system}.meta.json", json.dumps({"system": system, **meta}, indent=2, ensure_ascii=False) + "\n")
-    return path
-
-def _prediction_pairs(path: Path) -> Iterator[tuple[str, Any, Any]]:
-    "(where, id, text) for every prediction in a JSONL or JSON file."
-    form, obj = _json_or_jsonl(path, read_text(path))
-    if form == "jsonl":
-        for line_no, p in read_jsonl(path, with_lines=True): yield f"{path}:{line_no}", p.get("id"), p.get("prediction_text")
-    elif isinstance(obj, dict) and not {"id", "prediction_text"} <= set(obj):
-        for k, v in obj.items(): yield f"{path} (key {k!r})", k, v
-    else:
-        for i, p in enumerate(obj if isinstance(obj, list) else [obj]):
-            if not isinstance(p, dict): raise JSONLError(f"{path} (item {i}): expected an object {{id, prediction_text}}")
-            yield f"{path} (item {i})", p.get("id"), p.get("prediction_text")
-
-def read_predictions(path: str | os.PathLike) -> dict[str, str]:
-    "`{id: prediction_text}` from JSONL/JSON `{id, prediction_text}` records or a `{id: text}` dict; none at all is an error."
-    path = Path(path)
-    out, seen = {}, {}
-    for where, qid, text in _prediction_pairs(path):
-        if not isinstance(qid, str) or not qid: raise JSONLError(f"{where}: missing or non-string 'id'")
-        if not isinstance(text, str): raise JSONLError(f"{where} (id {qid!r}): 'prediction_text' should be a string")
-        if qid in seen: raise JSONLError(f"{where} (id {qid!r}): duplicate prediction, first at {seen[qid]}")
-        seen[qid] = where
-        out[qid] = text
-    if not out: raise JSONLError(f"{path}: no predictions (expected {{id, prediction_text}} records or an {{id: text}} object)")
-    return out
-
-def read_prediction_meta(path: str | os.PathLike) -> dict:
-    "The `<system>.meta.json` beside a predictions file (`{'system': stem}` when absent)."
-    path = Path(path)
-    meta_path = path.with_name(path.name.rsplit(".", 1)[0] + ".meta.json")
-    return json.loads(read_text(meta_path)) if meta_path.exists() else {"system": path.stem}
 
 # %% ../notebooks/00_core.ipynb #aabcd99a
 _TIMING_COLUMN = re.compile(r"(?i)^(seconds?|secs?|time|duration|elapsed|wall|runtime)(\b|_|\s|$)|(_s|_secs?|_seconds|\(s\))$")
@@ -985,7 +943,7 @@ def read_timings(run_dir: str | os.PathLike) -> list[dict]:
     path = Path(run_dir) / TIMINGS_FILE
     return list(read_jsonl(path)) if path.exists() else []
 
-# %% ../notebooks/00_core.ipynb #0bf9f3b0
+# %% ../notebooks/00_core.ipynb #1da8154b
 def splits_table(b: Benchmark):
     "QA pairs and distinct contexts per split, beside the published sizes of the full release."
     import pandas as pd

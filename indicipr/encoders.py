@@ -592,7 +592,7 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
             if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
             system = f"{_model_short_name(model)}_seed{seed}"
             meta = qa_config(out)
-            core.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
+            metrics.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
                                    seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
                                    train_seconds=meta.get("train_seconds"), shrink=shrink)
             _, summary = metrics.score_predictions(evalset, preds)

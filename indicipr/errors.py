@@ -287,7 +287,7 @@ def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "g
     return render_report(f"Evaluation of {main_name}", sections)
 
 def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample", n_resamples: int = N_RESAMPLES,
-                   seed: int = 0, char_variant: str = "multiset", strict: bool = False) -> str:
+                   seed: int = 0, char_variant: str = "multiset", strict: bool | None = None) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
     Every file must answer some gold question (`metrics.check_coverage`)."""
     from indicipr.core import InputError
@@ -304,7 +304,7 @@ def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample"
     if out is not None: write_text_atomic(out, report)
     return report
 
-# %% ../notebooks/11_errors.ipynb #688d6e78
+# %% ../notebooks/11_errors.ipynb #5a155d51
 def gold_structure(gold_records: list[dict], merged_records: list[dict], split: str, data_source, length_split=None) -> tuple:
     "(groups table, caption, figure, the length split) of the gold split's answer structure."
     gold_frame, _ = score_predictions(gold_records, {})       # every question, no predictions: the gold structure only

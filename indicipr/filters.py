@@ -174,7 +174,7 @@ def filter_table(log: list[dict]):
     "Criterion, excluded and remaining counts per filter (first row: the raw candidates)."
     import pandas as pd
     counts, remaining = Counter(r["failed"] for r in log), len(log)
-    rows = [{"Filter": "", "Criterion": "Raw candidates", "Excluded": 0, "Remaining": remaining}]
+    rows = [{"Filter": "—", "Criterion": "Raw candidates", "Excluded": 0, "Remaining": remaining}]   # "—", not "": a CSV reader reads no NaN
     for fid, criterion, _ in FILTERS:
         remaining -= counts[fid]
         rows.append({"Filter": fid, "Criterion": criterion, "Excluded": counts[fid], "Remaining": remaining})
@@ -233,7 +233,7 @@ def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"
     log = apply_filters(candidates)
     return log, filter_table(log)
 
-# %% ../notebooks/03_filters.ipynb #0485a991
+# %% ../notebooks/03_filters.ipynb #1c66cf5e
 def filters_stage(plan) -> dict[str, tuple["pd.DataFrame", str]]:
     "`{name: (filter table, caption)}` of the run: `released` for a score job, one per build for a rebuild."
     from indicipr.core import load_benchmark

@@ -7,11 +7,11 @@ __all__ = ['KINDS', 'OLLAMA_MIN_CTX', 'OLLAMA_MAX_CTX', 'PRICES_DATE', 'OPENAI_P
            'COST_CONFIRM_REQUESTS', 'YES_ENV', 'OPENAI_BASE_URL', 'OLLAMA_BASE_URL', 'LOCAL', 'LOCAL_MODEL',
            'OPENAI_MODEL_PATTERNS', 'ENDPOINTS_ENV', 'ROLE_ENV', 'CARD_MODELS', 'TIMEOUT_ENV', 'DEFAULT_TIMEOUT_S',
            'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachableError', 'LLMRequestError', 'ReplayMissError',
-           'Endpoint', 'strip_code_fence', 'parse_json_reply', 'request_key', 'messages_key', 'ResponseCache',
-           'prompt_tokens', 'replay_endpoint', 'CostEstimate', 'cost_estimate', 'guard_cost', 'ChatResult', 'chat_json',
-           'run_requests', 'smollm2_gguf', 'local_llm_server', 'Route', 'parse_endpoint', 'parse_routes',
-           'default_routes', 'request_timeout', 'LLMConfig', 'llm_config', 'endpoint_for', 'role_models', 'role_model',
-           'list_models', 'check_models_available', 'open_endpoints']
+           'mask_url', 'Endpoint', 'strip_code_fence', 'parse_json_reply', 'request_key', 'messages_key',
+           'ResponseCache', 'prompt_tokens', 'replay_endpoint', 'CostEstimate', 'cost_estimate', 'guard_cost',
+           'ChatResult', 'chat_json', 'run_requests', 'smollm2_gguf', 'local_llm_server', 'Route', 'parse_endpoint',
+           'parse_routes', 'default_routes', 'request_timeout', 'LLMConfig', 'llm_config', 'endpoint_for',
+           'role_models', 'role_model', 'list_models', 'check_models_available', 'open_endpoints']
 
 # %% ../notebooks/00a_llm.ipynb #2cfc1638
 import fnmatch
@@ -71,6 +71,12 @@ def _infer_kind(base_url: str) -> str:
     if "api.openai.com" in base_url: return "openai"
     return "openai_compatible"
 
+_URL_USERINFO = re.compile(r"(?<=://)([^/@\s:]*)(:[^/@\s]*)?@")
+
+def mask_url(url) -> str:
+    "A URL as it may be shown: the secret of its user part masked (`http://user:KEY@host` → `http://user:***@host`, `http://TOKEN@host` → `http://***@host`)."
+    return _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else "***@", str(url))
+
 @dataclass(frozen=True)
 class Endpoint:
     "Where chat requests go. Holds the *name* of the environment variable with the API key, never its value."
@@ -94,13 +100,20 @@ class Endpoint:
         if self.kind == "replay" and self.replay is None:
             raise ValueError("a replay endpoint needs its recorded replies (`replay=`); see `replay_endpoint`")
 
+    def __repr__(self) -> str:
+        "The fields, with a key written into the URL masked."
+        return f"Endpoint(base_url={mask_url(self.base_url)!r}, model={self.model!r}, kind={self.kind!r}, api_key_env={self.api_key_env!r})"
+
+    @property
+    def shown_url(self) -> str: return mask_url(self.base_url)
+
     def api_key(self) -> str:
         "The key from the environment at call time (a placeholder for servers without keys)."
         if self.api_key_env is None: return "no-key-needed"
         value = os.environ.get(self.api_key_env)
         if not value:
             raise LLMConfigError(f"environment variable {self.api_key_env} is not set; "
-                                 f"export it to use {self.base_url} (model {self.model})")
+                                 f"export it to use {self.shown_url} (model {self.model})")
         return value
 
 # %% ../notebooks/00a_llm.ipynb #02f94169
@@ -142,7 +155,7 @@ def _open_brackets(text: str) -> tuple[list[str], bool, bool] | None:
             if not closers or closers.pop() != ch: return None
     return closers, in_str, esc
 
-# %% ../notebooks/00a_llm.ipynb #ee7b483b
+# %% ../notebooks/00a_llm.ipynb #8d9eefd7
 _DANGLING = [re.compile(p) for p in (r"[\s,]+$", r"[A-Za-z0-9.+\-]+$", r"\s*:\s*$",
                                      r",?\s*\"(?:[^\"\\]|\\.)*\"\s*:?\s*$")]
 
@@ -169,7 +182,7 @@ def _loads_lenient(text: str) -> Any:
     try: return json.loads(text, strict=False)
     except json.JSONDecodeError: return _complete_json_prefix(text)
 
-# %% ../notebooks/00a_llm.ipynb #48747c74
+# %% ../notebooks/00a_llm.ipynb #699f9670
 def _validate(obj: Any, schema) -> tuple[Any, str | None]:
     "`obj` checked against a JSON schema (dict) or a pydantic model class (returned as its instance)."
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
@@ -269,7 +282,7 @@ def _redact(text: str, endpoint: Endpoint | None = None) -> str:
     if endpoint is not None and endpoint.api_key_env:
         value = os.environ.get(endpoint.api_key_env)
         if value: text = text.replace(value, "***")
-    return _KEYLIKE.sub("***", text)
+    return _KEYLIKE.sub("***", mask_url(text))
 
 def _backoff_delay(attempt: int, endpoint: Endpoint) -> float:
     "Seconds to wait before retry number `attempt` (1, 2, ...): exponential, capped."
@@ -297,7 +310,7 @@ class _Transient(Exception):
         self.failure, self.wait, self.unreachable = failure, wait, unreachable
 
 def _where(endpoint: Endpoint) -> str:
-    return f"{endpoint.base_url} (model {endpoint.model})"
+    return f"{endpoint.shown_url} (model {endpoint.model})"
 
 def _status_error_text(err) -> str:
     try: body = err.response.text
@@ -427,7 +440,7 @@ def _replay_reply(endpoint: Endpoint, messages: list[dict]) -> tuple[str, str]:
     "The recorded `(raw, 'stop')` for `messages`, or `ReplayMissError`."
     raw = endpoint.replay.get(messages_key(messages))
     if raw is None:
-        raise ReplayMissError(f"{endpoint.base_url}: no recorded reply for this request (model {endpoint.model}); "
+        raise ReplayMissError(f"{endpoint.shown_url}: no recorded reply for this request (model {endpoint.model}); "
                               "the recordings were made for other contexts or another prompt")
     return raw, "stop"
 
@@ -463,7 +476,7 @@ def _token_counter(model: str | None = None) -> tuple[Any, str]:
             _log.info("tiktoken unavailable (%s); estimating tokens as characters / 4", e)
     return _estimate_tokens, "characters / 4"
 
-# %% ../notebooks/00a_llm.ipynb #0952ef5f
+# %% ../notebooks/00a_llm.ipynb #782f6f59
 class CostEstimate(NamedTuple):
     "What a run would send to one endpoint."
     model: str
@@ -493,11 +506,11 @@ def _format_cost(est: CostEstimate) -> str:
     "The line printed before a paid run."
     usd = (f"~${est.usd:,.2f} at OpenAI list prices of {PRICES_DATE}" if est.usd is not None
            else "no price known for this model")
-    return (f"cost estimate for {est.model} at {est.base_url}: {est.requests:,} requests to send "
+    return (f"cost estimate for {est.model} at {mask_url(est.base_url)}: {est.requests:,} requests to send "
             f"({est.cached:,} cached, not counted); ~{est.input_tokens:,} input tokens ({est.tokens_by}) + "
             f"~{est.output_tokens:,} output tokens (max_tokens, else {_DEFAULT_REPLY_TOKENS} per reply); {usd}")
 
-# %% ../notebooks/00a_llm.ipynb #1e543ada
+# %% ../notebooks/00a_llm.ipynb #c7cfd1c1
 def _needs_confirmation(est: CostEstimate) -> bool:
     "Whether a run this large must be confirmed before it starts."
     if est.requests == 0: return False
@@ -515,7 +528,7 @@ def guard_cost(endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | Non
     print(_format_cost(est), flush=True)
     if _needs_confirmation(est) and not _cost_confirmed(confirm_cost):
         limit = f"${COST_CONFIRM_USD:,.2f}" if est.usd is not None else f"{COST_CONFIRM_REQUESTS:,} requests"
-        raise LLMCostError(f"not calling {est.model} at {est.base_url}: this run is above {limit} without confirmation "
+        raise LLMCostError(f"not calling {est.model} at {mask_url(est.base_url)}: this run is above {limit} without confirmation "
                            f"({_format_cost(est)}). Confirm with the parameter confirm_cost=True (papermill: "
                            f"-p confirm_cost True) or {YES_ENV}=1 in the environment.")
     return est
@@ -635,7 +648,7 @@ def _log_tail(path: Path, n: int = 2000) -> str:
     try: return path.read_text(errors="replace")[-n:]
     except OSError: return ""
 
-# %% ../notebooks/00a_llm.ipynb #a269c977
+# %% ../notebooks/00a_llm.ipynb #e1cffad1
 @contextmanager
 def local_llm_server(port: int | None = None, model_path: str | os.PathLike | None = None, n_ctx: int = 4096,
                      n_threads: int | None = None, ready_timeout: float = 180, timeout: float = 300) -> Iterator[Endpoint]:
@@ -747,7 +760,7 @@ def default_routes() -> list[Route]:
     return ([Route(p, **parse_endpoint("openai")) for p in OPENAI_MODEL_PATTERNS]
             + [Route(LOCAL_MODEL, **parse_endpoint(LOCAL)), Route("*", **rest)])
 
-# %% ../notebooks/00a_llm.ipynb #0d9c6eb0
+# %% ../notebooks/00a_llm.ipynb #16d05d15
 TIMEOUT_ENV = "INDICIPR_LLM_TIMEOUT"
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -787,7 +800,7 @@ def endpoint_for(config: LLMConfig, model: str) -> Endpoint:
         raise LLMConfigError(f"{model} is served by the project's local llama.cpp server: use open_endpoints(config, [{model!r}])")
     return Endpoint(route.base_url, model, api_key_env=route.api_key_env, kind=route.kind, timeout=config.timeout or DEFAULT_TIMEOUT_S)
 
-# %% ../notebooks/00a_llm.ipynb #d3aafbc1
+# %% ../notebooks/00a_llm.ipynb #baa2a34e
 def role_models(role: str, value: str | Iterable[str] | None = None) -> list[str] | None:
     "A role's model names: `value` (a parameter: a name, a comma-separated string or a list), else its environment variable, else None."
     if role not in ROLE_ENV: raise ValueError(f"unknown LLM role {role!r}; expected one of {list(ROLE_ENV)}")
@@ -830,16 +843,16 @@ def check_models_available(config: LLMConfig, names: Iterable[str], timeout: flo
         if route.base_url != LOCAL: servers.setdefault((route.base_url, route.api_key_env), []).append(name)
     problems = []
     for (url, key_env), wanted in servers.items():
-        key = os.environ.get(key_env) if key_env else None
+        key, shown = (os.environ.get(key_env) if key_env else None), mask_url(url)
         if key_env and not key:
-            problems += [f"{n} at {url}: the environment variable {key_env} (its API key) is not set" for n in wanted]
+            problems += [f"{n} at {shown}: the environment variable {key_env} (its API key) is not set" for n in wanted]
             continue
         served, why = list_models(url, key, timeout)
         if served is None:
-            problems += [f"{n} at {url}: {_redact(why)}" for n in wanted]
+            problems += [f"{n} at {shown}: {_redact(why)}" for n in wanted]
             continue
         listing = ", ".join(sorted(map(str, served))[:15]) or "no models"
-        problems += [f"{n} at {url}: not served (it serves: {listing})" for n in wanted if not _model_served(n, served)]
+        problems += [f"{n} at {shown}: not served (it serves: {listing})" for n in wanted if not _model_served(n, served)]
     if problems:
         raise LLMConfigError(f"{len(problems)} configured model(s) are not available:\n  - " + "\n  - ".join(problems)
                              + f"\nPull a missing Ollama model (ollama pull NAME), start its server, or route the name "

@@ -159,10 +159,10 @@ def run_llm_baselines(data_source="sample", profile="offline", llm_endpoints=Non
                     if variant == "snap" and not st["snap"]: continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
                     shown = setting if variant == "raw" else f"{setting}, snapped to a context span"   # an inference change: say so
-                    core.write_predictions(preds, system, data_source, family="llm", model=ep.model, setting=shown,
+                    metrics.write_predictions(preds, system, data_source, family="llm", model=ep.model, setting=shown,
                                            seed=st["shot_seed"], split=st["split"], postprocess=variant,
                                            shots=[s["id"] for s in shots], temperature=0, max_tokens=st["max_tokens"],
-                                           system_prompt=QA_SYSTEM, base_url=ep.base_url if ep.kind != "replay" else "replay")
+                                           system_prompt=QA_SYSTEM, base_url=ep.shown_url if ep.kind != "replay" else "replay")
                     _, summ = metrics.score_predictions(records, preds)
                     rows.append({"model": ep.model, "setting": setting, "postprocess": variant, "system": system,
                                  "em": summ["em"], "f1": summ["f1"], "char_f1": summ["char_f1"], **stats})

@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['CHAR_F1_VARIANTS', 'SCORE_COLUMNS', 'SPLIT_ALIASES', 'normalize_answer', 'exact_match_score', 'token_f1_score',
            'char_f1_multiset_score', 'longest_common_substring', 'char_f1_lcs_score', 'char_f1_score', 'max_over_golds',
-           'exact_match', 'token_f1', 'char_f1', 'char_f1_lcs', 'PredictionIdError', 'as_prediction_dict',
+           'exact_match', 'token_f1', 'char_f1', 'char_f1_lcs', 'predictions_dir', 'write_predictions',
+           'read_predictions', 'read_prediction_meta', 'PredictionIdError', 'as_prediction_dict',
            'check_prediction_ids', 'score_question', 'score_predictions', 'per_act_table', 'unknown_act_ids',
            'system_name', 'system_group', 'prediction_files', 'score_runs', 'load_gold', 'check_coverage',
            'same_length_elsewhere', 'constructed_predictions', 'metric_examples_table']
@@ -110,8 +111,62 @@ def char_f1_lcs(prediction: str, golds: str | Iterable[str]) -> float:
     "Longest-common-substring Char-F1 (CMRC2018 style) against one or several gold answers, in [0, 1]."
     return char_f1(prediction, golds, variant="lcs")
 
+# %% ../notebooks/06_metrics.ipynb #3e5053ad
+import json
+import os
+from typing import Any, Iterator
+
+from .core import InputError, JSONLError, data_dir, json_or_jsonl, read_jsonl, read_text, source_tag, write_jsonl, write_text_atomic
+
+def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
+    "`data/predictions/<source_tag>/`, created on demand."
+    out = data_dir() / "predictions" / source_tag(data_source)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+def write_predictions(preds: dict | list, system: str, data_source: str | os.PathLike = "sample",
+                      out_dir: str | os.PathLike | None = None, **meta) -> Path:
+    "Write `{id: text}` (or a list of `{id, prediction_text}`) as `<system>.jsonl` plus `<system>.meta.json`."
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", system): raise InputError(f"system name {system!r}: use letters, digits, _ . + -")
+    if isinstance(preds, dict): preds = [{"id": k, "prediction_text": v} for k, v in preds.items()]
+    folder = Path(out_dir) if out_dir else predictions_dir(data_source)
+    path = write_jsonl(folder / f"{system}.jsonl", ({"id": p["id"], "prediction_text": p["prediction_text"]} for p in preds))
+    write_text_atomic(folder / f"{system}.meta.json", json.dumps({"system": system, **meta}, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+def _prediction_pairs(path: Path) -> Iterator[tuple[str, Any, Any]]:
+    "(where, id, text) for every prediction in a JSONL or JSON file."
+    form, obj = json_or_jsonl(path, read_text(path))
+    if form == "jsonl":
+        for line_no, p in read_jsonl(path, with_lines=True): yield f"{path}:{line_no}", p.get("id"), p.get("prediction_text")
+    elif isinstance(obj, dict) and not {"id", "prediction_text"} <= set(obj):
+        for k, v in obj.items(): yield f"{path} (key {k!r})", k, v
+    else:
+        for i, p in enumerate(obj if isinstance(obj, list) else [obj]):
+            if not isinstance(p, dict): raise JSONLError(f"{path} (item {i}): expected an object {{id, prediction_text}}")
+            yield f"{path} (item {i})", p.get("id"), p.get("prediction_text")
+
+def read_predictions(path: str | os.PathLike) -> dict[str, str]:
+    "`{id: prediction_text}` from JSONL/JSON `{id, prediction_text}` records or a `{id: text}` dict; none at all is an error."
+    path = Path(path)
+    out, seen = {}, {}
+    for where, qid, text in _prediction_pairs(path):
+        if not isinstance(qid, str) or not qid: raise JSONLError(f"{where}: missing or non-string 'id'")
+        if not isinstance(text, str): raise JSONLError(f"{where} (id {qid!r}): 'prediction_text' should be a string")
+        if qid in seen: raise JSONLError(f"{where} (id {qid!r}): duplicate prediction, first at {seen[qid]}")
+        seen[qid] = where
+        out[qid] = text
+    if not out: raise JSONLError(f"{path}: no predictions (expected {{id, prediction_text}} records or an {{id: text}} object)")
+    return out
+
+def read_prediction_meta(path: str | os.PathLike) -> dict:
+    "The `<system>.meta.json` beside a predictions file (`{'system': stem}` when absent)."
+    path = Path(path)
+    meta_path = path.with_name(path.name.rsplit(".", 1)[0] + ".meta.json")
+    return json.loads(read_text(meta_path)) if meta_path.exists() else {"system": path.stem}
+
 # %% ../notebooks/06_metrics.ipynb #226a9544
-from .core import UNKNOWN_ACT_KEY, InputError, gold_starts, read_predictions, record_act
+from .core import UNKNOWN_ACT_KEY, gold_starts, record_act
 
 class PredictionIdError(InputError, ValueError):
     "Predictions hold ids that are not in the gold split."
@@ -206,8 +261,6 @@ def unknown_act_ids(frame: pd.DataFrame) -> list[str]:
     return frame.loc[frame["act"] == UNKNOWN_ACT_KEY, "id"].tolist()
 
 # %% ../notebooks/06_metrics.ipynb #bb897a86
-from .core import predictions_dir, read_prediction_meta
-
 _SEED_SUFFIX = re.compile(r"_seed(\d+)$")
 
 def system_name(path: str | Path) -> str:
@@ -244,12 +297,12 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
     return runs
 
 # %% ../notebooks/06_metrics.ipynb #ee8bf3e7
-from .core import QAFormatError, load_benchmark, load_qa_file, problem_lines
+from .core import QAFormatError, load_benchmark, load_qa_file, problem_lines, strict_mode
 
 SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation", "dev": "validation",
                  "test": "test", "merged": "merged", "full": "merged"}
 
-def load_gold(gold: str | Path, data_source: str = "sample", strict: bool = False) -> list[dict]:
+def load_gold(gold: str | Path, data_source: str = "sample", strict: bool | None = None) -> list[dict]:
     "Gold records from a split name of the benchmark `data_source` or from a QA file (problems on stderr; `strict`: an error)."
     if str(gold) in SPLIT_ALIASES and not Path(gold).is_file():
         split = SPLIT_ALIASES[str(gold)]
@@ -259,7 +312,7 @@ def load_gold(gold: str | Path, data_source: str = "sample", strict: bool = Fals
     if not path.is_file():
         raise InputError(f"--gold {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
     f = load_qa_file(path)
-    if f.problems and strict: raise QAFormatError("\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)]))
+    if f.problems and strict_mode(strict): raise QAFormatError("\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)]))
     if f.problems: print(f"{path}: {len(f.problems)} problem record(s) (kept when only the offset is off, else left out):\n"
                          + "\n".join(problem_lines(f.problems)), file=sys.stderr)
     return f.records

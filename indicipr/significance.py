@@ -247,7 +247,7 @@ def ci_figure(comparisons: pd.DataFrame):
     fig.tight_layout()
     return fig
 
-# %% ../notebooks/10_significance.ipynb #984ba401
+# %% ../notebooks/10_significance.ipynb #47dc66f3
 def significance_stage(runs: Mapping[str, dict], gold_records: list[dict], st: dict, data_source) -> dict:
     """`{"tables": {name: (frame, caption, floatfmt)}, "figures": {name: figure}, "notes": [lines], "focus", "chosen"}`
     of the stage for the scored `runs` under the settings `st`."""

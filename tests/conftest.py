@@ -16,8 +16,9 @@ def root(tmp_path, monkeypatch):
 
 @pytest.fixture
 def tmp_data_dir(tmp_path, monkeypatch):
-    "`core.data_dir()` (predictions, caches) in a temporary folder; the rest of the project stays where it is."
-    monkeypatch.setattr(core, "data_dir", lambda: tmp_path)
+    "`data_dir()` (predictions, caches) in a temporary folder; the rest of the project stays where it is."
+    from indicipr import metrics
+    for module in (core, metrics): monkeypatch.setattr(module, "data_dir", lambda: tmp_path)   # metrics writes the predictions
     return tmp_path
 
 

@@ -60,6 +60,8 @@ def build_hub_content(work: Path, size: str = "tiny", seed: int = 0) -> Path:
     hub = work / "hub"
     repo = hub / "datasets" / HUB_ID
     cb.build_card_benchmark(ROOT / "data" / "sample" / "statutes" / "sections.jsonl", repo / "data", seed=seed)
+    dressed = cb.dress_as_released(repo / "data")        # extra columns, BOMs, CRLF, one off-by-one offset
+    (work / "dressed.json").write_text(json.dumps(dressed))
     shutil.move(str(repo / "data" / "README.md"), repo / "README.md")
     build_hub_encoders(hub / "models", size=size, seed=seed)
     return hub
@@ -271,6 +273,16 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
         got = {str(r["Split"]): _num(r["QA pairs"]) for _, r in t.iterrows()}
         want = {**core.CARD["splits"], "merged": core.CARD["construction"]["final_qa_pairs"]}
         chk.ok("splits 3,710 / 408 / 344 / 4,462", all(got.get(k) == v for k, v in want.items()), str(got))
+
+    t = _table(chk, tables, "00_benchmark_problems")          # the release's real-world shapes (cb.dress_as_released)
+    dressed_path = run_dir.parent / "dressed.json"
+    if t is not None and dressed_path.is_file():
+        d = json.loads(dressed_path.read_text())
+        rows = [r for _, r in t.iterrows()]
+        named = [r for r in rows if str(r["Id"]) == d["id"] and f"{d['file']}:{d['line']}" in str(r["Where"])]
+        chk.ok(f"the off-by-one record {d['id']} is named with its right offset {d['right']}, and only it",
+               len(rows) == 1 and len(named) == 1 and f"(the text occurs at {d['right']})" in str(named[0]["Problem"]),
+               str([dict(r) for r in rows][:3]))
 
     t = _table(chk, tables, "dataset_at_a_glance")
     if t is not None:

@@ -445,3 +445,18 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         params = set(cli.notebook_parameters(nb))
         assert not params & defined, f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"
+
+
+def test_committed_per_act_tables_follow_the_cards_act_order():
+    "One Act order: every committed table with an Act column lists the Acts in the card's per-Act order (Unknown, Total last)."
+    import csv
+    order = [core.act_label(k) for k in core.act_keys_in_card_order()]
+    checked = 0
+    for path in sorted((ROOT / "figures" / "tables").glob("*.csv")):
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        if not rows or "Act" not in rows[0] or path.stem.startswith("per_act_focus"):   # per_act_focus: sorted by F1, best first
+            continue
+        acts = [r["Act"] for r in rows if r["Act"] in order]
+        assert acts == sorted(acts, key=order.index), f"{path.name}: {acts}"
+        checked += 1
+    assert checked >= 4

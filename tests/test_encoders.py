@@ -8,7 +8,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import cli, core, encoders as E  # noqa: E402
+from indicipr import cli, core, encoders as E, metrics  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -130,7 +130,7 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     # `indicipr predict` on the fixture's test split, to a given file
     pred_file = tmp_path / "preds.jsonl"
     assert cli.main(["predict", "--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]) == 0
-    preds = core.read_predictions(pred_file)
+    preds = metrics.read_predictions(pred_file)
     test = {r["id"]: r for r in splits["test"]}
     assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
     assert "F1" in capsys.readouterr().out
@@ -208,5 +208,5 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
     test_ids = {r["id"] for r in core.read_qa_file(FIXTURE / "test_squad.jsonl")}
     assert s["eval_questions"] == len(test_ids)
-    preds = core.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
+    preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids                                                       # the whole test split

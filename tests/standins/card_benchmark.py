@@ -505,3 +505,29 @@ if __name__ == "__main__":
     root = Path(__file__).resolve().parents[2]
     dest = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="card_benchmark_"))
     print(build_card_benchmark(root / "data" / "sample" / "statutes" / "sections.jsonl", dest), "->", dest)
+
+
+# -- the files as a release may really look -----------------------------------------------------------------
+ACT_OF_PREFIX = {p: a for a, p in PREFIXES.items()}
+
+
+def dress_as_released(out_dir) -> dict:
+    """Give the four files of `out_dir` the shapes a real release may have (issue 17), keeping every record:
+    the merged file carries columns the split files lack (the Act by the card's name, a question type, the section, the
+    split), the split files start with a UTF-8 byte-order mark (the test file also has CRLF line ends), and one training
+    record's `answer_start` is off by one. Returns that record: `{"file", "line", "id", "given", "right"}`."""
+    out_dir = Path(out_dir)
+    read = lambda name: [json.loads(l) for l in (out_dir / name).read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+    splits = {s: read(OFFICIAL_FILES[s]) for s in OFFICIAL_FILES}
+    split_of = {r["id"]: s for s in SPLIT_ORDER for r in splits[s]}
+    merged = [{**r, "act": CARD_SHORT[ACT_OF_PREFIX[r["id"].rsplit("_", 1)[0]]], "question_type": "other",
+               "section": r["title"].split(":")[0].removeprefix("Section ").strip(), "split": split_of[r["id"]]} for r in splits["merged"]]
+    line = len(splits["train"]) // 2
+    rec = splits["train"][line]
+    right = rec["answers"]["answer_start"][0]
+    splits["train"][line] = {**rec, "answers": {**rec["answers"], "answer_start": [right + 1]}}
+    dumps = lambda recs, eol="\n": "".join(json.dumps(r, ensure_ascii=False) + eol for r in recs)
+    _write_atomic(out_dir / OFFICIAL_FILES["merged"], dumps(merged))
+    for s in SPLIT_ORDER:
+        _write_atomic(out_dir / OFFICIAL_FILES[s], "\ufeff" + dumps(splits[s], "\r\n" if s == "test" else "\n"))
+    return {"file": OFFICIAL_FILES["train"], "line": line + 1, "id": rec["id"], "given": right + 1, "right": right}
