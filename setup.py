@@ -10,6 +10,7 @@ cfg = cfg["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
+lm_eval_requirements = cfg.get("lm_eval_requirements", "").split()
 console_scripts = cfg.get("console_scripts", "").split()
 readme = Path(__file__).parent / "README.md"
 
@@ -22,12 +23,16 @@ setuptools.setup(
     author=cfg["author"],
     author_email=cfg["author_email"],
     license="Apache-2.0",
-    packages=setuptools.find_packages(include=["indicipr", "indicipr.*"]) + ["indicipr.templates"],   # templates: data only
+    # templates and the lm-eval task folder: data (the tasks' utils.py is loaded by lm-eval from the folder)
+    packages=setuptools.find_packages(include=["indicipr", "indicipr.*"])
+             + ["indicipr.templates", "indicipr.lm_eval_tasks", "indicipr.lm_eval_tasks.indicipr_qa"],
     include_package_data=True,
-    package_data={"indicipr": ["templates/*"]},
+    package_data={"indicipr": ["templates/*", "lm_eval_tasks/indicipr_qa/*.yaml",
+                               "lm_eval_tasks/indicipr_qa/_default_template_yaml", "lm_eval_tasks/indicipr_qa/*.py",
+                               "lm_eval_tasks/indicipr_qa/*.md"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
-    extras_require={"dev": dev_requirements},
+    extras_require={"dev": dev_requirements, "lm-eval": lm_eval_requirements},
     entry_points={
         "console_scripts": console_scripts,
     },

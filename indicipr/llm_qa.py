@@ -13,9 +13,10 @@ from pathlib import Path
 from . import core
 
 # %% auto #0
-__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'user_message',
-           'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'llm_short_name',
-           'qa_requests', 'predict_llm', 'cache_path', 'run_llm_baselines', 'llm_results_table']
+__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'LM_EVAL_TASKS',
+           'user_message', 'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context',
+           'reply_predictions', 'llm_short_name', 'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path',
+           'run_llm_baselines', 'llm_results_table']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
 QA_SYSTEM = ("You answer questions about Indian intellectual-property statutes. Copy the answer from the "
@@ -91,6 +92,12 @@ def snap_to_context(answer: str, context: str, max_factor: float = 2.0) -> str:
     i, j = -best[2], best[3]
     return context[spans[i][0]:spans[j][1]]
 
+# %% ../notebooks/09_llms.ipynb #2534cc45
+def reply_predictions(raw: str | None, context: str) -> tuple[str, str, bool]:
+    "`(answer, snapped_answer, parsed_ok)` of one chat reply to a question on `context` (what `predict_llm` records)."
+    answer, ok = reply_answer(raw)
+    return answer, snap_to_context(answer, context), ok
+
 # %% ../notebooks/09_llms.ipynb #52715602
 PAPER_MODELS = list(core.CARD["models"]["qa"])                     # the card's prompted LLMs
 CARD_NAMES = {m: core.CARD["system_names"][m] for m in PAPER_MODELS}
@@ -120,13 +127,19 @@ def predict_llm(endpoint, records, shots, cache, max_tokens: int, concurrency: i
                                desc=desc, validate=False, confirm_cost=confirm_cost)
     raw, snapped, n_parsed = {}, {}, 0
     for rec, res in zip(records, results):
-        ans, ok = reply_answer(res.raw)
+        raw[rec["id"]], snapped[rec["id"]], ok = reply_predictions(res.raw, rec["context"])
         n_parsed += ok
-        raw[rec["id"]] = ans
-        snapped[rec["id"]] = snap_to_context(ans, rec["context"])
     stats = {"questions": len(records), "parsed_json": n_parsed,
              "verbatim_in_context": sum(raw[r["id"]] in r["context"] and bool(raw[r["id"]]) for r in records)}
     return raw, snapped, stats
+
+# %% ../notebooks/09_llms.ipynb #26e5b831
+LM_EVAL_TASKS = {"indicipr_qa_zeroshot": "zero-shot", "indicipr_qa_3shot": "3-shot",
+                 "indicipr_qa_zeroshot_llamacpp": "zero-shot", "indicipr_qa_3shot_llamacpp": "3-shot"}
+
+def lm_eval_tasks_dir() -> Path:
+    "The lm-evaluation-harness task folder shipped in the package (give it to `lm_eval --include_path`)."
+    return Path(core.__file__).resolve().parent / "lm_eval_tasks"
 
 # %% ../notebooks/09_llms.ipynb #3ec83144
 def cache_path(data_source) -> Path:

@@ -102,3 +102,5 @@ def port_open(port: int) -> bool:
 # In CI (`CI` set) a missing dependency fails the test instead of skipping it: the CI setup installs it.
 needs_llama_cpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
                                      reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
+needs_lm_eval = pytest.mark.skipif(importlib.util.find_spec("lm_eval") is None and not os.environ.get("CI"),
+                                   reason="lm-evaluation-harness is not installed (pip install -e '.[lm-eval]')")

@@ -12,7 +12,8 @@ from helpers import ROOT
 def declared() -> list[Requirement]:
     cfg = configparser.ConfigParser(delimiters=["="])
     cfg.read(ROOT / "settings.ini", encoding="utf-8")
-    return [Requirement(r) for key in ("requirements", "dev_requirements") for r in cfg["DEFAULT"][key].split()]
+    return [Requirement(r) for key in ("requirements", "dev_requirements", "lm_eval_requirements")
+            for r in cfg["DEFAULT"][key].split()]
 
 
 def test_installed_versions_satisfy_every_declared_range():
