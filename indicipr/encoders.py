@@ -555,6 +555,7 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
     "Train `model` on `train` by the recipe in `args` (see above); resumes from the loop checkpoint `resume_from`."
     import contextlib
     from transformers import TrainerControl, TrainerState
+    t0 = time.perf_counter()                                # the run's time: set-up, any capture and read-out included
     world = int(os.environ.get("WORLD_SIZE", "1"))
     cuda = torch.cuda.is_available() and not args.use_cpu
     acc = None
@@ -621,7 +622,6 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
         from tqdm.auto import tqdm
         bar = tqdm(total=total, initial=done, desc="training", unit="step")
     _callback(callbacks, "on_train_begin", args, state, control, model=model)
-    t0 = time.perf_counter()
     with (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
         epoch = done // per_epoch
         while done < total and not control.should_training_stop:
@@ -660,7 +660,7 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
     if bar is not None: bar.close()
     every = math.ceil(total * args.logging_steps) if args.logging_steps < 1 else int(args.logging_steps)
     for k in range(every, done + 1, every) if every > 0 else ():
-        state.log_history.append({"loss": round(float(np.mean(step_losses[k - every:k])), 4), "step": k,
+        state.log_history.append({"loss": float(np.mean(step_losses[k - every:k])), "step": k,
                                   "learning_rate": _linear_lr(k - 1, args.learning_rate, warmup, total),
                                   "epoch": round(k / per_epoch, 4)})
     state.log_history.append({"train_runtime": round(runtime, 4),
