@@ -183,6 +183,40 @@ def test_a_failing_pooled_run_names_itself(one_thread):
         list(E.run_pool(_failing_run, ["good", "bad"], workers=2))
 
 
+def _fake_gpu_run(job, callbacks=None):
+    "A job that, as the probe run, reports a footprint that leaves room for one more run; then it takes a while."
+    import time
+    if callbacks:
+        gib = 2**30
+        callbacks[0].queue.put(("probe", None, {"footprint": 4 * gib, "free": 8 * gib, "total": 80 * gib, "busy": 10.0},
+                                os.getpid()))
+    t0 = time.time()
+    time.sleep(1.5)
+    return {"job": job, "start": t0, "end": time.time(), "pid": os.getpid()}
+
+
+def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
+    """The 'auto' pool as on a GPU (here faked: one device, 4 CPUs): the first run alone reports its footprint, the plan
+    allows 2 at once (90% of 8 GiB free holds one more 4 GiB run), and no more than 2 ever run together."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
+    info = {}
+    out = dict(E.run_pool(_fake_gpu_run, list(range(5)), workers="auto", info=info))
+    assert sorted(out) == list(range(5)) and [out[i]["job"] for i in range(5)] == list(range(5))
+    plan = info["plan"]
+    assert plan["workers"] == 2 and plan["per_device"] == [2] and plan["limited_by"] == "memory"
+    assert plan["probe"]["footprint"] == 4 * 2**30 and plan["footprint_mib"] == 4096
+    events = sorted([(r["start"], 1) for r in out.values()] + [(r["end"], -1) for r in out.values()])
+    running = peak = 0
+    for _, d in events:
+        running += d; peak = max(peak, running)
+    assert peak == 2                                                                     # the plan, never more
+    first = out[0]
+    assert all(r["start"] >= first["start"] for r in out.values())                      # the probe went first
+
+
 def test_pool_size(monkeypatch):
     monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
     assert E._pool_size(1, 4) == 1 and E._pool_size(5, 3) == 3 and E._pool_size(2, 8) == 2
