@@ -21,12 +21,13 @@ import torch
 from . import core
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'PROFILE_DEFAULTS', 'package_model_dir', 'resolve_model',
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'ENGINES', 'PROFILE_DEFAULTS', 'package_model_dir', 'resolve_model',
            'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
            'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size',
-           'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'last_checkpoint',
-           'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned', 'predict_split',
-           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
+           'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'resolved_cuda_graphs',
+           'last_checkpoint', 'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config',
+           'load_finetuned', 'predict_split', 'plan_pool', 'run_pool', 'shrink_note', 'answer_length_caps',
+           'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -342,21 +343,11 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
 # %% ../notebooks/08_encoders.ipynb #bfc00164
 from transformers import Trainer, TrainingArguments
 
-class _QATrainer(Trainer):
-    "`Trainer` whose training batches come pre-packed and grouped by length."
-    def get_train_dataloader(self):
-        ds = self.train_dataset
-        if not isinstance(ds, PackedWindows): return super().get_train_dataloader()
-        sampler = _LengthGroupedBatchSampler(ds.lengths, self._train_batch_size, seed=self.args.seed,
-                                            drop_last=self.args.dataloader_drop_last)
-        dl = torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
-                                         num_workers=self.args.dataloader_num_workers,
-                                         pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available())
-        return self.accelerator.prepare(dl)
+ENGINES = ("loop", "trainer")
 
 @dataclass
 class TrainConfig:
-    "Fine-tuning hyper-parameters."
+    "Fine-tuning hyper-parameters, and how a run is executed (`engine`, `cuda_graphs`: speed, not the recipe)."
     epochs: float = 2.0
     learning_rate: float = 3e-5
     batch_size: int = 12
@@ -369,9 +360,17 @@ class TrainConfig:
     logging_steps: int = 20
     save_checkpoints: bool = True
     max_steps: int | None = None      # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
+    engine: str = "loop"              # "loop": the project's training loop; "trainer": the Hugging Face Trainer
+    cuda_graphs: bool | None = None   # loop, one GPU: each length bucket's step as a CUDA graph (None: $INDICIPR_CUDA_GRAPHS=1)
+
+_SPEED_SETTINGS = ("pad_multiple", "engine", "cuda_graphs")    # how a run is executed; a finished run is reused across them
 
 def resolved_pad_multiple(cfg: TrainConfig) -> int:
     return cfg.pad_multiple or (64 if torch.cuda.is_available() else 8)
+
+def resolved_cuda_graphs(cfg: TrainConfig) -> bool:
+    "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs`, else `INDICIPR_CUDA_GRAPHS=1` (off by default)."
+    return bool(cfg.cuda_graphs) if cfg.cuda_graphs is not None else os.environ.get("INDICIPR_CUDA_GRAPHS", "") == "1"
 
 def _planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
     "Optimiser steps of a run, as the `Trainer` counts them: `max_steps` when set, else ⌈epochs × batches per epoch⌉."
@@ -390,22 +389,302 @@ def _training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **override
               bf16=bf16, fp16=cuda and not bf16, optim="adamw_torch_fused" if cuda else "adamw_torch",
               logging_steps=cfg.logging_steps, report_to="none", remove_unused_columns=False,
               save_strategy="epoch" if cfg.save_checkpoints else "no", save_total_limit=1,
-              dataloader_num_workers=0, disable_tqdm=False)
+              dataloader_num_workers=0, disable_tqdm=False,
+              use_cpu=not cuda)               # so that several CPU processes (accelerate launch) are one distributed run
     if cuda: torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True
     kw.update(overrides)
     return TrainingArguments(**kw)
 
 def last_checkpoint(output_dir) -> str | None:
-    "The newest `checkpoint-*` folder in `output_dir`, for resuming."
-    cps = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
-    return str(cps[-1]) if cps else None
+    "The newest `checkpoint-<step>` folder in `output_dir`, for resuming (a half-written one never has that name)."
+    steps = [(int(p.name.split("-")[-1]), p) for p in Path(output_dir).glob("checkpoint-*")
+             if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return str(max(steps)[1]) if steps else None
 
-def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides) -> _QATrainer:
-    "Fine-tune `model` on packed windows with `_QATrainer`; resumes from the last checkpoint in `output_dir`."
+# %% ../notebooks/08_encoders.ipynb #b9b98fc8
+class _QATrainer(Trainer):
+    "`Trainer` whose training batches come pre-packed and grouped by length."
+    def get_train_dataloader(self):
+        ds = self.train_dataset
+        if not isinstance(ds, PackedWindows): return super().get_train_dataloader()
+        sampler = _LengthGroupedBatchSampler(ds.lengths, self._train_batch_size, seed=self.args.seed,
+                                            drop_last=self.args.dataloader_drop_last)
+        dl = torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
+                                         num_workers=self.args.dataloader_num_workers,
+                                         pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available())
+        return self.accelerator.prepare(dl)
+
+# %% ../notebooks/08_encoders.ipynb #461a9f01
+def _linear_lr(step: int, base: float, warmup: int, total: int) -> float:
+    "Learning rate of optimiser step `step` (0-based) under the `Trainer`'s default linear schedule with warm-up."
+    if step < warmup: return base * step / max(1, warmup)
+    return base * max(0.0, (total - step) / max(1, total - warmup))
+
+def _decay_parameter_names(model) -> set[str]:
+    "The parameters that get weight decay, as the `Trainer` picks them (no biases, no LayerNorm weights)."
+    return set(Trainer.get_decay_parameter_names(None, model))     # uses no Trainer state
+
+def _adamw(model, args, device, capturable: bool = False):
+    """AdamW over the `Trainer`'s two parameter groups (decay / no decay), fused on CUDA when `args.optim` is the fused
+    one; `capturable`: a tensor learning rate and device-side step counts, for CUDA graphs."""
+    decay = _decay_parameter_names(model)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    lr = torch.tensor(float(args.learning_rate), device=device) if capturable else float(args.learning_rate)
+    groups = [{"params": [p for n, p in named if n in decay], "weight_decay": args.weight_decay, "lr": lr},
+              {"params": [p for n, p in named if n not in decay], "weight_decay": 0.0, "lr": lr}]
+    kw = dict(lr=lr, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon)
+    if device.type == "cuda" and ("fused" in str(args.optim) or capturable): kw.update(fused=True, capturable=capturable)
+    return torch.optim.AdamW(groups, **kw)
+
+def _set_lr(opt, lr: float):
+    "Set every group's learning rate: in place for a tensor learning rate (read by a replayed CUDA graph), else as a float."
+    for g in opt.param_groups:
+        if isinstance(g["lr"], torch.Tensor): g["lr"].fill_(lr)
+        else: g["lr"] = lr
+
+def _model_attention_mask(model, keep: torch.Tensor):
+    """The attention mask as the model takes it without inspecting it: (B, 1, 1, L) boolean for SDPA, additive for
+    eager attention (transformers returns a 4-D mask as it is); the 2-D mask for any other attention."""
+    impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if impl == "sdpa": return keep[:, None, None, :]
+    if impl == "eager":
+        return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, torch.finfo(torch.float32).min)[:, None, None, :]
+    return keep.long()
+
+def _qa_loss_sum(out, starts, ends) -> torch.Tensor:
+    "The QA loss (mean of the start and end cross-entropies) summed over the batch: the model's loss × batch size."
+    ce = torch.nn.functional.cross_entropy
+    return (ce(out.start_logits, starts, reduction="sum") + ce(out.end_logits, ends, reduction="sum")) / 2
+
+def _unwrap(model):
+    "The model inside a DDP wrapper (or the model)."
+    return getattr(model, "module", model)
+
+# %% ../notebooks/08_encoders.ipynb #329ce066
+_LOOP_STATE = "loop_state.pt"
+
+def _save_loop_checkpoint(output_dir, step: int, model, opt, scaler, losses: torch.Tensor, counts: np.ndarray) -> Path:
+    "Write `checkpoint-<step>` atomically (a temporary folder, then a rename); older checkpoints are removed."
+    output_dir = Path(output_dir)
+    final, tmp = output_dir / f"checkpoint-{step}", output_dir / f".checkpoint-{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    rng = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized(): rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save({"step": step, "model": _unwrap(model).state_dict(), "optimizer": opt.state_dict(),
+                "scaler": scaler.state_dict() if scaler is not None else None, "rng": rng,
+                "losses": losses[:step].detach().cpu(), "counts": torch.from_numpy(np.asarray(counts[:step], dtype=np.int64))},
+               tmp / _LOOP_STATE)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    for p in output_dir.glob("checkpoint-*"):
+        if p != final and p.is_dir(): shutil.rmtree(p, ignore_errors=True)
+    return final
+
+def _load_loop_checkpoint(folder, model, opt, scaler, device) -> dict | None:
+    "Restore model, optimiser, scaler and random state from a loop checkpoint; its state, or None if it is not one."
+    path = Path(folder) / _LOOP_STATE
+    if not path.is_file(): return None
+    st = torch.load(path, map_location=device, weights_only=True)
+    _unwrap(model).load_state_dict(st["model"])
+    opt.load_state_dict(st["optimizer"])
+    if scaler is not None and st.get("scaler"): scaler.load_state_dict(st["scaler"])
+    torch.set_rng_state(st["rng"]["cpu"].cpu())
+    if "cuda" in st["rng"] and torch.cuda.is_available(): torch.cuda.set_rng_state_all([s.cpu() for s in st["rng"]["cuda"]])
+    return st
+
+# %% ../notebooks/08_encoders.ipynb #6269b9f1
+class _GraphedSteps:
+    """Run `step(idx, L)` (one whole optimiser step on the current, non-default stream) as CUDA graphs: the first full
+    batch of a length runs eagerly, the second is captured and replayed from then on; short batches run eagerly."""
+    def __init__(self, step, opt, batch_size: int):
+        self.step, self.opt, self.batch_size = step, opt, int(batch_size)
+        self.graphs, self.seen, self.pool = {}, set(), None
+        self.failed, self.replays, self.eager = None, 0, 0
+
+    def __call__(self, idx: torch.Tensor, L: int) -> torch.Tensor:
+        if self.failed is None and len(idx) == self.batch_size:
+            if L in self.graphs:
+                graph, static_idx, loss = self.graphs[L]
+                static_idx.copy_(idx); graph.replay(); self.replays += 1
+                return loss
+            if L in self.seen: return self._capture(idx, L)
+            self.seen.add(L)
+        self.eager += 1
+        return self.step(idx, L)
+
+    def _capture(self, idx, L):
+        static_idx = idx.clone()
+        self.opt.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self.pool, stream=torch.cuda.current_stream()):
+                loss = self.step(static_idx, L)
+        except Exception as e:                  # a host sync or an unsupported op in the step: stay eager
+            self.failed = f"{type(e).__name__}: {str(e)[:300]}"
+            self.opt.zero_grad(set_to_none=True)
+            self.eager += 1
+            return self.step(idx, L)
+        self.pool = self.pool or graph.pool()
+        self.graphs[L] = (graph, static_idx, loss)
+        graph.replay(); self.replays += 1
+        return loss
+
+    def summary(self) -> dict:
+        return {"graphs": len(self.graphs), "replays": self.replays, "eager_steps": self.eager, "failed": self.failed}
+
+# %% ../notebooks/08_encoders.ipynb #5c0193a5
+class _LoopRun:
+    "A finished run of the loop: what callers of `fit` read of a `Trainer`, plus the loss of every step."
+    def __init__(self, model, args, state, step_losses, resumed_from, rank: int, world_size: int, precision: str,
+                 graphs: dict | None):
+        self.model, self.args, self.state, self.step_losses = model, args, state, step_losses
+        self.resumed_from, self.rank, self.world_size, self.precision, self.cuda_graphs = resumed_from, rank, world_size, precision, graphs
+
+    def is_world_process_zero(self) -> bool: return self.rank == 0
+
+    def save_model(self, output_dir): _unwrap(self.model).save_pretrained(str(output_dir))
+
+def _callback(callbacks, event: str, args, state, control, **kw):
+    for cb in callbacks or ():
+        fn = getattr(cb, event, None)
+        if fn is not None: fn(args, state, control, **kw)
+
+def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: bool = False,
+                resume_from: str | None = None) -> _LoopRun:
+    "Train `model` on `train` by the recipe in `args` (see above); resumes from the loop checkpoint `resume_from`."
+    import contextlib
+    from transformers import TrainerControl, TrainerState
+    t0 = time.perf_counter()                                # the run's time: set-up, any capture and read-out included
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    cuda = torch.cuda.is_available() and not args.use_cpu
+    acc = None
+    if world > 1:
+        from accelerate import Accelerator
+        acc = Accelerator(cpu=not cuda, mixed_precision="no")     # autocast is the loop's
+        device, rank, world = acc.device, acc.process_index, acc.num_processes
+    else:
+        device, rank = torch.device("cuda" if cuda else "cpu"), 0
+    amp = (torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else None) if cuda else None
+    graphs = bool(cuda_graphs) and cuda and world == 1 and amp is not torch.float16
+    torch.manual_seed(args.seed)                            # as the Trainer does when it is made
+    model.to(device).train()
+    opt = _adamw(model, args, device, capturable=graphs)
+    if acc is not None: model = acc.prepare(model)          # DistributedDataParallel
+    scaler = torch.amp.GradScaler("cuda") if amp is torch.float16 else None
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    ids, lens = train.input_ids.to(device), train._len_t.to(device)
+    tts = train.token_type_ids.to(device) if train.token_type_ids is not None else None
+    starts, ends = train.start_positions.to(device), train.end_positions.to(device)
+    positions = torch.arange(train.max_len, device=device)
+    B = int(args.per_device_train_batch_size)
+    sampler = _LengthGroupedBatchSampler(train.lengths, B * world, seed=args.seed, drop_last=args.dataloader_drop_last)
+    per_epoch = len(sampler)
+    total = int(args.max_steps) if args.max_steps > 0 else math.ceil(args.num_train_epochs * per_epoch)
+    warmup = args.get_warmup_steps(total)
+    losses, counts = torch.zeros(total, device=device), np.zeros(total, dtype=np.int64)
+    autocast = torch.autocast(device.type, dtype=amp, enabled=amp is not None, cache_enabled=not graphs)
+
+    def step(idx: torch.Tensor, L: int, weight: float = 1.0, n_global: int | None = None) -> torch.Tensor:
+        "One optimiser step on windows `idx` padded to `L` (of a global batch of `n_global`); their loss sum, on the device."
+        n_global = n_global or idx.shape[0]
+        keep = positions[:L] < lens[idx].unsqueeze(1)
+        inputs = {"input_ids": ids[idx, :L], "attention_mask": _model_attention_mask(_unwrap(model), keep)}
+        if tts is not None: inputs["token_type_ids"] = tts[idx, :L]
+        with autocast:
+            loss_sum = _qa_loss_sum(model(**inputs), starts[idx], ends[idx]) * weight
+        loss = loss_sum * (world / n_global)                # DDP averages over processes
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+        if args.max_grad_norm and args.max_grad_norm > 0:
+            if scaler is not None: scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True if device.type == "cuda" else None)
+        if scaler is not None: scaler.step(opt); scaler.update()
+        else: opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss_sum.detach()
+
+    done, resumed = 0, None
+    if resume_from:
+        st = _load_loop_checkpoint(resume_from, model, opt, scaler, device)
+        if st is not None:
+            done, resumed = int(st["step"]), resume_from
+            losses[:done] = st["losses"].to(device); counts[:done] = st["counts"].numpy()
+    first = done
+    state = TrainerState(max_steps=total, num_train_epochs=math.ceil(total / per_epoch), logging_steps=args.logging_steps,
+                         global_step=done, is_local_process_zero=rank == 0, is_world_process_zero=rank == 0)
+    control = TrainerControl()
+    runner = _GraphedSteps(step, opt, B) if graphs else None
+    side = torch.cuda.Stream() if graphs else None          # a graph is captured on a non-default stream
+    if side is not None: side.wait_stream(torch.cuda.current_stream())
+    bar = None
+    if rank == 0 and not args.disable_tqdm:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, initial=done, desc="training", unit="step")
+    _callback(callbacks, "on_train_begin", args, state, control, model=model)
+    with (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
+        epoch = done // per_epoch
+        while done < total and not control.should_training_stop:
+            sampler.set_epoch(epoch)
+            batches = [np.asarray(b) for b in sampler]
+            shares = [np.array_split(b, world)[rank] for b in batches]
+            order = torch.from_numpy(np.concatenate([s if len(s) else b[:1] for s, b in zip(shares, batches)]))
+            order = (order.pin_memory() if device.type == "cuda" else order).to(device, non_blocking=True)
+            bounds = np.cumsum([0] + [max(1, len(s)) for s in shares])
+            for i in range(done - epoch * per_epoch, per_epoch):
+                L = min(_round_up(int(train.lengths[batches[i]].max()), train.pad_multiple), train.max_len)   # the global batch's
+                idx = order[bounds[i]:bounds[i + 1]]
+                lr = _linear_lr(done, args.learning_rate, warmup, total)
+                _set_lr(opt, lr)
+                if runner is not None: loss_sum = runner(idx, L)
+                else: loss_sum = step(idx, L, 1.0 if len(shares[i]) else 0.0, len(batches[i]))
+                losses[done].copy_(loss_sum)
+                counts[done] = len(batches[i])
+                done += 1
+                state.global_step, state.epoch = done, epoch + (i + 1) / per_epoch
+                if bar is not None: bar.update(1)
+                _callback(callbacks, "on_step_end", args, state, control, model=model, optimizer=opt)
+                if done >= total or control.should_training_stop: break
+            else:
+                epoch += 1
+                _callback(callbacks, "on_epoch_end", args, state, control, model=model)
+                if args.save_strategy == "epoch" and done < total and not control.should_training_stop:
+                    if rank == 0: _save_loop_checkpoint(args.output_dir, done, model, opt, scaler, losses, counts)
+                    if acc is not None: acc.wait_for_everyone()
+                    _callback(callbacks, "on_save", args, state, control, model=model)
+    if side is not None: torch.cuda.current_stream().wait_stream(side)
+    per_step = losses[:done].detach()
+    if acc is not None: per_step = acc.reduce(per_step, "sum")
+    step_losses = (per_step.cpu().double().numpy() / np.maximum(counts[:done], 1)).tolist()   # the one host sync
+    runtime = time.perf_counter() - t0
+    if bar is not None: bar.close()
+    every = math.ceil(total * args.logging_steps) if args.logging_steps < 1 else int(args.logging_steps)
+    for k in range(every, done + 1, every) if every > 0 else ():
+        state.log_history.append({"loss": float(np.mean(step_losses[k - every:k])), "step": k,
+                                  "learning_rate": _linear_lr(k - 1, args.learning_rate, warmup, total),
+                                  "epoch": round(k / per_epoch, 4)})
+    state.log_history.append({"train_runtime": round(runtime, 4),
+                              "train_samples_per_second": round(int(counts[first:done].sum()) / runtime, 3),
+                              "train_steps_per_second": round((done - first) / runtime, 3),
+                              "train_loss": float(np.mean(step_losses)) if step_losses else None,
+                              "epoch": round(done / per_epoch, 4), "step": done})
+    _callback(callbacks, "on_train_end", args, state, control, model=model)
+    precision = "bf16" if amp is torch.bfloat16 else "fp16" if amp is torch.float16 else "fp32"
+    return _LoopRun(model, args, state, step_losses, resumed, rank, world, precision, runner.summary() if runner else None)
+
+# %% ../notebooks/08_encoders.ipynb #6881090d
+def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides):
+    """Fine-tune `model` on packed windows by `cfg`'s recipe with its engine (`_QATrainer` or the loop); resumes from the
+    last checkpoint in `output_dir`. `overrides` go to `TrainingArguments`. Returns the trainer (or the loop's run)."""
+    if cfg.engine not in ENGINES: raise ValueError(f"TrainConfig.engine must be one of {ENGINES}, not {cfg.engine!r}")
     args = _training_arguments(cfg, output_dir, len(train), **overrides)
-    trainer = _QATrainer(model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))
-    return trainer
+    resume = last_checkpoint(output_dir)
+    if cfg.engine == "trainer":
+        if resume and (Path(resume) / _LOOP_STATE).exists(): resume = None
+        trainer = _QATrainer(model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks)
+        trainer.train(resume_from_checkpoint=resume)
+        trainer.resumed_from = resume
+        return trainer
+    return _train_loop(model, train, args, callbacks, resolved_cuda_graphs(cfg), resume)
 
 # %% ../notebooks/08_encoders.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -420,7 +699,8 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0"))) == 0
 
 def _same_settings(old: dict, new: dict) -> bool:
-    return all(old.get(k) == v for k, v in new.items() if k != "pad_multiple")
+    "Same recipe, data and decoding (how the run was executed aside: `_SPEED_SETTINGS`)."
+    return all(old.get(k) == v for k, v in new.items() if k not in _SPEED_SETTINGS)
 
 def _checkpoint_revision(name: str) -> str | None:
     """What exactly was fine-tuned: the hub commit of a downloaded checkpoint (its snapshot in the local cache),
@@ -448,11 +728,13 @@ def _model_size(model) -> dict:
 
 def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_answer_length: int,
                   extra_meta: dict | None = None, callbacks=None) -> Path:
-    "Fine-tune `model` on `train_records`; save model, tokenizer and `qa_config.json` to `output_dir`."
+    """Fine-tune `model` on `train_records`; save model, tokenizer, `train_log.json` (the loss of every step, with the
+    loop) and `qa_config.json` (written last: the run is finished) to `output_dir`."""
     from indicipr import core
     output_dir = Path(output_dir)
     meta = {"base_model": model, "resolved_model": MODEL_REGISTRY.get(model, model), **asdict(cfg),
-            "pad_multiple": resolved_pad_multiple(cfg), "max_answer_length": int(max_answer_length),
+            "pad_multiple": resolved_pad_multiple(cfg), "cuda_graphs": resolved_cuda_graphs(cfg),
+            "max_answer_length": int(max_answer_length),
             "train_examples": len(train_records), "train_ids_head": [r["id"] for r in train_records[:5]],
             **(extra_meta or {})}
     done, started = output_dir / _QA_CONFIG, output_dir / "_run_settings.json"
@@ -466,19 +748,23 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
     qa_model = load_qa_model(model)
     windows = encode_windows(train_records, tok, cfg.max_length, cfg.stride, labels=True)
     packed = PackedWindows(windows, tok.pad_token_id or 0, resolved_pad_multiple(cfg))
-    resume = last_checkpoint(output_dir / "checkpoints")
     t0 = time.perf_counter()
     trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
-    args = trainer.args
+    args, resume = trainer.args, trainer.resumed_from
+    world = getattr(trainer, "world_size", None) or args.world_size
     meta.update(train_windows=len(packed), train_seconds=round(time.perf_counter() - t0, 1),
                 resumed_from=Path(resume).name if resume else None, global_steps=trainer.state.global_step,
-                _planned_steps=_planned_steps(cfg, len(packed), args.world_size), device=_device_label(),
-                precision="bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
+                _planned_steps=_planned_steps(cfg, len(packed), world), world_size=world,
+                device=_device_label(),
+                precision=getattr(trainer, "precision", None) or ("bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"),
                 base_revision=_checkpoint_revision(model), **_model_size(qa_model),
                 final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None))
     if trainer.is_world_process_zero():
         trainer.save_model(str(output_dir)); tok.save_pretrained(str(output_dir))
         shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
+        log = {"engine": cfg.engine, "step_losses": getattr(trainer, "step_losses", None),
+               "cuda_graphs": getattr(trainer, "cuda_graphs", None), "log_history": trainer.state.log_history}
+        core.write_text_atomic(output_dir / "train_log.json", json.dumps(log) + "\n")
         core.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
     return output_dir
 
@@ -515,6 +801,206 @@ def predict_split(model_dir, records, batch_size: int | None = None, max_answer_
                               batch_size, device=device, progress=progress, span_score=span_score)
     return {r["id"]: a.text for r, a in zip(records, answers)}
 
+
+# %% ../notebooks/08_encoders.ipynb #010e7a5f
+def _mps_active() -> bool:
+    "Whether a CUDA MPS control daemon is listening (its pipe directory holds `control`)."
+    return Path(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control").exists()
+
+def plan_pool(n_runs: int, free: list, probe: dict | None = None, cpus: int | None = None, mps: bool = False) -> dict:
+    """Runs at once per device. `free`: free bytes of each device when the probe ran (the probe's device first, its own
+    memory already taken); `probe`: `{"footprint": bytes of one run, "busy": % of time the device ran a kernel}`."""
+    cpus = cpus or os.cpu_count() or 1
+    cpu_cap = max(1, cpus - 1)
+    footprint = (probe or {}).get("footprint")
+    busy = (probe or {}).get("busy")
+    per_device, limits = [], set()
+    for d, f in enumerate(free):
+        mem = int(0.9 * f // footprint) if footprint else n_runs
+        if d == 0: mem += 1                                   # the probe itself
+        tput = math.ceil(100 / busy) + 1 if busy and not mps else n_runs
+        per_device.append(min(mem, tput))
+        limits.add("memory" if mem <= tput else "throughput")
+    total = min(n_runs, sum(per_device), cpu_cap)
+    if total == n_runs: limits = {"runs"}
+    elif total == cpu_cap and cpu_cap < sum(per_device): limits = {"cpus"}
+    alloc = [0] * len(free)
+    while sum(alloc) < total:                                 # spread over the devices, within each one's cap
+        d = min((k for k in range(len(free)) if alloc[k] < per_device[k]), key=lambda k: (alloc[k], k))
+        alloc[d] += 1
+    return {"workers": total, "per_device": alloc, "caps": per_device, "limited_by": "/".join(sorted(limits)),
+            "footprint_mib": round(footprint / 2**20) if footprint else None, "busy_percent": busy, "mps": mps,
+            "cpus": cpus}
+
+# %% ../notebooks/08_encoders.ipynb #9eea102b
+from transformers import TrainerCallback
+
+class _ProbeCallback(TrainerCallback):
+    "After `seconds` of steady steps (from step `start`), send the run's device footprint and busy % to the pool, once."
+    def __init__(self, queue, start: int = 5, seconds: float = 1.0):
+        self.queue, self.start, self.seconds, self.t0, self.sent = queue, start, seconds, None, False
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.sent or not torch.cuda.is_available(): return
+        if self.t0 is None:
+            if state.global_step >= self.start: torch.cuda.synchronize(); self.t0 = (time.perf_counter(), state.global_step)
+            return
+        if time.perf_counter() - self.t0[0] < self.seconds and state.global_step < state.max_steps: return
+        torch.cuda.synchronize()
+        free, total = torch.cuda.mem_get_info()
+        try: busy = float(torch.cuda.utilization())
+        except Exception: busy = None                         # no NVML (pynvml) here
+        footprint = total - free - torch.cuda.memory_reserved() + torch.cuda.max_memory_reserved()
+        steps_s = (state.global_step - self.t0[1]) / max(time.perf_counter() - self.t0[0], 1e-9)
+        self.queue.put(("probe", None, {"footprint": int(footprint), "free": int(free), "total": int(total),
+                                        "busy": busy, "steps_per_s": round(steps_s, 2)}, os.getpid()))
+        self.sent = True
+
+    def on_train_end(self, args, state, control, **kw):
+        if not self.sent and torch.cuda.is_available():        # too short to measure: report what there is
+            self.t0 = self.t0 or (time.perf_counter(), state.global_step)
+            self.seconds = 0.0; self.on_step_end(args, state, control)
+
+# %% ../notebooks/08_encoders.ipynb #2b8f8dfa
+def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None):
+    "A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs."
+    import traceback
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    torch.set_num_threads(max(1, int(threads)))
+
+    def run(i, job, callbacks=None):
+        t0 = time.perf_counter()
+        try: out = fn(job, *shared, callbacks=callbacks)
+        except BaseException:
+            results.put(("error", i, traceback.format_exc(), os.getpid())); raise SystemExit(1)
+        results.put(("done", i, {"result": out, "wall_s": round(time.perf_counter() - t0, 2), "device": device},
+                     os.getpid()))
+
+    if first is not None:
+        run(*first, callbacks=[_ProbeCallback(results)])
+        slot.release()                                        # its implicit slot becomes an ordinary one
+    plan_ready.wait()
+    while True:
+        slot.acquire()
+        item = tasks.get()
+        if item is None: return
+        run(*item)
+        slot.release()
+
+def _pool_size(n_runs: int, workers) -> int | str:
+    "`workers` (or `$INDICIPR_TRAIN_WORKERS`) as a count, or 'auto'; 1 where a pool cannot help."
+    workers = workers if workers is not None else os.environ.get("INDICIPR_TRAIN_WORKERS") or "auto"
+    if n_runs <= 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1: return 1
+    if workers == "auto": return "auto" if torch.cuda.is_available() else 1
+    try: k = int(workers)
+    except (TypeError, ValueError): raise ValueError(f"workers must be a count or 'auto', not {workers!r}") from None
+    if k < 1: raise ValueError(f"workers must be at least 1, not {k}")
+    return min(k, n_runs)
+
+def _device_free_memory(n: int) -> list | None:
+    "Free bytes of each CUDA device through NVML (no CUDA context in this process), or None."
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try: return [pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(d)).free for d in range(n)]
+        finally: pynvml.nvmlShutdown()
+    except Exception: return None
+
+def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None = None):
+    """Yield `(i, fn(jobs[i], *shared, callbacks=...))` for every job, as each finishes: in this process one after
+    another, or in a pool of worker processes (see above). `info`, if given, receives the plan and each run's worker."""
+    n = len(jobs)
+    size = _pool_size(n, workers)
+    info = info if info is not None else {}
+    if size == 1:
+        info.update(plan={"workers": 1, "per_device": [1], "limited_by": "sequential", "mps": _mps_active()}, runs={})
+        for i, job in enumerate(jobs):
+            t0 = time.perf_counter()
+            out = fn(job, *shared, callbacks=None)
+            info["runs"][i] = {"wall_s": round(time.perf_counter() - t0, 2), "worker": os.getpid(), "device": None}
+            yield i, out
+        return
+    import multiprocessing as mp
+    import queue as queue_mod
+    ctx = mp.get_context("spawn")
+    cuda = torch.cuda.is_available()
+    n_dev = torch.cuda.device_count() if cuda else 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    procs_n = min(n, max(1, cpus - 1)) if size == "auto" else size
+    threads = max(1, cpus // procs_n)
+    tasks, results = ctx.Queue(), ctx.Queue()
+    slots = [ctx.Semaphore(0) for _ in range(n_dev)]
+    plan_ready = ctx.Event()
+    devices = [(k % n_dev if cuda else None) for k in range(procs_n)]
+    procs = []
+    for k in range(procs_n):
+        first = (0, jobs[0]) if (size == "auto" and k == 0) else None
+        procs.append(ctx.Process(target=_pool_worker, daemon=True,
+                                 args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first)))
+    for i in range(1 if size == "auto" else 0, n): tasks.put((i, jobs[i]))
+    for _ in procs: tasks.put(None)
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        for p, d in zip(procs, devices):                      # a spawned process starts with this environment
+            if cuda and n_dev > 1: os.environ["CUDA_VISIBLE_DEVICES"] = visible[d] if visible else str(d)
+            p.start()
+    finally:
+        if saved is None: os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else: os.environ["CUDA_VISIBLE_DEVICES"] = saved
+    if size != "auto":
+        per = [devices.count(d if cuda else None) for d in range(n_dev)]
+        for d, k in enumerate(per):
+            for _ in range(k): slots[d].release()
+        info["plan"] = {"workers": procs_n, "per_device": per, "limited_by": "workers", "mps": _mps_active(), "cpus": cpus}
+        plan_ready.set()
+    info["runs"] = {}
+    got, planned = 0, size != "auto"
+    try:
+        while got < n:
+            try: kind, i, payload, pid = results.get(timeout=5)
+            except queue_mod.Empty:
+                dead = [p for p in procs if p.exitcode not in (None, 0)]
+                if dead: raise RuntimeError(f"a training worker (pid {dead[0].pid}) died with exit code {dead[0].exitcode}")
+                continue
+            if kind == "error":
+                raise RuntimeError(f"run {i} of {n} failed in a worker process (pid {pid}):\n{payload}")
+            if kind == "probe" or (kind == "done" and not planned):
+                if not planned:
+                    probe = payload if kind == "probe" else None
+                    free = _device_free_memory(n_dev) or [probe["free"] if probe else 0] * n_dev
+                    if probe: free[0] = probe["free"]
+                    plan = plan_pool(n, free, probe, cpus, _mps_active())
+                    plan["workers"] = min(plan["workers"], procs_n)
+                    per = [min(k, devices.count(d if cuda else None)) for d, k in enumerate(plan["per_device"])]
+                    per[0] = max(1, per[0])
+                    plan["per_device"], plan["probe"] = per, probe
+                    for d, k in enumerate(per):
+                        for _ in range(k - 1 if d == 0 else k): slots[d].release()
+                    info["plan"], planned = plan, True
+                    plan_ready.set()
+                if kind == "probe": continue
+            info["runs"][i] = {"wall_s": payload["wall_s"], "worker": pid, "device": payload["device"]}
+            got += 1
+            yield i, payload["result"]
+    finally:
+        if got == n:                                          # workers still waiting for a slot go on to their `None`
+            plan_ready.set()
+            for s in slots:
+                for _ in procs: s.release()
+        for p in procs:
+            p.join(timeout=30 if got == n else 0)
+            if p.is_alive(): p.terminate()
+
+# %% ../notebooks/08_encoders.ipynb #14948ac6
+def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
+    "`train_encoder` then `predict_split` for one model × seed (`job`: model, cfg, output_dir, max_answer_length, meta)."
+    out = train_encoder(job["model"], train_records, job["cfg"], job["output_dir"], job["max_answer_length"], job["meta"],
+                        callbacks=callbacks)
+    if not is_main_process(): return None
+    t0 = time.perf_counter()
+    preds = predict_split(out, eval_records, eval_batch_size, progress=False)     # always the whole split
+    return {"model_dir": str(out), "predictions": preds, "predict_s": round(time.perf_counter() - t0, 1)}
 
 # %% ../notebooks/08_encoders.ipynb #93364f31
 PROFILE_DEFAULTS = {
@@ -567,40 +1053,45 @@ def stage_records(data_source, split: str) -> tuple[list[dict], list[dict]]:
               "left out (the text occurs several times or not at all)", file=sys.stderr)
     return train, [dict(r) for r in ds[split]]
 
-def run_encoders(data_source="sample", profile="offline", caps: dict | None = None, **overrides) -> list[dict]:
+def run_encoders(data_source="sample", profile="offline", caps: dict | None = None, workers=None,
+                 train_options: dict | None = None, pool_info: dict | None = None, **overrides) -> list[dict]:
     """Train every model × seed, predict the whole split, write predictions; one row per run: scores, `train_s` and
     `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap
-    of each model (`answer_length_caps`; computed when not given)."""
+    of each model (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count
+    or 'auto'; `pool_info` receives its plan); `train_options` are `TrainConfig` fields of how a run is executed
+    (`engine`, `cuda_graphs`)."""
     from indicipr import core, metrics
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     shrink = shrink_note(st, profile)
     train, evalset = stage_records(data_source, st["split"])
     caps = caps or answer_length_caps(train, st)[2]
-    rows = []
+    jobs = []
     for model in st["models"]:
         mal = caps[model]
         for seed in st["seeds"]:
             cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
-                              batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed)
-            out = train_encoder(model, train, cfg, checkpoint_dir(data_source, model, seed), mal,
-                                {"data_source": core.source_tag(data_source)})
-            if not is_main_process(): continue
-            t0 = time.perf_counter()
-            preds = predict_split(out, evalset, st["eval_batch_size"], progress=False)   # always the whole split
-            pred_s = time.perf_counter() - t0
-            missing = [r["id"] for r in evalset if r["id"] not in preds]
-            if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
-            system = f"{_model_short_name(model)}_seed{seed}"
-            meta = qa_config(out)
-            metrics.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
-                                   seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
-                                   train_seconds=meta.get("train_seconds"), shrink=shrink)
-            _, summary = metrics.score_predictions(evalset, preds)
-            rows.append({"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
-                         "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
-                         "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": round(pred_s, 1),
-                         "settings": _run_settings(model, seed, out, len(evalset), shrink)})
-    return rows
+                              batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed,
+                              **(train_options or {}))
+            jobs.append({"model": model, "seed": seed, "cfg": cfg, "output_dir": str(checkpoint_dir(data_source, model, seed)),
+                         "max_answer_length": mal, "meta": {"data_source": core.source_tag(data_source)}})
+    rows = [None] * len(jobs)
+    for i, res in run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers, pool_info):
+        if res is None: continue                          # not the main process of a distributed run
+        model, seed, mal = jobs[i]["model"], jobs[i]["seed"], jobs[i]["max_answer_length"]
+        out, preds, pred_s = Path(res["model_dir"]), res["predictions"], res["predict_s"]
+        missing = [r["id"] for r in evalset if r["id"] not in preds]
+        if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
+        system = f"{_model_short_name(model)}_seed{seed}"
+        meta = qa_config(out)
+        metrics.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
+                                  seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
+                               train_seconds=meta.get("train_seconds"), shrink=shrink)
+        _, summary = metrics.score_predictions(evalset, preds)
+        rows[i] = {"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
+                   "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
+                   "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": pred_s,
+                   "settings": _run_settings(model, seed, out, len(evalset), shrink)}
+    return [r for r in rows if r is not None]
 
 def encoder_tables(rows) -> tuple:
     """(runs, settings, timings) of `run_encoders`' rows: the results table, the effective-settings table (results
@@ -623,4 +1114,5 @@ def seed_summary(rows) -> "pd.DataFrame":
             r[name] = f"{g[m].mean():.2f} ± {sd:.2f}"
         out.append(r)
     return pd.DataFrame(out)
+
 

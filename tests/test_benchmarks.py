@@ -12,23 +12,37 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def test_gpu_finetune_tiny_runs_every_part(tmp_path):
-    "The one device script, --tiny on the CPU: (a) both training paths, (b) the encoder table through the hub stand-in, (c) inference."
+    """The one device script, --tiny on the CPU: (a) plain Trainer, Trainer with packing and the loop on the same windows
+    at the table's recipe; the table sequential, pooled (2 worker processes) and a rerun alone, through the hub stand-in;
+    inference. On a CPU a pooled run is its sequential twin exactly, and so is a rerun."""
     out = tmp_path / "g.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
-    assert res["windows"] == 64 and res["plain"]["examples_per_s"] > 0 and res["project"]["examples_per_s"] > 0
-    assert res["ratio"] == res["project"]["examples_per_s"] / res["plain"]["examples_per_s"]
-    assert "length-grouped" in res["project"]["padding"] and res["plain"]["padding"] == "all to 64"
-    t = res["table"]
-    assert [r["system"] for r in t["runs"]] == ["inlegalbert_seed0"] and t["runs"][0]["steps"] == 2
-    assert t["settings"]["checkpoint"] == "law-ai/InLegalBERT" and t["settings"]["revision"]      # downloaded from the stand-in
-    assert (t["settings"]["layers"], t["settings"]["hidden"], t["settings"]["eval_questions"]) == (2, 128, 344)
-    assert t["table_s"] > 0 and t["inference"]["questions"] == 344 and t["inference"]["questions_per_s"] > 0
-    assert t["inference"]["windows"] >= 344
+    a = res["speed"]
+    assert a["windows"] == 64 and a["batch_size"] == 12 and a["epochs"] == 1.0
+    sy = a["systems"]
+    assert set(sy) == {"plain", "trainer+packing", "loop"}                        # no CUDA graphs on a CPU
+    assert len({r["steps"] for r in sy.values()}) == 1 and sy["loop"]["steps"] == 6      # ⌈64 / 12⌉: the same recipe
+    assert sy["plain"]["padding"] == "all to 384" and sy["loop"]["padding"].startswith("length-grouped")
+    for r in sy.values():
+        assert r["examples_per_s"] == 64 / r["train_runtime"] and r["x_plain"] == r["examples_per_s"] / sy["plain"]["examples_per_s"]
+    assert res["table_train_options"] == {"engine": "loop", "cuda_graphs": False}
+    seq, pooled, rerun = res["sequential"], res["pooled"], res["rerun"]
+    assert [r["system"] for r in seq["runs"]] == [r["system"] for r in pooled["runs"]] == ["inlegalbert_seed0", "inlegalbert_seed1"]
+    assert pooled["pool"]["plan"]["workers"] == 2 and len({r["worker"] for r in pooled["pool"]["runs"].values()}) == 2
+    assert seq["pool"]["plan"]["limited_by"] == "sequential" and all(r["steps"] == 2 for r in seq["runs"])
+    c = res["pooled_vs_sequential"]
+    assert c["twins"] == 2 and c["max_abs_f1_diff"] == 0 and all(r["identical_curve"] for r in c["runs"])
+    assert res["rerun_vs_sequential"]["runs"][0]["identical_curve"] and rerun["runs"][0]["system"] == "inlegalbert_seed0"
+    st = seq["settings"]
+    assert st["checkpoint"] == "law-ai/InLegalBERT" and st["revision"]                    # downloaded from the stand-in
+    assert (st["layers"], st["hidden"], st["eval_questions"], st["batch_size"]) == (2, 128, 344, 12)
+    i = rerun["inference"]
+    assert i["questions"] == 344 and i["questions_per_s"] > 0 and i["windows"] >= 344
     summary = proc.stdout[proc.stdout.index("== gpu_finetune summary"):]
-    assert all(f"({k})" in summary for k in "abc") and "questions/s" in summary
+    assert all(f"({k})" in summary for k in "abcde") and "questions/s" in summary and "pooled vs sequential" in summary
 
 
 def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):

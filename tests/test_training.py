@@ -1,0 +1,256 @@
+"""The project's training loop and the pool of runs (`indicipr.encoders`), on tiny models on the CPU:
+
+* the loop computes the `Trainer`'s recipe (same losses step by step, same weights);
+* its hot path asks the host for no tensor value (what is a device sync on a GPU);
+* an interrupted run resumed from its checkpoint is the uninterrupted run;
+* a run in the pool is the same run as alone (same loss curve, same predictions);
+* `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from helpers import QA_SMALL, ROOT  # noqa: E402
+from indicipr import core, encoders as E  # noqa: E402
+
+# The training entry point `accelerate launch` starts (python -m ...): it moves to `indicipr.cli train` (issue 18).
+TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
+# `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.15 (several CPU processes need mpirun);
+# `--multi_gpu` on a machine without a GPU starts 2 (torchrun), and `Accelerator(cpu=True)` joins them over gloo.
+ACCELERATE_2_CPU = ["launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+                    "--dynamo_backend", "no", "--main_process_port", "29517"]
+
+
+def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
+    "A tiny random BERT QA checkpoint with MiniLM's tokenizer, saved like a hub checkpoint."
+    from transformers import BertConfig, BertForQuestionAnswering
+    tok = E.load_tokenizer("minilm-l6")
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=dropout,
+                     attention_probs_dropout_prob=dropout)
+    BertForQuestionAnswering(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tiny")
+    return {"dropout": tiny_bert_dir(base / "tiny-drop"), "no_dropout": tiny_bert_dir(base / "tiny-nodrop", dropout=0.0)}
+
+
+@pytest.fixture(scope="module")
+def packed(splits):
+    tok = E.load_tokenizer("minilm-l6")
+    return E.PackedWindows(E.encode_windows(splits["train"][:40], tok, 128, 32, labels=True), tok.pad_token_id, 8)
+
+
+@pytest.fixture
+def one_thread():
+    "One intra-op thread: on a shared 2-core machine two threads can wait on each other far longer than they compute."
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _cfg(**kw):
+    base = dict(epochs=2, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1,
+                save_checkpoints=False)
+    return E.TrainConfig(**{**base, **kw})
+
+
+def _model(folder):
+    return E.load_qa_model(folder)
+
+
+def test_loop_computes_the_trainer_recipe(tiny_dirs, packed, tmp_path, one_thread):
+    "Without dropout the loop and the Trainer (the same TrainingArguments, the same batches) give the same run."
+    m_loop, m_tr = _model(tiny_dirs["no_dropout"]), _model(tiny_dirs["no_dropout"])
+    loop = E.fit(m_loop, packed, _cfg(engine="loop"), tmp_path / "loop", disable_tqdm=True)
+    tr = E.fit(m_tr, packed, _cfg(engine="trainer"), tmp_path / "trainer", disable_tqdm=True)
+    tr_losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
+    assert loop.state.global_step == tr.state.global_step == len(tr_losses) == 2 * int(np.ceil(len(packed) / 8))
+    np.testing.assert_allclose(loop.step_losses, tr_losses, rtol=2e-5)
+    assert loop.step_losses[-1] < loop.step_losses[0] - 0.05           # it learns
+    for (name, a), b in zip(m_loop.named_parameters(), m_tr.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    final = loop.state.log_history[-1]
+    assert final["train_loss"] == pytest.approx(np.mean(loop.step_losses)) and final["train_runtime"] > 0
+    assert [h["step"] for h in loop.state.log_history if "loss" in h] == list(range(1, loop.state.global_step + 1))
+
+
+def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_path, one_thread, monkeypatch):
+    """No `.item()`, `bool(tensor)`, `.tolist()` ... from the loop or the model code between the first and the last step
+    (on a GPU each is a host sync). transformers' own check `mask.all()` is one such call; the 4-D mask avoids it."""
+    from transformers import TrainerCallback
+    calls = []
+
+    def spy(name):
+        orig = getattr(torch.Tensor, name)
+
+        def wrapper(self, *a, **kw):
+            caller = sys._getframe(1).f_code.co_filename
+            if counting[0] and ("transformers" in caller or "indicipr" in caller): calls.append((name, caller))
+            return orig(self, *a, **kw)
+        return wrapper
+
+    counting = [False]
+
+    class Window(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            counting[0] = 1 <= state.global_step < state.max_steps
+
+    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu"):
+        monkeypatch.setattr(torch.Tensor, name, spy(name))
+    run = E.fit(_model(tiny_dirs["dropout"]), packed, _cfg(engine="loop"), tmp_path / "loop", callbacks=[Window()],
+                disable_tqdm=True)
+    assert run.state.global_step > 4 and not calls, calls[:5]
+    # the spy sees such calls where there are some: the same model given a 2-D mask asks `mask.all()`
+    counting[0] = True
+    batch = packed.__getitems__([0, 1])
+    _model(tiny_dirs["dropout"])(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    counting[0] = False
+    assert any(name == "__bool__" for name, _ in calls)
+
+
+def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one_thread):
+    "With dropout: interrupted after epoch 1's checkpoint, resumed → every step's loss and the weights as uninterrupted."
+    from transformers import TrainerCallback
+    cfg = _cfg(engine="loop", save_checkpoints=True)
+    whole = E.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "whole", disable_tqdm=True)
+    per_epoch = whole.state.global_step // 2
+
+    class Interrupt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == per_epoch + 2: raise KeyboardInterrupt("simulated")
+
+    with pytest.raises(KeyboardInterrupt):
+        E.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "cut", callbacks=[Interrupt()], disable_tqdm=True)
+    assert [p.name for p in (tmp_path / "cut").iterdir()] == [f"checkpoint-{per_epoch}"]    # whole, and only the newest
+    m = _model(tiny_dirs["dropout"])
+    resumed = E.fit(m, packed, cfg, tmp_path / "cut", disable_tqdm=True)
+    assert resumed.resumed_from.endswith(f"checkpoint-{per_epoch}")
+    assert resumed.step_losses == whole.step_losses
+    for a, b in zip(m.parameters(), whole.model.parameters()): assert torch.equal(a, b)
+
+
+def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
+    monkeypatch.setenv("INDICIPR_ROOT", str(root))
+    info = {}
+    rows = E.run_encoders(data_source, "offline", workers=workers, pool_info=info, models=[model_dir], seeds=list(seeds),
+                          epochs=1.0, batch_size=8)
+    logs = {r["system"]: json.loads((E.run_dir_for(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
+            for r in rows}
+    preds = {r["system"]: core.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+             for r in rows}
+    return rows, logs, preds, info
+
+
+def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thread):
+    "Two runs one after another in this process, then the same two in a pool of 2 processes: identical, run by run."
+    alone = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "alone", monkeypatch, workers=1)
+    pooled = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "pooled", monkeypatch, workers=2)
+    assert alone[3]["plan"]["limited_by"] == "sequential" and pooled[3]["plan"]["workers"] == 2
+    assert len({r["worker"] for r in pooled[3]["runs"].values()}) == 2                  # two processes did the work
+    assert [r["system"] for r in alone[0]] == [r["system"] for r in pooled[0]] == ["tiny-drop_seed0", "tiny-drop_seed1"]
+    for a, b in zip(alone[0], pooled[0]):
+        assert (a["em"], a["f1"], a["char_f1"]) == (b["em"], b["f1"], b["char_f1"])
+        assert {k: v for k, v in a["settings"].items()} == {k: v for k, v in b["settings"].items()}
+    for system in alone[1]:
+        assert alone[1][system]["step_losses"] == pooled[1][system]["step_losses"], system
+        assert alone[2][system] == pooled[2][system], system
+    s0, s1 = alone[1]["tiny-drop_seed0"]["step_losses"], alone[1]["tiny-drop_seed1"]["step_losses"]
+    assert s0 != s1                                                                      # the seeds differ
+
+
+def _failing_run(job, callbacks=None):
+    if job == "bad": raise ValueError("this run fails")
+    return job
+
+
+def test_a_failing_pooled_run_names_itself(one_thread):
+    with pytest.raises(RuntimeError, match=r"(?s)run 1 of 2 failed in a worker process.*ValueError: this run fails"):
+        list(E.run_pool(_failing_run, ["good", "bad"], workers=2))
+
+
+def _fake_gpu_run(job, callbacks=None):
+    "A job that, as the probe run, reports a footprint that leaves room for one more run; then it takes a while."
+    import time
+    if callbacks:
+        gib = 2**30
+        callbacks[0].queue.put(("probe", None, {"footprint": 4 * gib, "free": 8 * gib, "total": 80 * gib, "busy": 10.0},
+                                os.getpid()))
+    t0 = time.time()
+    time.sleep(1.5)
+    return {"job": job, "start": t0, "end": time.time(), "pid": os.getpid()}
+
+
+def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
+    """The 'auto' pool as on a GPU (here faked: one device, 4 CPUs): the first run alone reports its footprint, the plan
+    allows 2 at once (90% of 8 GiB free holds one more 4 GiB run), and no more than 2 ever run together."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
+    info = {}
+    out = dict(E.run_pool(_fake_gpu_run, list(range(5)), workers="auto", info=info))
+    assert sorted(out) == list(range(5)) and [out[i]["job"] for i in range(5)] == list(range(5))
+    plan = info["plan"]
+    assert plan["workers"] == 2 and plan["per_device"] == [2] and plan["limited_by"] == "memory"
+    assert plan["probe"]["footprint"] == 4 * 2**30 and plan["footprint_mib"] == 4096
+    events = sorted([(r["start"], 1) for r in out.values()] + [(r["end"], -1) for r in out.values()])
+    running = peak = 0
+    for _, d in events:
+        running += d; peak = max(peak, running)
+    assert peak == 2                                                                     # the plan, never more
+    first = out[0]
+    assert all(r["start"] >= first["start"] for r in out.values())                      # the probe went first
+
+
+def test_pool_size(monkeypatch):
+    monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
+    assert E._pool_size(1, 4) == 1 and E._pool_size(5, 3) == 3 and E._pool_size(2, 8) == 2
+    assert E._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
+    monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")
+    assert E._pool_size(12, None) == 2
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert E._pool_size(12, 4) == 1                                                      # one run at a time, in step
+    with pytest.raises(ValueError, match="workers must be"):
+        monkeypatch.delenv("WORLD_SIZE"); E._pool_size(3, "many")
+
+
+@pytest.mark.skipif(shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
+                    reason="accelerate's launcher is not installed beside this Python")
+def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_path, monkeypatch, one_thread):
+    """`accelerate launch` (2 processes, gloo) at batch 8 per process and one process at batch 16: the same global
+    batches, the same losses step by step (dropout off, so that the random draws do not differ)."""
+    model_dir = tiny_dirs["no_dropout"]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(INDICIPR_ROOT=str(tmp_path / "two"), CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]), TQDM_DISABLE="1")
+    launcher = str(Path(sys.executable).parent / "accelerate")
+    proc = subprocess.run([launcher, *ACCELERATE_2_CPU, *TRAIN_ENTRY, "--data-source", str(QA_SMALL), "--profile", "offline",
+                           "--models", model_dir, "--seeds", "0", "--max-steps", "5"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    two = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "train_log.json").read_text())
+    two_cfg = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "qa_config.json").read_text())
+    assert two_cfg["world_size"] == 2 and two_cfg["batch_size"] == 8 and two_cfg["global_steps"] == 5
+    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path / "one"))
+    E.run_encoders(str(QA_SMALL), "offline", workers=1, models=[model_dir], seeds=[0], max_steps=5, batch_size=16)
+    one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
+    one = json.loads((one_dir / "train_log.json").read_text())
+    assert json.loads((one_dir / "qa_config.json").read_text())["world_size"] == 1
+    assert len(one["step_losses"]) == len(two["step_losses"]) == 5
+    np.testing.assert_allclose(two["step_losses"], one["step_losses"], rtol=1e-5)
+    assert one["step_losses"][0] != one["step_losses"][-1]
