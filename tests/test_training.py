@@ -149,7 +149,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
     info = {}
     rows = E.run_encoders(data_source, "offline", workers=workers, pool_info=info, models=[model_dir], seeds=list(seeds),
                           epochs=1.0, batch_size=8)
-    logs = {r["system"]: json.loads((E.run_dir_for(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
+    logs = {r["system"]: json.loads((E.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
             for r in rows}
     preds = {r["system"]: core.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
              for r in rows}
