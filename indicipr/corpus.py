@@ -17,18 +17,19 @@ from .core import (ACTS, JSONLError, act_for_key, act_keys_in_card_order, act_la
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
-           'statutes_manifest', 'pdf_dir', 'StatuteFormatError', 'statutes_jsonl_path', 'sample_statutes_dir',
-           'read_sections_jsonl', 'repair_encoding', 'is_toc_page', 'remove_toc_pages', 'remove_footnote_blocks',
-           'strip_footnote_zone', 'remove_page_numbers', 'remove_parenthesised_notes', 'remove_bracket_notes',
-           'tidy_removed_notes', 'remove_editorial_notes', 'unwrap_amendment_brackets', 'remove_glued_footnote_digits',
-           'strip_heading', 'remove_margin_notes', 'section_title', 'subsection_starts', 'split_subsections',
-           'normalize_subsection_label', 'join_hard_line_breaks', 'normalize_whitespace', 'clean_section_units',
-           'clean_section', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts', 'split_pdf_sections',
-           'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'editorial_leftovers',
-           'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words', 'kept_editorial_tokens',
-           'check_section', 'cleaner_check_table', 'project_statute_sources', 'read_statute_source',
-           'cleaner_check_report', 'context_stats', 'plot_context_lengths', 'sync_sample_statutes', 'pdf_acts_in',
-           'load_statutes', 'released_contexts', 'corpus_stage']
+           'statutes_manifest', 'pdf_dir', 'StatuteFormatError', 'batch_files', 'statutes_jsonl_paths',
+           'sample_statutes_dir', 'read_sections_jsonl', 'repair_encoding', 'is_toc_page', 'remove_toc_pages',
+           'remove_footnote_blocks', 'strip_footnote_zone', 'remove_page_numbers', 'remove_parenthesised_notes',
+           'remove_bracket_notes', 'tidy_removed_notes', 'remove_editorial_notes', 'unwrap_amendment_brackets',
+           'remove_glued_footnote_digits', 'strip_heading', 'remove_margin_notes', 'section_title', 'subsection_starts',
+           'split_subsections', 'normalize_subsection_label', 'join_hard_line_breaks', 'normalize_whitespace',
+           'clean_section_units', 'clean_section', 'pack_units', 'split_long_unit', 'section_contexts',
+           'build_contexts', 'split_pdf_sections', 'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf',
+           'read_official_pdfs', 'editorial_leftovers', 'editorial_spans', 'statutory_tokens', 'statutory_text',
+           'lost_statutory_words', 'kept_editorial_tokens', 'check_section', 'cleaner_check_table',
+           'project_statute_sources', 'read_statute_source', 'cleaner_check_report', 'context_stats',
+           'plot_context_lengths', 'sync_shared_files', 'sync_sample_statutes', 'pdf_acts_in', 'load_statutes',
+           'released_contexts', 'corpus_stage']
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
@@ -57,20 +58,34 @@ SECTION_FIELDS = {"act": str, "section": str, "title": str, "text": str, "source
 class StatuteFormatError(ValueError):
     "A statute record is unusable; the message names `file:line`."
 
-def statutes_jsonl_path() -> Path:
-    "The section JSONL to read: `../shared/statutes/sections.jsonl` when present, else the committed copy."
+def batch_files(folder: str | Path, stem: str) -> list[Path]:
+    "The batches of a data set in `folder`: `<stem>.jsonl`, then `<stem>-batch<N>.jsonl` by N (those present)."
+    folder = Path(folder)
+    later = {int(m.group(1)): p for p in folder.glob(f"{stem}-batch*.jsonl")
+             if (m := re.fullmatch(rf"{re.escape(stem)}-batch(\d+)\.jsonl", p.name))}
+    return [p for p in [folder / f"{stem}.jsonl"] if p.is_file()] + [later[n] for n in sorted(later)]
+
+def statutes_jsonl_paths() -> list[Path]:
+    "The section JSONL batches to read: `../shared/statutes/sections*.jsonl` when present, else the committed copies."
     shared = shared_dir()
     if shared is not None and (shared / "statutes" / "sections.jsonl").is_file():
-        return shared / "statutes" / "sections.jsonl"
-    return sample_statutes_dir() / "sections.jsonl"
+        return batch_files(shared / "statutes", "sections")
+    return batch_files(sample_statutes_dir(), "sections")
 
 def sample_statutes_dir() -> Path:
     "`data/sample/statutes/`: the committed copy of the section JSONL and its README."
     return data_dir() / "sample" / "statutes"
 
-def read_sections_jsonl(path: str | Path) -> list[dict]:
-    "Read and check section records; `StatuteFormatError` names the file, line and problem."
-    path, out, seen = Path(path), [], {}
+def read_sections_jsonl(path: str | Path | Iterable[str | Path]) -> list[dict]:
+    "Read and check section records of one file or of several batches (in order); `StatuteFormatError` names the file, line and problem."
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    out, seen = [], {}
+    for path in paths: out += _read_section_file(path, seen)
+    return out
+
+def _read_section_file(path: Path, seen: dict) -> list[dict]:
+    "The checked records of one section JSONL; `seen` maps every `(act, section)` read so far to its `file:line`."
+    out = []
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such statutes file")
     try:
         for line_no, rec in read_jsonl(path, with_lines=True):
@@ -84,8 +99,10 @@ def read_sections_jsonl(path: str | Path) -> list[dict]:
                 raise StatuteFormatError(f"{where}: section {rec['section']!r} is not a section number like '53' or '107A'")
             if not rec["text"].strip(): raise StatuteFormatError(f"{where}: empty text")
             key = (rec["act"], rec["section"])
-            if key in seen: raise StatuteFormatError(f"{where}: {key} already on line {seen[key]}")
-            seen[key] = line_no
+            if key in seen:
+                other = seen[key]
+                raise StatuteFormatError(f"{where}: {key} already on line {other[1]}" if other[0] == path else f"{where}: {key} already in {other[0]}:{other[1]}")
+            seen[key] = (path, line_no)
             out.append({**rec, "act_title": rec.get("act_title") or ACTS[rec["act"]].title,
                         "truncated": bool(rec.get("truncated", False))})
     except JSONLError as e: raise StatuteFormatError(str(e)) from None
@@ -180,8 +197,22 @@ def remove_parenthesised_notes(text: str) -> str:
 # %% ../notebooks/01_corpus.ipynb #bfb5ad11
 _BRACKET_NOTE = re.compile(rf"{_FN_MARK}?\[\s*{_EDIT_VERB}\s+(?:by|vide|w\.e\.f\.)[^\]]*\]")
 _WEF_GROUP = re.compile(r"\(\s*w\.e\.f\.[^()\]]*\)\.?")
+_DATE = r"\d{1,2}[-./ ](?:\d{1,2}|[A-Z][a-z]{2,8})[-./ ,]\s?\d{2,4}"   # 8-7-2013, 21-Jun-2012, 1 April 2005
 _INLINE_NOTE = re.compile(rf"\b{_EDIT_VERB}\s+by\s+[^()\n\[\]]{{0,120}}?\(\s*w\.e\.f\.[^)]*\)\.?"
-                          r"|\bw\.e\.f\.\s*\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
+                          rf"|\bw\.e\.f\.\s*{_DATE}")
+# an amending Act as notes name it: `Act 38 of 2002`, `the Copyright (Amendment) Act 2012 (No. 27 of 2012)`, `the Tribunals Reforms Ordinance, 2021`
+_AMENDING_ACT = (r"(?:Act\s+(?:No\.\s*)?\d+\s+of\s+\d{4}"
+                 r"|(?:the\s+)?[A-Z][\w’'&]*(?:\s+(?:\([A-Za-z ]+\)|[A-Za-z’'&]+)){0,10}?\s+(?:Act|Ordinance|Regulations?),?\s*\d{4}"
+                 r"(?:\s*\(\s*(?:No\.\s*)?\d+\s+of\s+\d{4}\s*\))?)")
+# what may follow it: the amending section (`s. 45`, `sec. 11`), the words replaced (`for “tribunal”`), the date
+_NOTE_TAIL = (r"(?:,?\s*(?:s|ss|sec|section)\.?\s*\d+[A-Z]*(?:\s*\(\w+\))*)?"
+              r"(?:,?\s*for\s+(?:the\s+words?\s+)?[“\"‘'][^”\"’'\n]{0,120}[”\"’'])?"
+              rf"(?:\s*\(\s*w\.e\.f\.[^()]*\)|,?\s*w\.e\.f\.\s*{_DATE})?\.?")
+_UNDATED_NOTE = re.compile(rf"\b(?:Subs\.|Ins\.|Rep\.|Inserted|Substituted|Omitted|Added|Renumbered|Amended)\s+by\s+{_AMENDING_ACT}{_NOTE_TAIL}")
+_RENUMBERED = re.compile(rf"(?:\b(?:Section|Sub-section|Clause|Sec\.)\s+[\w()]+\s+)?\b[Rr]enumbered\s+as\s+[^\n\[\]]{{0,80}}?\bby\s+{_AMENDING_ACT}{_NOTE_TAIL}")
+_AMENDMENT_HISTORY = re.compile(r"\b(?:Section|Sec\.?)\s+\d+[A-Z]*\s+of\s+(?:the\s+)?[A-Z][^\n]{0,80}?\b(?:was|were|has\s+been|have\s+been)\s+amended\s+by\b"
+                                r"[^\n]*(?:\n[ \t]*[-–•][^\n]*)*")
+_OMITTED_BRACKET = re.compile(rf"{_FN_MARK}?\[\s*(?:Omitted|Repealed|Deleted)\s*\.?\s*\]")
 _STARS = re.compile(r"(?:(?<![\w.,])\d{1,2})?(?:\*[ \t]*){3,}")  # omitted text, with its glued footnote number (`2***`)
 
 def _bracket_note(m: re.Match) -> str:
@@ -209,11 +240,10 @@ def tidy_removed_notes(text: str) -> str:
     return _EMPTY_BRACKETS.sub("", text.replace(_GONE, ""))
 
 def remove_editorial_notes(text: str) -> str:
-    "Remove every editorial note (in parentheses, in brackets, inline; `***`), keep the statutory words they introduce, tidy up."
+    "Remove every editorial note (in parentheses, in brackets, inline, amendment histories; `[Omitted]`, `***`), keep the statutory words they introduce, tidy up."
     text = remove_parenthesised_notes(text)
     text = remove_bracket_notes(text)
-    text = _INLINE_NOTE.sub(_GONE, text)
-    text = _STARS.sub(_GONE, text)
+    for rx in (_AMENDMENT_HISTORY, _RENUMBERED, _UNDATED_NOTE, _INLINE_NOTE, _OMITTED_BRACKET, _STARS): text = rx.sub(_GONE, text)
     return tidy_removed_notes(text)
 
 _MARKER = re.compile(rf"{_FN_MARK}(?=\[)")
@@ -234,14 +264,17 @@ def _section_rx(section: str) -> str:
     m = re.fullmatch(r"(\d+)([A-Z]*)", section)
     return (re.escape(m.group(1)) + (r"\s?" + re.escape(m.group(2)) if m.group(2) else "")) if m else re.escape(section)
 
+_PAGE_ACT = r"(?:The\s+)?[A-Z][A-Za-z]*(?:\s+[A-Z(][A-Za-z()]*){0,6}?\s+Act,?\s*\d{4}"   # an Act named in a page title: `Copy Right Act 1957`
+
 def strip_heading(text: str, section: str, title: str) -> str:
     "Remove the section's own number and heading from the start of its text, in any of the pages' forms."
     sec = _section_rx(section)
-    number = rf"(?:#\s*)?(?:Section\s+)?{sec}(?!\d)(?!(?-i:\s?[A-Z]{{1,2}}\b))\s*[.:]?\s*"
+    number = rf"(?:#\s*)?(?:(?:Section|Sec\.?)\s*-?\s*)?{sec}(?!\d)(?!(?-i:\s?[A-Z]{{1,2}}\b))(?:\s*,\s*{_PAGE_ACT})?\s*[.:]?\s*"
+    page_act = rf"(?:[ \t]+[-–—][ \t]+{_PAGE_ACT}(?=[ \t]*(?:\n|$)))?"
     for _ in range(3):  # a heading can come back inside an amendment bracket (Patents 107A)
         before = text
         if re.search(r"\w", title):
-            text = re.sub(rf"^\s*(?:{number})?{_words_rx(title)}[\"'”’)]*\s*\.?\s*[-–—:]*\s*(?:{sec}\.\s*(?=\S))?",
+            text = re.sub(rf"^\s*(?:{number})?{_words_rx(title)}{page_act}[\"'”’)]*\s*\.?\s*[-–—:]*\s*(?:{sec}\.\s*(?=\S))?",
                           "", text, count=1, flags=re.I)
         text = re.sub(rf"^\s*{number}(?=[(\[A-Z])", "", text, count=1)
         if text == before: break
@@ -424,7 +457,9 @@ def read_official_pdfs(folder: str | Path | None = None, acts: Iterable[str] | N
 # %% ../notebooks/01_corpus.ipynb #972004f5
 LEFTOVER_PATTERNS = {
     "amendment note": r"\b(?:Subs|Ins|Rep)\.\s|\b(?:Inserted|Substituted|Omitted|Renumbered|Amended)\s+(?:by|for|vide|as)\b"
-                      r"|\b(?:omitted|added)\s+by\s+(?:Act|the\s+\w+(?:\s+\(\w+\))?\s+(?:Act|Ordinance)|s\.)",
+                      r"|\b(?:omitted|added)\s+by\s+(?:Act|the\s+\w+(?:\s+\(\w+\))?\s+(?:Act|Ordinance)|s\.)"
+                      r"|\brenumbered\s+as\b|\b(?:was|were|has\s+been)\s+amended\s+by\b",
+    "omission marker": r"(?:^|[.;:—]\s)\(\w{1,5}\)\s*(?:Omitted|Repealed|Deleted)\b",
     "w.e.f.": r"\bw\.\s?e\.\s?f\b",
     "Note:": r"\bNote\s*:",
     "ibid": r"\b[Ii]bid\b",
@@ -455,7 +490,14 @@ _NOTE_SPAN_RULES = {  # an independent, deliberately plain description of editor
     "footnote line": rf"^[ \t]*\*?\d{{1,3}}\.?[ \t]+(?:[^\n]{{0,40}}?{_AMEND}[ \t]+(?:by|for|vide|as)\b|[Ii]bid\b)[^\n]*$",
     "footnote header or rule": r"^[ \t]*(?:Foot\s*-?\s*notes?\W*|[—–\-_=]{5,})[ \t]*$",
     "page number": r"^[ \t]*\d{1,3}[ \t]*$",
-    "inline note": rf"{_AMEND}[ \t]+by\b[^\n()\[\]]{{0,150}}?\(\s*w\.e\.f\.[^()]*\)\.?|\bw\.e\.f\.\s*[\d./-]+",
+    "inline note": rf"{_AMEND}[ \t]+by\b[^\n()\[\]]{{0,150}}?\(\s*w\.e\.f\.[^()]*\)\.?|\bw\.e\.f\.\s*[\w./-]+",
+    # issue 17's forms: an undated note naming its Act (`Inserted by Act 38 of 2002, s. 45`, `… by the X (Amendment) Act, 2005 (15 of 2005)`)
+    "undated note": rf"{_AMEND}[ \t]+by[ \t]+(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{{4}}|the[ \t][^\n]{{0,100}}?(?:Act|Ordinance)[ \t,]*\d{{4}}(?:[ \t]*\([^()\n]*\))?)"
+                    r"(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?(?:,?[ \t]*for[ \t]+[“\"'‘][^\n]{0,80}?[”\"'’])?",
+    "renumbering note": r"(?:\b(?:Section|Sub-section|Clause)[ \t]+\S+[ \t]+)?\b[Rr]enumbered[ \t]+as\b[^\n]{0,100}?\bby[ \t]+"
+                        r"(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{4}|the[ \t][^\n]{0,100}?\d{4})(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?",
+    "amendment history": r"\bSec(?:tion)?\.?[ \t]+\d+\w*[ \t]+of[ \t][^\n]{0,100}?\b(?:was|were|has[ \t]+been)[ \t]+amended[ \t]+by\b[^\n]*(?:\n[ \t]*[-–•][^\n]*)*",
+    "omission in brackets": r"\[[ \t]*(?:Omitted|Repealed|Deleted)\.?[ \t]*\]",
     "marker before a bracket or stars": r"(?<![\d)\]])\d{1,2}(?=[ \t]?\[|\*)",
     "marker glued to a word": r"(?<=[a-z]{2})\d{1,2}(?![\w])",
 }
@@ -490,10 +532,15 @@ def editorial_spans(raw: str, section: str | None = None, title: str = "") -> li
     words = re.findall(r"\w+", title)
     if words:
         sep = r"\W{1,3}"
-        for m in re.finditer(sep.join(map(re.escape, words)), raw):  # at the start, opening a line, or glued (`title.word`)
-            if re.fullmatch(r"\W*(?:Section\s+)?(?:\d+\s?[A-Z]{0,3})?\W*", raw[:m.start()]) or re.search(r"(?:^|\n)[ \t]*(?:\d{0,2}\[)?$", raw[:m.start()]) \
-                    or re.match(r"\.[a-z]", raw[m.end():]):
-                spans.append((m.start(), m.end(), "heading"))
+        heading = sep.join(map(re.escape, words))
+        for m in re.finditer(heading, raw, re.I):  # at the start (any case), opening a line, or glued (`title.word`)
+            at_start = re.fullmatch(r"\W*(?:Sec(?:tion)?\W*)?(?:\d+\s?[A-Z]{0,3})?(?:\W+[A-Za-z][A-Za-z ]*\bAct\W+\d{4})?\W*", raw[:m.start()])
+            if at_start or re.fullmatch(heading, m.group()) and (re.search(r"(?:^|\n)[ \t]*(?:\d{0,2}\[)?$", raw[:m.start()])
+                                                                or re.match(r"\.[a-z]", raw[m.end():])):
+                end = m.end()
+                if at_start and (title_act := re.match(r"[ \t]+[-–—][ \t]+[A-Za-z][A-Za-z ]*\bAct\b,?[ \t]*\d{4}[ \t]*(?=\n|$)", raw[end:])):
+                    end += title_act.end()     # a page title after the heading: `Heading - Copy Right Act 1957`
+                spans.append((m.start(), end, "heading"))
         for k in range(len(words) - 1, 1, -1):  # a heading fragment before the word it repeats (`Prohibition of of`)
             for m in re.finditer(rf"\b{sep.join(map(re.escape, words[:k]))}\s+(?={re.escape(words[k - 1])}\b)", raw):
                 spans.append((m.start(), m.end(), "heading"))
@@ -501,7 +548,7 @@ def editorial_spans(raw: str, section: str | None = None, title: str = "") -> li
         num = re.match(r"(\d+)([A-Z]*)", section)
         blank = _blank(raw, spans)
         suffix = rf"\s?{num.group(2)}" if num and num.group(2) else ""
-        m = re.match(rf"[\s#.:—–-]*(?:Section\s+)?{num.group(1)}{suffix}(?![\dA-Za-z])", blank) if num else None
+        m = re.match(rf"[\s#.:—–-]*(?:Sec(?:tion)?\b[\s.-]*)?{num.group(1)}{suffix}(?![\dA-Za-z])(?:,[^\n:]*?\bAct\b,?\s*\d{{4}}\s*:)?", blank) if num else None
         if m: spans.append((0, m.end(), "heading"))
     blank = _blank(raw, spans)
     for m in re.finditer(r"^[ \t]*\(\w{1,5}\)[ \t]*[\W_]*$", blank, re.M):  # a clause whose whole text was a note
@@ -563,8 +610,8 @@ def cleaner_check_table(checks: list[dict]):
     return pd.DataFrame(rows + [row("Total", checks)])
 
 def project_statute_sources() -> list[Path]:
-    "Every set of raw sections the project holds: the committed section JSONL, `../shared/statutes/` and the official PDFs, where present."
-    found = [sample_statutes_dir() / "sections.jsonl", statutes_jsonl_path()]
+    "Every set of raw sections the project holds: each committed section batch, each batch in `../shared/statutes/` and the official PDFs, where present."
+    found = [*batch_files(sample_statutes_dir(), "sections"), *statutes_jsonl_paths()]
     if pdf_dir().is_dir() and any(pdf_dir().glob("*.pdf")): found.append(pdf_dir())
     return list(dict.fromkeys(p.resolve() for p in found if p.exists()))
 
@@ -622,17 +669,22 @@ PROFILE_DEFAULTS = {
     "paper": {"input": "pdf", "max_context_words": 260},
 }
 
+def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
+    "Copy each existing file of `sources` into folder `dest` when the copy there is missing or differs (atomically: a temporary file, then a rename)."
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        if src.is_file() and (not (dest / src.name).is_file() or (dest / src.name).read_bytes() != src.read_bytes()):
+            tmp = dest / f".{src.name}.tmp"
+            shutil.copyfile(src, tmp); tmp.replace(dest / src.name)
+    return dest
+
 def sync_sample_statutes() -> Path | None:
-    "Copy `../shared/statutes/{sections.jsonl,README.md}` into `data/sample/statutes/` when they differ (no-op without `../shared`)."
+    """Copy `../shared/statutes/`'s section batches (`sections.jsonl`, `sections-batch<N>.jsonl`) and README, and
+    `../shared/BATCH2.md` (what the second batch holds), into `data/sample/statutes/` when they differ (no-op without `../shared`)."""
     shared = shared_dir()
     if shared is None or not (shared / "statutes" / "sections.jsonl").is_file(): return None
-    dest = sample_statutes_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in ("sections.jsonl", "README.md"):
-        src = shared / "statutes" / name
-        if src.is_file() and (not (dest / name).is_file() or (dest / name).read_bytes() != src.read_bytes()):
-            shutil.copyfile(src, dest / name)
-    return dest
+    return sync_shared_files([*batch_files(shared / "statutes", "sections"), shared / "statutes" / "README.md", shared / "BATCH2.md"],
+                             sample_statutes_dir())
 
 def pdf_acts_in(folder: str | Path) -> list[str]:
     "The Acts (card order) with a `<act>.pdf` in `folder`: a rebuild may cover any set of Acts; a folder with none is an error."
@@ -646,7 +698,7 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
         p = Path(statutes_path)
         return read_official_pdfs(p, pdf_acts_in(p)) if p.is_dir() else read_sections_jsonl(p)
     if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf": return read_official_pdfs()
-    return read_sections_jsonl(statutes_jsonl_path())
+    return read_sections_jsonl(statutes_jsonl_paths())
 
 # %% ../notebooks/01_corpus.ipynb #88ba2f84
 def released_contexts(records: Iterable[dict]) -> list[dict]:

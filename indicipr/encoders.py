@@ -21,13 +21,14 @@ import torch
 from . import core
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'ENGINES', 'PROFILE_DEFAULTS', 'package_model_dir', 'resolve_model',
-           'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'ENGINES', 'CURVE_FILE', 'PROFILE_DEFAULTS', 'package_model_dir',
+           'resolve_model', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
            'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size',
            'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'resolved_cuda_graphs',
            'last_checkpoint', 'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config',
-           'load_finetuned', 'predict_split', 'plan_pool', 'run_pool', 'shrink_note', 'answer_length_caps',
-           'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
+           'load_finetuned', 'predict_split', 'plan_pool', 'run_pool', 'intermediate_dir', 'train_intermediate',
+           'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve', 'shrink_note',
+           'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -995,21 +996,117 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
 # %% ../notebooks/08_encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
     "`train_encoder` then `predict_split` for one model × seed (`job`: model, cfg, output_dir, max_answer_length, meta)."
+    own = job.get("callbacks") or []                    # the job's own (a learning curve), then the pool's (a probe)
     out = train_encoder(job["model"], train_records, job["cfg"], job["output_dir"], job["max_answer_length"], job["meta"],
-                        callbacks=callbacks)
+                        callbacks=[*own, *(callbacks or [])] or None)
     if not is_main_process(): return None
     t0 = time.perf_counter()
     preds = predict_split(out, eval_records, eval_batch_size, progress=False)     # always the whole split
     return {"model_dir": str(out), "predictions": preds, "predict_s": round(time.perf_counter() - t0, 1)}
 
 # %% ../notebooks/08_encoders.ipynb #93364f31
+def intermediate_dir(data_source, model: str) -> Path:
+    "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
+    from indicipr import core
+    return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_intermediate"
+
+def _digest(records) -> str:
+    import hashlib
+    return hashlib.sha256(json.dumps([[r["context"], r["question"], r["answers"]] for r in records], sort_keys=True).encode()).hexdigest()[:16]
+
+def train_intermediate(model: str, train_records, held_out, spec: dict, output_dir, max_answer_length: int,
+                       extra_meta: dict | None = None, callbacks=None) -> tuple[Path, dict]:
+    """Phase 1: fine-tune `model` on synthetic questions from the contexts of `train_records` (none of `held_out`'s sections);
+    `spec` holds `kinds`, `per_piece`, `epochs`, `learning_rate`, `batch_size`, `seed` (and optionally `max_length`, `stride`).
+    Returns the checkpoint folder and `meta`, what phase 2 records about it (so that a changed phase 1 retrains phase 2)."""
+    from indicipr import clauses
+    kinds = tuple(spec.get("kinds", clauses.SYNTHETIC_KINDS))
+    synthetic = clauses.synthetic_records(train_records, held_out, kinds, spec.get("per_piece", 2))
+    cfg = TrainConfig(epochs=spec["epochs"], learning_rate=spec["learning_rate"], batch_size=spec["batch_size"],
+                      max_length=spec.get("max_length", 384), stride=spec.get("stride", 128), seed=spec.get("seed", 0))
+    meta = {"kinds": list(kinds), "per_piece": spec.get("per_piece", 2), "questions": len(synthetic),
+            "contexts": len({r["context"] for r in synthetic}), "digest": _digest(synthetic)}
+    out = train_encoder(model, synthetic, cfg, output_dir, max_answer_length, {**(extra_meta or {}), "phase": "intermediate", "synthetic": meta},
+                        callbacks=callbacks)
+    done = qa_config(out)
+    meta.update(epochs=done.get("epochs"), learning_rate=done.get("learning_rate"), batch_size=done.get("batch_size"),
+                steps=done.get("global_steps"), seed=done.get("seed"))
+    return out, meta
+
+def intermediate_note(meta: dict | None) -> str:
+    "One line for the settings table: what phase 1 did, e.g. `579 synthetic questions (clause, gap) from 73 training contexts; 2 epochs, lr 3e-4, batch 8, 145 steps, seed 0`."
+    if not meta: return "none"
+    return (f"{meta['questions']} synthetic questions ({', '.join(meta['kinds'])}) from {meta['contexts']} training contexts; "
+            f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {meta['learning_rate']:g}, batch {meta['batch_size']}, "
+            f"{meta['steps']} steps, seed {meta['seed']}")
+
+# %% ../notebooks/08_encoders.ipynb #999c79c6
+from transformers import TrainerCallback
+
+CURVE_FILE = "learning_curve.json"
+
+class F1Curve(TrainerCallback):
+    "Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em, f1}]` to `path`."
+    def __init__(self, records, tokenizer, every: int, max_answer_length: int, path, max_length: int = 384, stride: int = 128):
+        self.records, self.tok, self.every, self.mal = list(records), tokenizer, max(1, int(every)), int(max_answer_length)
+        self.path, self.max_length, self.stride, self.points = Path(path), max_length, stride, []
+
+    def _score(self, step: int, model) -> None:
+        from indicipr import metrics
+        was_training = model.training
+        answers = predict_answers(model, self.tok, self.records, self.max_length, self.stride, self.mal)
+        model.train(was_training)
+        _, s = metrics.score_predictions(self.records, {r["id"]: a.text for r, a in zip(self.records, answers)})
+        self.points.append({"step": int(step), "em": round(s["em"], 2), "f1": round(s["f1"], 2)})
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        if not self.points and state.global_step == 0: self._score(0, model)
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if state.global_step % self.every == 0: self._score(state.global_step, model)
+
+    def on_train_end(self, args, state, control, model=None, **kw):
+        if not self.points or self.points[-1]["step"] != state.global_step: self._score(state.global_step, model)
+        from indicipr import core
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        core.write_text_atomic(self.path, json.dumps(self.points) + "\n")
+
+def read_curve(model_dir) -> list[dict]:
+    "The learning-curve points `F1Curve` saved beside a run (`[]` when it was trained without one)."
+    path = Path(model_dir) / CURVE_FILE
+    return json.loads(path.read_text()) if path.is_file() else []
+
+def learning_curve(phases: dict[str, list[dict]]):
+    "One table of the curves of consecutive phases (`{phase: points}`, in training order): phase, step, steps from the start, EM, F1."
+    import pandas as pd
+    rows, offset = [], 0
+    for phase, points in phases.items():
+        for p in points: rows.append({"phase": phase, "step": p["step"], "total_step": offset + p["step"], "em": p["em"], "f1": p["f1"]})
+        if points: offset += points[-1]["step"]
+    return pd.DataFrame(rows, columns=["phase", "step", "total_step", "em", "f1"])
+
+def plot_learning_curve(curve, reference: dict[str, float] | None = None, title: str = ""):
+    "F1 against optimiser steps, one line per phase; `reference` draws horizontal lines (e.g. BM25 retrieval's F1)."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for phase, g in curve.groupby("phase", sort=False): ax.plot(g.total_step, g.f1, marker="o", ms=3, label=phase)
+    for name, f1 in (reference or {}).items(): ax.axhline(f1, color="k", ls=":", lw=1); ax.text(0, f1, f" {name}", va="bottom", fontsize=8)
+    ax.set_xlabel("optimiser steps (batch of windows)"); ax.set_ylabel("F1"); ax.set_title(title, fontsize=9); ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+# %% ../notebooks/08_encoders.ipynb #76b89fbd
 PROFILE_DEFAULTS = {
-    "offline": {"models": ["minilm-l6"], "seeds": [0, 1], "epochs": 2.0, "max_steps": None, "learning_rate": 3e-4,
+    "offline": {"models": ["minilm-l6"], "seeds": [0, 1, 2], "epochs": 1.0, "max_steps": None, "learning_rate": 0.0003,
                 "batch_size": 8, "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
-                "eval_batch_size": None, "split": "test"},
+                "eval_batch_size": None, "split": "test",
+                "intermediate": {"kinds": ["clause", "gap"], "per_piece": 2, "epochs": 1.0, "learning_rate": 0.0003,
+                                 "batch_size": 8, "seed": 0},
+                "curve_split": "validation", "curve_every": 18},
     "paper": {"models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"], "seeds": [0, 1, 2],
               "epochs": 2.0, "max_steps": None, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
-              "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test"},
+              "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test",
+              "intermediate": None, "curve_split": None, "curve_every": None},
 }
 _SHRINK_PARAMETERS = ("epochs", "max_steps")    # what a CPU rehearsal may shrink; data and inference stay full size
 
@@ -1065,19 +1162,32 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
     shrink = shrink_note(st, profile)
     train, evalset = stage_records(data_source, st["split"])
     caps = caps or answer_length_caps(train, st)[2]
+    ds, tag = core.load_benchmark(data_source, verbose=False), core.source_tag(data_source)
+    held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
+    curve_set = [dict(r) for r in ds[st["curve_split"]]] if st.get("curve_split") and st.get("curve_every") else None
     jobs = []
     for model in st["models"]:
         mal = caps[model]
+        tok = load_tokenizer(model) if curve_set else None
+        curve = lambda folder, tok=tok, mal=mal: [F1Curve(curve_set, tok, st["curve_every"], mal, Path(folder) / CURVE_FILE)] if curve_set else None
+        start, inter = model, None                       # the two-phase recipe: phase 1 once per model, every seed from it
+        if st.get("intermediate"):
+            folder = intermediate_dir(data_source, model)
+            start, inter = train_intermediate(model, train, held_out, st["intermediate"], folder, mal, {"data_source": tag},
+                                              callbacks=curve(folder))
         for seed in st["seeds"]:
             cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
                               batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed,
                               **(train_options or {}))
-            jobs.append({"model": model, "seed": seed, "cfg": cfg, "output_dir": str(checkpoint_dir(data_source, model, seed)),
-                         "max_answer_length": mal, "meta": {"data_source": core.source_tag(data_source)}})
+            out_dir, first = checkpoint_dir(data_source, model, seed), seed == st["seeds"][0]
+            jobs.append({"model": str(start), "key": model, "seed": seed, "cfg": cfg, "output_dir": str(out_dir),
+                         "max_answer_length": mal, "meta": {"data_source": tag, **({"intermediate": inter} if inter else {})},
+                         "callbacks": curve(out_dir) if first else None, "start": str(start), "inter": inter, "first": first})
     rows = [None] * len(jobs)
     for i, res in run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers, pool_info):
         if res is None: continue                          # not the main process of a distributed run
-        model, seed, mal = jobs[i]["model"], jobs[i]["seed"], jobs[i]["max_answer_length"]
+        job = jobs[i]
+        model, seed, mal, inter = job["key"], job["seed"], job["max_answer_length"], job["inter"]
         out, preds, pred_s = Path(res["model_dir"]), res["predictions"], res["predict_s"]
         missing = [r["id"] for r in evalset if r["id"] not in preds]
         if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
@@ -1085,12 +1195,17 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
         meta = qa_config(out)
         metrics.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
                                   seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
-                               train_seconds=meta.get("train_seconds"), shrink=shrink)
+                                  train_seconds=meta.get("train_seconds"), shrink=shrink)
         _, summary = metrics.score_predictions(evalset, preds)
+        settings = _run_settings(model, seed, out, len(evalset), shrink)
+        if inter: settings.update(checkpoint=MODEL_REGISTRY.get(model, model), revision=qa_config(job["start"]).get("base_revision"))
+        settings["intermediate"] = intermediate_note(inter)
         rows[i] = {"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
                    "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
-                   "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": pred_s,
-                   "settings": _run_settings(model, seed, out, len(evalset), shrink)}
+                   "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": pred_s, "settings": settings}
+        if job["first"] and curve_set:
+            rows[i]["curve"] = {**({"phase 1: synthetic questions": read_curve(job["start"])} if inter else {}),
+                                "fine-tuning on the training split": read_curve(out)}
     return [r for r in rows if r is not None]
 
 def encoder_tables(rows) -> tuple:
@@ -1098,7 +1213,7 @@ def encoder_tables(rows) -> tuple:
     only, no durations) and `{"<system> train|predict": seconds}` for `core.record_timings`."""
     import pandas as pd
     timings = {f"{r['system']} {what}": r.get(key) for r in rows for what, key in (("train", "train_s"), ("predict", "predict_s"))}
-    runs = pd.DataFrame([{k: v for k, v in r.items() if k not in ("train_s", "predict_s", "settings")} for r in rows])
+    runs = pd.DataFrame([{k: v for k, v in r.items() if k not in ("train_s", "predict_s", "settings", "curve")} for r in rows])
     settings = pd.DataFrame([r["settings"] for r in rows if "settings" in r])
     return runs, settings, timings
 

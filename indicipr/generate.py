@@ -7,21 +7,21 @@ __all__ = ['SYSTEM_MESSAGE', 'QUESTION_TYPES', 'QUESTION_PATTERN', 'CONTEXT_FIEL
            'QA_PER_ACT_COLUMNS', 'GENERATION_CACHE', 'build_prompt', 'build_messages', 'answer_spans', 'qa_schema',
            'context_schema', 'ContextFormatError', 'check_context', 'check_contexts', 'read_contexts',
            'candidate_record', 'reply_items', 'candidates_from_reply', 'generation_record', 'generate_candidates',
-           'recorded_dir', 'ensure_recorded_sample', 'recorded_contexts', 'recorded_replay', 'generation_summary',
-           'live_contexts_source', 'qa_per_act', 'tagged_contexts', 'replay_build', 'generation_contexts', 'live_build',
-           'question_type_shares']
+           'recorded_dir', 'ensure_recorded_sample', 'recorded_files', 'recorded_records', 'recorded_contexts',
+           'recorded_replay', 'generation_summary', 'live_contexts_source', 'qa_per_act', 'tagged_contexts',
+           'replay_build', 'generation_contexts', 'live_build', 'question_type_shares']
 
 # %% ../notebooks/02_generate.ipynb #72e5e8db
 import json
 import os
 import re
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
 from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
+from .corpus import batch_files, sync_shared_files
 from .llm import (CARD_MODELS, LOCAL_MODEL, Endpoint, ReplayMissError, ResponseCache, llm_config, messages_key,
                           open_endpoints, replay_endpoint, run_requests)
 
@@ -244,31 +244,46 @@ def recorded_dir() -> Path:
     return data_dir() / "sample" / "recorded"
 
 def ensure_recorded_sample() -> Path:
-    "Path of the recorded generations, copied from `../shared/sample/` (with its README) when missing."
-    dest = recorded_dir() / "generations.jsonl"
-    if dest.exists(): return dest
-    src = shared_dir() / "sample" if shared_dir() else None
-    if src is None or not (src / "generations.jsonl").exists():
-        raise FileNotFoundError(f"{dest} is missing and there is no ../shared/sample/generations.jsonl to copy it from")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    for name in ("README.md", "generations.jsonl"):
-        if (src / name).exists(): shutil.copyfile(src / name, dest.parent / name)
+    """The folder of the recorded generations, `data/sample/recorded/`: a batch of `../shared/sample/`
+    (`generations.jsonl`, `generations-batch<N>.jsonl`) that it lacks is copied there first, with the README and
+    `../shared/BATCH2.md`. Committed copies are never overwritten (only the sample's offline rebuild writes `data/sample/`)."""
+    dest, shared = recorded_dir(), shared_dir()
+    src = shared / "sample" if shared else None
+    batches = batch_files(src, "generations") if src and src.is_dir() else []
+    missing = [p for p in batches if not (dest / p.name).is_file()]
+    docs = [p for p in (src / "README.md" if src else None, shared / "BATCH2.md" if shared else None) if p and not (dest / p.name).is_file()]
+    if missing: sync_shared_files([*missing, *docs], dest)
+    if not batch_files(dest, "generations"):
+        raise FileNotFoundError(f"{dest / 'generations.jsonl'} is missing and there is no ../shared/sample/generations.jsonl to copy it from")
     return dest
 
+def recorded_files(path: str | os.PathLike) -> list[Path]:
+    "The recorded-generations files `path` names: the file itself, or every batch in a folder (`generations.jsonl`, then `generations-batch<N>.jsonl`)."
+    path = Path(path)
+    if not path.is_dir(): return [path]
+    files = batch_files(path, "generations")
+    if not files: raise FileNotFoundError(f"{path}: no recorded generations (generations.jsonl) in this folder")
+    return files
+
+def recorded_records(path: str | os.PathLike) -> list[dict]:
+    "Every recorded generation of a file or of a folder's batches, in batch order."
+    return [r for f in recorded_files(path) for r in read_jsonl(f)]
+
 def recorded_contexts(path: str | os.PathLike) -> list[dict]:
-    "The context records of a recorded-generations file."
+    "The context records of a recorded-generations file, or of every batch in a folder (context ids unique across batches)."
     fields = ("context_id", "act", "act_title", "section", "title", "context", "source_url")
-    return check_contexts(({k: r[k] for k in fields if k in r} for r in read_jsonl(path)), str(path))
+    return check_contexts(({k: r[k] for k in fields if k in r} for r in recorded_records(path)), str(path))
 
 def recorded_replay(path: str | os.PathLike) -> Endpoint:
-    "A replay endpoint serving the replies recorded in `path` (keyed by the rendered prompt)."
+    "A replay endpoint serving the replies recorded in `path`, a file or a folder of batches (keyed by the rendered prompt)."
     pairs, models = [], Counter()
-    for line_no, r in read_jsonl(path, with_lines=True):
-        for f in ("response", "questions_per_context"):
-            if f not in r: raise JSONLError(f"{path}:{line_no}: recorded generation without {f!r}")
-        ctx = check_context({k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")}, f"{path}:{line_no}")
-        pairs.append((build_messages(r["questions_per_context"], ctx["act_title"], ctx["title"], ctx["context"]), r["response"]))
-        models[r.get("model", "recorded")] += 1
+    for f in recorded_files(path):
+        for line_no, r in read_jsonl(f, with_lines=True):
+            for name in ("response", "questions_per_context"):
+                if name not in r: raise JSONLError(f"{f}:{line_no}: recorded generation without {name!r}")
+            ctx = check_context({k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")}, f"{f}:{line_no}")
+            pairs.append((build_messages(r["questions_per_context"], ctx["act_title"], ctx["title"], ctx["context"]), r["response"]))
+            models[r.get("model", "recorded")] += 1
     model = models.most_common(1)[0][0] if len(models) == 1 else "recorded (mixed models)"
     return replay_endpoint(pairs, model=model, source=str(path))
 
@@ -292,7 +307,7 @@ PROFILE_DEFAULTS = {
 }
 
 def live_contexts_source() -> Path:
-    "`data/build/live/contexts.jsonl` when notebook 01 has written it, else the recorded generations."
+    "`data/build/live/contexts.jsonl` when notebook 01 has written it, else the folder of recorded generations (every batch)."
     built = data_dir() / "build" / "live" / "contexts.jsonl"
     return built if built.exists() else ensure_recorded_sample()
 

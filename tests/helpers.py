@@ -33,12 +33,13 @@ def read_qa_small_all() -> dict[str, list[dict]]:
 
 
 def recorded_generations() -> list[dict]:
-    "The recorded generation replies the sample is rebuilt from: the committed copy, else ../shared/sample."
-    local = ROOT / "data" / "sample" / "recorded" / "generations.jsonl"
-    if local.is_file(): return list(core.read_jsonl(local))
-    if SHARED is None or not (SHARED / "sample" / "generations.jsonl").is_file():
-        pytest.fail(f"no recorded generations: neither {local} nor ../shared/sample/generations.jsonl exists")
-    return list(core.read_jsonl(SHARED / "sample" / "generations.jsonl"))
+    "The recorded generation replies the sample is rebuilt from, every batch: the committed copies, else ../shared/sample."
+    from indicipr.corpus import batch_files
+    local = ROOT / "data" / "sample" / "recorded"
+    files = batch_files(local, "generations") if local.is_dir() else []
+    if not files and SHARED is not None: files = batch_files(SHARED / "sample", "generations")
+    if not files: pytest.fail(f"no recorded generations: neither {local}/generations.jsonl nor ../shared/sample/generations.jsonl exists")
+    return [r for f in files for r in core.read_jsonl(f)]
 
 
 def recorded_candidates() -> list[dict]:

@@ -210,3 +210,30 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert s["eval_questions"] == len(test_ids)
     preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids                                                       # the whole test split
+
+
+def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
+    "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
+    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
+    spec = {"kinds": ["clause", "gap"], "per_piece": 1, "epochs": 0.5, "learning_rate": 1e-3, "batch_size": 8, "seed": 0}
+    kw = dict(models=[tiny_model_dir], seeds=[0, 1], epochs=0.5, learning_rate=1e-3, max_length=128, stride=32,
+              intermediate=spec, curve_every=2)
+    rows = E.run_encoders(str(FIXTURE), "offline", **kw)
+    folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
+    phase1 = E.qa_config(folder)
+    assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
+    assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0
+    for r in rows:                                      # every seed starts from phase 1 and the settings table says what it was
+        cfg = E.qa_config(E.run_dir_for(str(FIXTURE), tiny_model_dir, r["seed"]))
+        assert cfg["base_model"] == str(folder) and cfg["intermediate"]["digest"] == phase1["synthetic"]["digest"]
+        s = r["settings"]
+        assert s["checkpoint"] == tiny_model_dir and str(tmp_path) not in json.dumps(s)
+        assert s["intermediate"].startswith(f"{phase1['synthetic']['questions']} synthetic questions (clause, gap)")
+    curve = E.learning_curve(rows[0]["curve"])          # the first seed carries the learning curve of both phases
+    assert list(dict.fromkeys(curve.phase)) == ["phase 1: synthetic questions", "fine-tuning on the training split"]
+    assert curve.total_step.is_monotonic_increasing and "curve" not in rows[1]
+    runs, settings, _ = E.encoder_tables(rows)
+    assert "curve" not in runs.columns and settings["intermediate"].nunique() == 1
+    mtime = (folder / "qa_config.json").stat().st_mtime
+    E.run_encoders(str(FIXTURE), "offline", **kw)       # a second run reuses both phases
+    assert (folder / "qa_config.json").stat().st_mtime == mtime

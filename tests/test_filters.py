@@ -22,7 +22,7 @@ def test_filter_build_on_the_recorded_candidates_is_deterministic(root):
     assert s1 == s2 and first == {n: (folder / n).read_bytes() for n in first}
     log = list(read_jsonl(folder / "filter_log.jsonl"))
     survivors = list(read_jsonl(folder / "filtered.jsonl"))
-    assert len(log) == len(cands) == 271
+    assert len(log) == len(cands) == 271 + 219           # both batches of recorded candidates
     assert survivors == [c for c, r in zip(cands, log) if r["failed"] is None]   # unchanged, in order
     assert s1["filtered"] == len(survivors) and sum(s1["excluded"].values()) == len(cands) - len(survivors)
     assert s1["excluded"]["F7"] > 0 and s1["excluded"]["F8"] > 0                 # real failures exist

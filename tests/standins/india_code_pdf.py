@@ -92,10 +92,16 @@ def _next_number(last: str, k: int) -> str:
     return str(n + 1)
 
 
+def section_order(section: str) -> tuple[int, str]:
+    "Natural order of section numbers (2 < 11 < 11A < 107): the order an Act prints them in, whatever batch a record came from."
+    m = re.match(r"(\d+)(.*)", section)
+    return (int(m.group(1)), m.group(2))
+
+
 def act_sections(records: list[dict], act: str, n_contexts: int | None = None) -> list[dict]:
     """The cleaned sections of `act` to typeset (an untitled one gets `UNTITLED_HEADING`), repeated with
     varied numbering until they give at least `n_contexts` contexts (no repetition when None)."""
-    base = [clean_section(r) for r in records if r["act"] == act]
+    base = sorted((clean_section(r) for r in records if r["act"] == act), key=lambda s: section_order(s["section"]))  # an Act prints them in order
     out = [_renumbered(s, s["section"]) if ": " not in s["title"] else s for s in base]
     count = sum(len(section_contexts(s)) for s in out)
     k = 0
@@ -341,13 +347,13 @@ def typeset_acts(records: list[dict], folder: str | Path, target_contexts: int |
 
 
 def main(argv: list[str] | None = None) -> int:
-    from indicipr.corpus import statutes_jsonl_path
+    from indicipr.corpus import statutes_jsonl_paths
     ap = argparse.ArgumentParser(description="Typeset the seven Acts as India Code-style PDFs (a stand-in for the official files).")
     ap.add_argument("out_dir")
-    ap.add_argument("--statutes", default=None, help="section JSONL (default: the project's)")
+    ap.add_argument("--statutes", default=None, help="section JSONL (default: every batch the project holds)")
     ap.add_argument("--target-contexts", type=int, default=None, help="repeat sections until about this many contexts (card: 1173)")
     args = ap.parse_args(argv)
-    records = read_sections_jsonl(args.statutes or statutes_jsonl_path())
+    records = read_sections_jsonl(args.statutes or statutes_jsonl_paths())
     done = typeset_acts(records, args.out_dir, args.target_contexts)
     for act, secs in done.items():
         print(f"{act}: {len(secs)} sections, {sum(len(section_contexts(s)) for s in secs)} contexts -> {Path(args.out_dir) / (act + '.pdf')}")
