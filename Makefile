@@ -15,8 +15,9 @@ $(STAMP): settings.ini setup.py
 	# torch first, on its own: here `torch==2.13.0` is a CPU wheel on disk (44 s); elsewhere pip
 	# takes the default build for your platform
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel)
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel),
+	# with the optional OpenVINO engine for CPU inference
+	$(BIN)/python -m pip install -q -e ".[dev,openvino]"
 	$(BIN)/python -c "from indicipr.core import ensure_kernel; ensure_kernel()"
 	touch $(STAMP)
 

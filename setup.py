@@ -10,6 +10,7 @@ cfg = cfg["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
+openvino_requirements = cfg.get("openvino_requirements", "").split()
 console_scripts = cfg.get("console_scripts", "").split()
 readme = Path(__file__).parent / "README.md"
 
@@ -27,7 +28,7 @@ setuptools.setup(
     package_data={"indicipr": ["templates/*"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
-    extras_require={"dev": dev_requirements},
+    extras_require={"dev": dev_requirements, "openvino": openvino_requirements},
     entry_points={
         "console_scripts": console_scripts,
     },
