@@ -267,12 +267,15 @@ class OpenVINOQA:
             b, req = pending.popleft(); req.wait()
             s, e = (torch.from_numpy(req.get_output_tensor(i).data.copy()) for i in self.out_index)
             return b, s, e
-        for k, b in enumerate(batches):
-            if len(pending) == len(self.requests): yield done()
-            req = self.requests[k % len(self.requests)]
-            req.start_async({n: b[n].numpy() for n in self.input_names})
-            pending.append((b, req))
-        while pending: yield done()
+        try:
+            for k, b in enumerate(batches):
+                if len(pending) == len(self.requests): yield done()
+                req = self.requests[k % len(self.requests)]
+                req.start_async({n: b[n].numpy() for n in self.input_names})
+                pending.append((b, req))
+            while pending: yield done()
+        finally:
+            for _, req in pending: req.wait()                     # a consumer that stops early leaves no request running
 
 def openvino_model(model, input_names, threads: int | None = None) -> OpenVINOQA:
     "The `OpenVINOQA` of `model`, compiled once and reused while its weights, inputs and thread count stay the same."
@@ -328,7 +331,11 @@ def _window_batches(model, tokenizer, records, max_length, stride, batch_size, p
         batches = tqdm(batches, desc="windows", unit="batch")
     if resolve_engine(engine, model, dev, int(windows.lengths.sum())) == "openvino":
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k != "token_type_ids" or windows.token_type_ids is not None]
-        return windows, batches, dev, openvino_model(model, names).logits(padded)
+        try:
+            return windows, batches, dev, openvino_model(model, names).logits(padded)
+        except Exception as e:                                     # auto: a model OpenVINO cannot convert runs on torch
+            if engine != "auto": raise
+            warnings.warn(f"OpenVINO could not compile {type(model).__name__} ({type(e).__name__}: {e}); running torch")
     return windows, batches, dev, _torch_logits(model.to(dev).eval(), padded, dev)
 
 @torch.inference_mode()

@@ -158,6 +158,21 @@ def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir,
         E.predict_answers(model, tok, splits["test"][:1], engine="onnx")
 
 
+def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, tiny_model_dir, monkeypatch):
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
+    want = [a.text for a in E.predict_answers(model, tok, recs, engine="torch", **kw)]
+    def fail(*a, **k): raise RuntimeError("unsupported operation")
+    monkeypatch.setattr(E, "openvino_available", lambda: True)
+    monkeypatch.setattr(E, "_AUTO_MIN_TOKENS", 0)
+    monkeypatch.setattr(E, "openvino_model", fail)
+    assert E.resolve_engine("auto", model, "cpu", 1) == "openvino"
+    with pytest.warns(UserWarning, match="could not compile BertForQuestionAnswering .*unsupported operation"):
+        assert [a.text for a in E.predict_answers(model, tok, recs, **kw)] == want
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        E.predict_answers(model, tok, recs, engine="openvino", **kw)
+
+
 def _train(model_dir, recs, out, epochs=2, callbacks=None):
     cfg = E.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
     return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
