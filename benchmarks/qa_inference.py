@@ -25,8 +25,8 @@ The systems, each timed over all questions (tokenising, forward passes and decod
   kernels beat torch's sgemm at these shapes). The FLOP count divided by is printed: 2·m·k·n
   summed over those products at the padded shapes.
 
-The repeats are interleaved: every round times ours, the peer, ours-torch, the peer's other
-batch size and the floor once each, `--repeats` rounds (default 3), so that a slow minute on a
+The repeats are interleaved: every round times the floor, ours, the peer, ours-torch and the
+peer's other batch size once each (the floor's single-thread-worker layout right before ours), `--repeats` rounds (default 3), so that a slow minute on a
 shared machine lands on every system; the medians and min-max of the rounds are printed, and the
 ratios (ours / best peer, floor / ours) are taken round by round, then summarised the same way.
 Rows that change the numerics (int8 dynamic quantization), the torch.compile row (`--compile`,
@@ -365,6 +365,7 @@ def main(argv=None) -> int:
 
     import torch
     from indicipr import core, encoders
+    load_start = os.getloadavg()
     torch.set_num_threads(args.threads)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     model_dir = Path(args.model) if args.model else (find_checkpoint(args.data_source)
@@ -418,6 +419,8 @@ def main(argv=None) -> int:
         preds: dict[str, dict] = {}
         floor_times: list[dict] = []
         for rnd in range(args.repeats):
+            floor_times.append(floor.run())                                   # first: its last layout runs right before ours
+            print(f"  round {rnd + 1} floor: " + ", ".join(f"{k} {v:.1f} s" for k, v in floor_times[-1].items()), flush=True)
             for name, fn in systems:
                 secs, pr = fn()
                 seconds[name].append(secs)
@@ -425,8 +428,6 @@ def main(argv=None) -> int:
                     raise SystemExit(f"{name}: its answers changed between rounds")
                 preds[name] = pr
                 print(f"  round {rnd + 1} {name}: {len(records) / secs:.2f} q/s ({secs:.1f} s)", flush=True)
-            floor_times.append(floor.run())
-            print(f"  round {rnd + 1} floor: " + ", ".join(f"{k} {v:.1f} s" for k, v in floor_times[-1].items()), flush=True)
 
         # once, after the rounds: rows that never count towards the ratios
         extra = []
@@ -485,7 +486,8 @@ def main(argv=None) -> int:
     for n, r in row_of.items(): r["floor / system"] = floor_share[n]
     same_answers = preds["ours"] == preds["ours-torch"]
     n_diff = sum(preds["ours"][k] != preds["ours-torch"][k] for k in preds["ours"])
-    result = {"questions": len(records), "windows": len(lengths), "threads": args.threads, "rounds": args.repeats,
+    load = {"start": [round(x, 2) for x in load_start], "end": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
+    result = {"questions": len(records), "windows": len(lengths), "threads": args.threads, "rounds": args.repeats, "load": load,
               "checkpoint": str(model_dir), "max_answer_len": mal, "torch": torch.__version__, "engine": engine,
               "openvino": _version("openvino"), "peer_versions": peer.versions, "rows": rows, "batch_sweep": sweep,
               "floor": {"gflop_products_padded": product_flops / 1e9, "gflop_forward_unpadded": useful_flops / 1e9,
@@ -514,7 +516,8 @@ def main(argv=None) -> int:
           f"ours at {fmt({k: v * fl['gflop_products_padded'] for k, v in spread([1 / s for s in seconds['ours']]).items()}, 0)} GFLOP/s")
     print(f"F1 ours {row_of['ours']['f1']:.2f} vs ours-torch {row_of['ours-torch']['f1']:.2f} vs best peer "
           f"{best_peer['f1']:.2f}; answers identical to the torch path: {same_answers} ({n_diff} differ)")
-    print("timings from a shared machine: every figure is the median [min-max] of the interleaved rounds")
+    print(f"timings from a shared machine (load average 1/5/15 min: {load['start']} at the start, {load['end']} at the end, "
+          f"{load['cores']} cores): every figure is the median [min-max] of the interleaved rounds")
     failed = []
     if not same_answers: failed.append(f"{n_diff} answers of ours differ from the torch path's")
     if logit_diff is not None and not logit_diff < 1e-5: failed.append(f"logits differ from torch's by {logit_diff:.2e} (> 1e-5)")
