@@ -16,8 +16,9 @@ $(STAMP): settings.ini setup.py
 	# takes the default build for your platform
 	$(BIN)/python -m pip install -q torch==2.13.0
 	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel),
-	# with the optional extra lm-eval: tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks
-	$(BIN)/python -m pip install -q -e ".[dev,lm-eval]"
+	# with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
+	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
+	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
 	touch $(STAMP)
 

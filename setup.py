@@ -11,6 +11,7 @@ cfg = cfg["DEFAULT"]
 requirements = cfg.get("requirements", "").split()
 dev_requirements = cfg.get("dev_requirements", "").split()
 lm_eval_requirements = cfg.get("lm_eval_requirements", "").split()
+openvino_requirements = cfg.get("openvino_requirements", "").split()
 console_scripts = cfg.get("console_scripts", "").split()
 readme = Path(__file__).parent / "README.md"
 
@@ -32,7 +33,7 @@ setuptools.setup(
                                "lm_eval_tasks/indicipr_qa/*.md"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
-    extras_require={"dev": dev_requirements, "lm-eval": lm_eval_requirements},
+    extras_require={"dev": dev_requirements, "lm-eval": lm_eval_requirements, "openvino": openvino_requirements},
     entry_points={
         "console_scripts": console_scripts,
     },

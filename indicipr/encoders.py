@@ -21,14 +21,15 @@ import torch
 from . import core
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'SPAN_SCORES', 'ENGINES', 'CURVE_FILE', 'PROFILE_DEFAULTS', 'package_model_dir',
-           'resolve_model', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
-           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size',
-           'Answer', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'resolved_cuda_graphs',
-           'last_checkpoint', 'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config',
-           'load_finetuned', 'predict_split', 'plan_pool', 'run_pool', 'intermediate_dir', 'train_intermediate',
-           'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve', 'shrink_note',
-           'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'TRAIN_ENGINES', 'CURVE_FILE', 'PROFILE_DEFAULTS',
+           'package_model_dir', 'resolve_model', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows',
+           'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
+           'default_eval_batch_size', 'openvino_available', 'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer',
+           'window_logits', 'predict_answers', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple',
+           'resolved_cuda_graphs', 'last_checkpoint', 'fit', 'checkpoint_dir', 'is_main_process', 'train_encoder',
+           'qa_config', 'load_finetuned', 'predict_split', 'plan_pool', 'run_pool', 'intermediate_dir',
+           'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
+           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary']
 
 # %% ../notebooks/08_encoders.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -223,6 +224,92 @@ def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 # %% ../notebooks/08_encoders.ipynb #1d208b34
+import warnings
+import weakref
+
+ENGINES = ("auto", "torch", "openvino")
+_AUTO_MIN_TOKENS = 64 * 384          # about 64 full windows: converting MiniLM takes ~2 s, ~20 windows of torch work
+_OPENVINO_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+def openvino_available() -> bool:
+    "Whether the `openvino` extra is installed."
+    import importlib.util
+    return importlib.util.find_spec("openvino") is not None
+
+def _weights_version(model) -> tuple:
+    "Changes when any parameter or buffer is replaced or updated in place."
+    return tuple((t.data_ptr(), t._version) for t in [*model.parameters(), *model.buffers()])
+
+class OpenVINOQA:
+    """A transformers QA model compiled by OpenVINO for the CPU in fp32 (the `THROUGHPUT` hint: on 2
+    cores 2 streams of 1 thread). `logits(batches)` runs padded batches with several in flight and
+    yields `(batch, start_logits, end_logits)` in order. One caller at a time (its requests are reused)."""
+    def __init__(self, model, input_names, threads: int | None = None):
+        import openvino as ov
+        self.input_names, self.threads = tuple(input_names), int(threads or torch.get_num_threads())
+        example = {k: torch.ones(1, 16, dtype=torch.long) for k in self.input_names}
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")                            # tracer warnings of the HF forward
+            graph = ov.convert_model(model.eval(), example_input=example,
+                                     input=[(k, ov.PartialShape([-1, -1]), ov.Type.i64) for k in self.input_names])
+        names = [set(o.get_names()) for o in graph.outputs]
+        self.out_index = [next(i for i, n in enumerate(names) if key in n) for key in ("start_logits", "end_logits")]
+        self.compiled = ov.Core().compile_model(graph, "CPU", {"PERFORMANCE_HINT": "THROUGHPUT",
+                                                               "INFERENCE_PRECISION_HINT": "f32",
+                                                               "INFERENCE_NUM_THREADS": self.threads})
+        n = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        # twice as many requests as streams: a stream that finishes starts a queued batch at once, while Python
+        # decodes the oldest (measured on 2 cores: 4 in flight beat 2 in each of 3 interleaved rounds)
+        self.requests = [self.compiled.create_infer_request() for _ in range(2 * max(1, n))]
+
+    def logits(self, batches):
+        "`(batch, start_logits, end_logits)` of each padded batch (dicts of int64 tensors), in order."
+        from collections import deque
+        pending = deque()
+        def done():
+            b, req = pending.popleft(); req.wait()
+            s, e = (torch.from_numpy(req.get_output_tensor(i).data.copy()) for i in self.out_index)
+            return b, s, e
+        try:
+            for k, b in enumerate(batches):
+                if len(pending) == len(self.requests): yield done()
+                req = self.requests[k % len(self.requests)]
+                req.start_async({n: b[n].numpy() for n in self.input_names})
+                pending.append((b, req))
+            while pending: yield done()
+        finally:
+            for _, req in pending: req.wait()                     # a consumer that stops early leaves no request running
+
+def openvino_model(model, input_names, threads: int | None = None) -> OpenVINOQA:
+    "The `OpenVINOQA` of `model`, compiled once and reused while its weights, inputs and thread count stay the same."
+    key = (tuple(input_names), int(threads or torch.get_num_threads()), _weights_version(model))
+    hit = _OPENVINO_CACHE.get(model)
+    if hit is None or hit[0] != key:
+        hit = (key, OpenVINOQA(model, input_names, threads)); _OPENVINO_CACHE[model] = hit
+    return hit[1]
+
+def resolve_engine(engine: str, model, device, n_tokens: int = 0) -> str:
+    "`torch` or `openvino` for `engine` (`auto`: OpenVINO for a transformers model on the CPU with the extra and enough tokens)."
+    if engine not in ENGINES: raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    cpu = torch.device(device).type == "cpu"
+    if engine == "openvino":
+        if not cpu: raise ValueError(f"engine='openvino' runs on the CPU, not on {device}")
+        if not openvino_available(): raise ImportError("engine='openvino' needs the openvino extra: pip install 'indicipr[openvino]'")
+        return "openvino"
+    if engine == "torch" or not (cpu and openvino_available()): return "torch"
+    from transformers import PreTrainedModel
+    if not isinstance(model, PreTrainedModel): return "torch"
+    return "openvino" if n_tokens >= _AUTO_MIN_TOKENS or model in _OPENVINO_CACHE else "torch"
+
+def _torch_logits(model, batches, dev):
+    "`(batch, start_logits, end_logits)` of each padded batch with the eager model (bf16 autocast on CUDA)."
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu", enabled=False)
+    for b in batches:
+        with autocast:
+            out = model(**{k: v.to(dev) for k, v in b.items() if k != "context_mask"})
+        yield b, out.start_logits, out.end_logits
+
+# %% ../notebooks/08_encoders.ipynb #2c94b103
 @dataclass
 class Answer:
     "The best span of one example and its score; `nbest` holds the runners-up when asked."
@@ -234,32 +321,56 @@ class Answer:
 
 SPAN_SCORES = ("logits", "window_probs")
 
+def _window_batches(model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress=False):
+    "(windows, batches of window indices, device, iterator of each padded batch's (batch, start_logits, end_logits))."
+    dev = pick_device(device)
+    batch_size = batch_size or default_eval_batch_size(dev)
+    windows = encode_windows(records, tokenizer, max_length, stride)
+    batches = _batches_by_length(windows.lengths, batch_size)
+    pad_id = tokenizer.pad_token_id or 0
+    padded = (_pad_batch(windows, idx, pad_id, pad_multiple, max_length) for idx in batches)
+    if progress:
+        from tqdm.auto import tqdm
+        batches = tqdm(batches, desc="windows", unit="batch")
+    if resolve_engine(engine, model, dev, int(windows.lengths.sum())) == "openvino":
+        names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k != "token_type_ids" or windows.token_type_ids is not None]
+        try:
+            return windows, batches, dev, openvino_model(model, names).logits(padded)
+        except Exception as e:                                     # auto: a model OpenVINO cannot convert runs on torch
+            if engine != "auto": raise
+            warnings.warn(f"OpenVINO could not compile {type(model).__name__} ({type(e).__name__}: {e}); running torch")
+    return windows, batches, dev, _torch_logits(model.to(dev).eval(), padded, dev)
+
+@torch.inference_mode()
+def window_logits(model, tokenizer, records, max_length: int = 384, stride: int = 128, batch_size: int | None = None,
+                  pad_multiple: int = 8, device: str | None = None, engine: str = "auto") -> list[tuple[np.ndarray, np.ndarray]]:
+    "(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes."
+    windows, batches, _, logits = _window_batches(model, tokenizer, list(records), max_length, stride, batch_size,
+                                                  pad_multiple, device, engine)
+    out = [None] * len(windows)
+    for idx, (_, s, e) in zip(batches, logits):
+        s, e = s.float().cpu().numpy(), e.float().cpu().numpy()
+        for r, w in enumerate(idx):
+            n = len(windows.input_ids[w]); out[w] = (s[r, :n], e[r, :n])
+    return out
+
 @torch.inference_mode()
 def predict_answers(model, tokenizer, records, max_length: int = 384, stride: int = 128,
                     max_answer_length: int = 64, batch_size: int | None = None, n_best: int = 1,
                     pad_multiple: int = 8, device: str | None = None, progress: bool = False,
-                    span_score: str = "logits") -> list[Answer]:
+                    span_score: str = "logits", engine: str = "auto") -> list[Answer]:
     """Best answer span for each record by batched sliding-window inference.
-    `span_score`: "logits" (`run_qa.py`: start + end logit) or "window_probs" (the QA pipeline: per-window probabilities)."""
+    `span_score`: "logits" (`run_qa.py`: start + end logit) or "window_probs" (the QA pipeline: per-window probabilities).
+    `engine`: "torch", "openvino" (CPU, fp32) or "auto" (OpenVINO on the CPU when installed and worth it; see above)."""
     if span_score not in SPAN_SCORES: raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
     records = list(records)
-    dev = pick_device(device)
-    batch_size = batch_size or default_eval_batch_size(dev)
-    model = model.to(dev).eval()
-    windows = encode_windows(records, tokenizer, max_length, stride)
+    windows, batches, dev, logits = _window_batches(model, tokenizer, records, max_length, stride, batch_size,
+                                                    pad_multiple, device, engine, progress)
     best = [[] for _ in records]                               # per example: (score, start_char, end_char)
-    batches = _batches_by_length(windows.lengths, batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-        batches = tqdm(batches, desc="windows", unit="batch")
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu", enabled=False)
-    for idx in batches:
-        batch = _pad_batch(windows, idx, tokenizer.pad_token_id or 0, pad_multiple, max_length)
-        ctx = batch.pop("context_mask").to(dev)
+    for idx, (batch, start_logits, end_logits) in zip(batches, logits):
+        ctx = batch["context_mask"].to(dev)
         norm = (ctx | (batch["input_ids"] == tokenizer.cls_token_id).to(dev)) if span_score == "window_probs" else None
-        with autocast:
-            out = model(**{k: v.to(dev) for k, v in batch.items()})
-        vals, starts, ends = best_spans(out.start_logits, out.end_logits, ctx, max_answer_length, k=n_best, softmax_mask=norm)
+        vals, starts, ends = best_spans(start_logits, end_logits, ctx, max_answer_length, k=n_best, softmax_mask=norm)
         vals, starts, ends = vals.cpu().numpy(), starts.cpu().numpy(), ends.cpu().numpy()
         for r, w in enumerate(idx):
             offs, ex = windows.offsets[w], windows.example_index[w]
@@ -344,7 +455,7 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
 # %% ../notebooks/08_encoders.ipynb #bfc00164
 from transformers import Trainer, TrainingArguments
 
-ENGINES = ("loop", "trainer")
+TRAIN_ENGINES = ("loop", "trainer")
 
 @dataclass
 class TrainConfig:
@@ -676,7 +787,7 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
 def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides):
     """Fine-tune `model` on packed windows by `cfg`'s recipe with its engine (`_QATrainer` or the loop); resumes from the
     last checkpoint in `output_dir`. `overrides` go to `TrainingArguments`. Returns the trainer (or the loop's run)."""
-    if cfg.engine not in ENGINES: raise ValueError(f"TrainConfig.engine must be one of {ENGINES}, not {cfg.engine!r}")
+    if cfg.engine not in TRAIN_ENGINES: raise ValueError(f"TrainConfig.engine must be one of {TRAIN_ENGINES}, not {cfg.engine!r}")
     args = _training_arguments(cfg, output_dir, len(train), **overrides)
     resume = last_checkpoint(output_dir)
     if cfg.engine == "trainer":

@@ -86,3 +86,89 @@ def test_forward_flops_matches_torch_flop_counter():
         total += fc.get_total_flops()
     assert qa_inference.forward_flops([17, 40], layers=2, hidden=32, intermediate=64) == total
     assert qa_inference.forward_flops([40], 2, 32, 64) > 2 * qa_inference.forward_flops([20], 2, 32, 64)  # attention is quadratic
+
+
+def test_floor_counts_the_products_at_ours_padded_batch_shapes():
+    "The floor's products are predict_answers' own batches (as `_pad_batch` pads them), and their FLOPs the counter's."
+    import numpy as np
+    import qa_inference
+    from indicipr import encoders as E
+    tok = E.load_tokenizer("minilm-l6")
+    recs = [dict(r) for r in core.load_benchmark(str(FIXTURE))["test"]]
+    w = E.encode_windows(recs, tok, 128, 32)
+    want = [tuple(E._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in E._batches_by_length(w.lengths, 3)]
+    assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want and len(set(want)) > 1
+    dims = dict(layers=2, hidden=32, intermediate=64)
+    padded = [L for B, L in want for _ in range(B)]
+    assert qa_inference.products_flops(want, heads=4, **dims) == qa_inference.forward_flops(padded, **dims)
+    assert qa_inference.products_flops(want, heads=4, **dims) > qa_inference.forward_flops(w.lengths, **dims)  # padding counts
+    floor = qa_inference.MatmulFloor(want[:4], heads=4, threads=2, **dims)
+    times = floor.run()
+    assert sorted(times) == ["1 process x 2 threads", "2 workers x 1 thread"] and all(t > 0 for t in times.values())
+    assert list(floor.run(limit=1)) == list(times) and np.isfinite(list(times.values())).all()
+
+
+FAKE_PEER = '''
+import argparse, json, sys, time
+p = argparse.ArgumentParser(); p.add_argument("script"); p.add_argument("--serve", action="store_true")
+p.add_argument("--model"); p.add_argument("--questions"); p.add_argument("--threads")
+a = p.parse_args()
+ids = [json.loads(l)["id"] for l in open(a.questions) if l.strip()]
+print("not a protocol line", flush=True)                     # the pipeline may print; only READY/RESULT lines count
+print("READY " + json.dumps({"transformers": "fake", "torch": "none", "threads": 1}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line); time.sleep(0.01)
+    print("RESULT " + json.dumps({"batch_size": req["batch_size"], "max_answer_len": req["max_answer_len"],
+                                  "seconds": 0.5, "predictions": {i: "" for i in ids}}), flush=True)
+'''
+
+
+def _fake_peer(tmp_path) -> Path:
+    "A `--peer-python` that answers the --serve protocol with empty answers (the real peer needs transformers 4)."
+    (tmp_path / "fake_peer.py").write_text(FAKE_PEER)
+    exe = tmp_path / "fake-python"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'fake_peer.py'} \"$@\"\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path, monkeypatch):
+    "A smoke run on a tiny model: every system once a round, spreads, the floor's two layouts, and both checks."
+    import pytest
+    import qa_inference
+    from transformers import BertConfig, BertForQuestionAnswering
+    from indicipr import encoders as E
+    tok = E.load_tokenizer("minilm-l6")
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=512)
+    model_dir = tmp_path / "tiny"
+    BertForQuestionAnswering(cfg).save_pretrained(model_dir); tok.save_pretrained(model_dir)
+    engine = "openvino" if E.openvino_available() else "torch"
+    argv = ["--model", str(model_dir), "--data-source", str(FIXTURE), "--limit", "6", "--repeats", "2", "--threads", "2",
+            "--peer-batch-sizes", "1", "8", "--engine", engine, "--no-int8", "--no-peer-default-len",
+            "--peer-python", str(_fake_peer(tmp_path)), "--out", str(tmp_path / "out")]
+    assert qa_inference.main(argv) == 0
+    res = json.loads((tmp_path / "out" / "qa_inference.json").read_text())
+    kinds = [r["kind"] for r in res["rows"]]
+    assert kinds == ["ours", "peer", "ours-torch", "peer", "ours-decoding"] and res["rounds"] == 2
+    assert [r["runs"] for r in res["rows"]] == [2, 2, 2, 2, 1]
+    for r in res["rows"][:4]:
+        assert r["seconds"]["min"] <= r["seconds"]["median"] <= r["seconds"]["max"] and r["floor / system"]["median"] > 0
+    assert res["rows"][1]["seconds"] == {"median": 0.5, "min": 0.5, "max": 0.5}      # the peer's own timing is used
+    assert len(res["floor"]["rounds"]) == 2 and all(len(t) == 2 for t in res["floor"]["rounds"])
+    assert res["answers_identical_to_torch"] and res["answers_differing"] == 0 and res["engine"] == engine
+    if engine == "openvino": assert res["logit_check"]["max_abs_diff"] < 1e-5
+    # answers that differ from the torch path fail the run (after the figures are printed)
+    import functools
+    real = E.predict_answers
+    @functools.wraps(real)
+    def off_by_one(model, tok, records, engine="auto", **kw):
+        ans = real(model, tok, records, engine=engine, **kw)
+        if engine != "torch": ans[0].text += "!"
+        return ans
+    monkeypatch.setattr(E, "predict_answers", off_by_one)
+    assert qa_inference.main(argv[:-1] + [str(tmp_path / "out2")]) == 1
+    assert not json.loads((tmp_path / "out2" / "qa_inference.json").read_text())["answers_identical_to_torch"]
+    with pytest.raises(SystemExit):
+        qa_inference.main(argv + ["--engine", "onnx"])
+    assert qa_inference.main(argv + ["--repeats", "0"]) == 2

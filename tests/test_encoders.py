@@ -113,6 +113,66 @@ def test_best_window_wins_across_windows(tok):
     assert ans.text == "Registrar shall keep a register"
 
 
+def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
+    "engine='openvino' (fp32): every window's logits within 1e-5 of torch's, so the answers (and EM/F1) are identical."
+    pytest.importorskip("openvino")
+    model, tok = E.load_qa_model("minilm-l6"), E.load_tokenizer("minilm-l6")
+    recs, kw = splits["test"][:16], dict(max_length=128, stride=32, batch_size=3)
+    lt = E.window_logits(model, tok, recs, engine="torch", **kw)
+    lo = E.window_logits(model, tok, recs, engine="openvino", **kw)
+    assert len(lt) == len(lo) > len(recs) and [a[0].shape for a in lt] == [b[0].shape for b in lo]
+    assert max(float(np.abs(a - b).max()) for wt, wo in zip(lt, lo) for a, b in zip(wt, wo)) < 1e-5
+    for rule in E.SPAN_SCORES:
+        a = E.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="torch", **kw)
+        b = E.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="openvino", **kw)
+        assert [(x.start, x.end) for x in a] == [(y.start, y.end) for y in b]
+        assert all(abs(x.score - y.score) < 1e-4 for x, y in zip(a, b))
+    n_tokens = int(E.encode_windows(recs, tok, 128, 32).lengths.sum())
+    assert E.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"     # compiled already: auto reuses it
+
+
+def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
+    pytest.importorskip("openvino")
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    first = E.openvino_model(model, names)
+    assert E.openvino_model(model, names) is first                     # reused while nothing changes
+    with torch.no_grad(): model.qa_outputs.bias.add_(1.0)               # an optimiser step would do the same in place
+    second = E.openvino_model(model, names)
+    assert second is not first
+    rec = [{"id": "x", "question": "Who keeps the register?", "context": "The Registrar shall keep a register.",
+            "answers": {"text": ["The Registrar"], "answer_start": [0]}}]
+    lt, lo = (E.window_logits(model, tok, rec, engine=e)[0] for e in ("torch", "openvino"))
+    assert np.abs(lt[0] - lo[0]).max() < 1e-5
+
+
+def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir, monkeypatch):
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    want = [a.text for a in E.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")]
+    monkeypatch.setattr(E, "openvino_available", lambda: False)
+    assert E.resolve_engine("auto", model, "cpu", 10**9) == "torch"
+    assert [a.text for a in E.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32)] == want
+    with pytest.raises(ImportError, match=r"indicipr\[openvino\]"):
+        E.predict_answers(model, tok, splits["test"][:1], engine="openvino")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        E.predict_answers(model, tok, splits["test"][:1], engine="onnx")
+
+
+def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, tiny_model_dir, monkeypatch):
+    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
+    want = [a.text for a in E.predict_answers(model, tok, recs, engine="torch", **kw)]
+    def fail(*a, **k): raise RuntimeError("unsupported operation")
+    monkeypatch.setattr(E, "openvino_available", lambda: True)
+    monkeypatch.setattr(E, "_AUTO_MIN_TOKENS", 0)
+    monkeypatch.setattr(E, "openvino_model", fail)
+    assert E.resolve_engine("auto", model, "cpu", 1) == "openvino"
+    with pytest.warns(UserWarning, match="could not compile BertForQuestionAnswering .*unsupported operation"):
+        assert [a.text for a in E.predict_answers(model, tok, recs, **kw)] == want
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        E.predict_answers(model, tok, recs, engine="openvino", **kw)
+
+
 def _train(model_dir, recs, out, epochs=2, callbacks=None):
     cfg = E.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
     return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)

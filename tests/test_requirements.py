@@ -9,16 +9,25 @@ from packaging.requirements import Requirement
 from helpers import ROOT
 
 
-def declared() -> list[Requirement]:
+OPTIONAL = ("lm_eval_requirements", "openvino_requirements")   # extras the library runs without (settings.ini says what each is for)
+
+
+def declared(keys=("requirements", "dev_requirements") + OPTIONAL) -> list[Requirement]:
     cfg = configparser.ConfigParser(delimiters=["="])
     cfg.read(ROOT / "settings.ini", encoding="utf-8")
-    return [Requirement(r) for key in ("requirements", "dev_requirements", "lm_eval_requirements")
-            for r in cfg["DEFAULT"][key].split()]
+    return [Requirement(r) for key in keys for r in cfg["DEFAULT"][key].split()]
+
+
+def installed(name: str) -> str | None:
+    try: return md.version(name)
+    except md.PackageNotFoundError: return None
 
 
 def test_installed_versions_satisfy_every_declared_range():
+    "Every required package, and every optional one that is installed, is within its range."
     wrong = []
     for req in declared():
+        if installed(req.name) is None and req.name in {r.name for r in declared(OPTIONAL)}: continue
         version = md.version(req.name).split("+")[0]
         if not req.specifier.contains(version, prereleases=True): wrong.append(f"{req.name} {version} not in {req.specifier}")
     assert not wrong, "; ".join(wrong)
@@ -40,3 +49,13 @@ def test_environment_yml_declares_the_same_ranges():
     for req in declared():
         assert req.name in listed, f"environment.yml lacks {req.name}"
         assert listed[req.name].specifier == req.specifier, f"{req.name}: {listed[req.name].specifier} vs {req.specifier}"
+
+
+def test_each_optional_extra_is_a_setup_extra():
+    "setup.py offers `indicipr[lm-eval]` and `indicipr[openvino]` with exactly settings.ini's requirements for them."
+    import ast
+    src = (ROOT / "setup.py").read_text()
+    extras = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.keyword) and n.arg == "extras_require").value
+    names = {k.value: v.id for k, v in zip(extras.keys, extras.values)}
+    for key in OPTIONAL:
+        assert names.get(key.removesuffix("_requirements").replace("_", "-")) == key, f"setup.py's extras_require lacks {key}"
