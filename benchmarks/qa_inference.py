@@ -10,7 +10,7 @@ threads; the peer runs in its own virtual environment because transformers 5 rem
     .venv/bin/python benchmarks/qa_inference.py            # --help for the options
 
 The systems, each timed over all questions (tokenising, forward passes and decoding):
-- **ours**: `indicipr.encoders.predict_answers` with `engine="auto"` (OpenVINO fp32 when the
+- **ours**: `indicipr.qa_model.predict_answers` with `engine="auto"` (OpenVINO fp32 when the
   `openvino` extra is installed, else torch; `--engine` picks one), batch 4;
 - **ours-torch**: the same call with `engine="torch"` (eager torch, all threads);
 - **peer**: the pipeline at each `--peer-batch-sizes` (kept running in its own process: model
@@ -39,7 +39,7 @@ are within 1e-5 of torch's on every window of the first `--logit-questions` ques
 230 windows; 0: all).
 
 Ours compares spans across windows with the library's default rule (the default of
-`indicipr.encoders.predict_answers`'s `span_score`, read from its signature, so the benchmark times
+`indicipr.qa_model.predict_answers`'s `span_score`, read from its signature, so the benchmark times
 what the pipeline runs); `--span-score` picks either rule (`window_probs`: per-window
 probabilities, as the transformers pipeline does; `logits`: `run_qa.py`'s start + end logit), and
 the rule not chosen is the extra `ours-decoding` row (`--no-other-rule-row` drops it).
@@ -109,11 +109,11 @@ def find_checkpoint(data_source: str) -> Path | None:
 
 def train_checkpoint(data_source: str, out: Path) -> Path:
     "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
-    from indicipr import core, encoders
+    from indicipr import core, encoders, qa_model as QM, training as TR
     train = [dict(r) for r in core.load_benchmark(data_source)["train"]]
-    tok = encoders.load_tokenizer("minilm-l6")
-    mal = encoders.suggest_max_answer_length(train, tok)
-    cfg = encoders.TrainConfig(epochs=1, learning_rate=1e-4, batch_size=16, seed=0, save_checkpoints=False)
+    tok = QM.load_tokenizer("minilm-l6")
+    mal = QM.suggest_max_answer_length(train, tok)
+    cfg = TR.TrainConfig(epochs=1, learning_rate=1e-4, batch_size=16, seed=0, save_checkpoints=False)
     return encoders.train_encoder("minilm-l6", train, cfg, out, mal)
 
 
@@ -125,18 +125,18 @@ def score(records, preds) -> dict:
 
 
 def library_span_score() -> str:
-    "The span-scoring rule `indicipr.encoders.predict_answers` uses when none is given (what the pipeline runs)."
+    "The span-scoring rule `indicipr.qa_model.predict_answers` uses when none is given (what the pipeline runs)."
     import inspect
-    from indicipr import encoders
-    return inspect.signature(encoders.predict_answers).parameters["span_score"].default
+    from indicipr import qa_model as QM
+    return inspect.signature(QM.predict_answers).parameters["span_score"].default
 
 
 def window_lengths(model_dir: Path, records) -> np.ndarray:
     "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
-    from indicipr import encoders
+    from indicipr import encoders, qa_model as QM
     cfg = encoders.qa_config(model_dir)
-    tok = encoders.load_tokenizer(str(model_dir))
-    return encoders.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
+    tok = QM.load_tokenizer(str(model_dir))
+    return QM.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
 
 
 def forward_flops(lengths, layers: int, hidden: int, intermediate: int) -> float:
@@ -159,7 +159,7 @@ def model_shape(model_dir: Path) -> dict:
 
 def batch_shapes(lengths, batch_size: int, pad_multiple: int = 8, max_length: int = 384) -> list[tuple[int, int]]:
     "(windows, padded length) of each batch ours runs: `predict_answers`'s own batching and padding of windows of `lengths`."
-    from indicipr.encoders import _batches_by_length, _round_up
+    from indicipr.qa_model import _batches_by_length, _round_up
     lengths = np.asarray(lengths)
     return [(len(idx), min(_round_up(int(lengths[idx].max()), pad_multiple), max_length))
             for idx in _batches_by_length(lengths, batch_size)]
@@ -252,18 +252,18 @@ class MatmulFloor:
 
 
 class Ours:
-    "The project's inference (`indicipr.encoders.predict_answers`) with one engine, warmed once."
+    "The project's inference (`indicipr.qa_model.predict_answers`) with one engine, warmed once."
     def __init__(self, model, tok, kw: dict, engine: str, records, warmup: int = 4):
-        from indicipr import encoders
+        from indicipr import qa_model as QM
         self.model, self.tok, self.kw, self.engine = model, tok, kw, engine
         t0 = time.perf_counter()
-        encoders.predict_answers(model, tok, records[:warmup], engine=engine, **kw)    # OpenVINO converts and compiles here
+        QM.predict_answers(model, tok, records[:warmup], engine=engine, **kw)    # OpenVINO converts and compiles here
         self.warmup_seconds = time.perf_counter() - t0
 
     def run(self, records) -> tuple[float, dict]:
-        from indicipr import encoders
+        from indicipr import qa_model as QM
         t0 = time.perf_counter()
-        answers = encoders.predict_answers(self.model, self.tok, records, engine=self.engine, **self.kw)
+        answers = QM.predict_answers(self.model, self.tok, records, engine=self.engine, **self.kw)
         return time.perf_counter() - t0, {r["id"]: a.text for r, a in zip(records, answers)}
 
 
@@ -316,8 +316,8 @@ def max_logit_difference(a, b) -> float:
 
 def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
     "Milliseconds per window of ours at each batch size (the CPU default comes from this)."
-    from indicipr import encoders
-    n_windows = len(encoders.encode_windows(records, tok, kw["max_length"], kw["stride"]))
+    from indicipr import qa_model as QM
+    n_windows = len(QM.encode_windows(records, tok, kw["max_length"], kw["stride"]))
     rows = []
     for bs in sizes:
         r = Ours(model, tok, kw | {"batch_size": bs}, engine, records, warmup=2)
@@ -328,7 +328,8 @@ def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from indicipr.encoders import ENGINES, SPAN_SCORES, default_eval_batch_size, qa_config
+    from indicipr.encoders import qa_config
+    from indicipr.qa_model import ENGINES, SPAN_SCORES, default_eval_batch_size
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="fine-tuned checkpoint (default: notebook 08's minilm-l6_seed0; trained if absent)")
     p.add_argument("--data-source", default="sample")
@@ -337,7 +338,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=None, help="windows per batch of the project's inference (default: the CPU default, 4)")
     p.add_argument("--engine", default="auto", choices=ENGINES, help="ours' engine (default: auto, predict_answers's default)")
     p.add_argument("--span-score", default=library_span_score(), choices=SPAN_SCORES,
-                   help="how ours compares spans across windows (default: indicipr.encoders.predict_answers's default, "
+                   help="how ours compares spans across windows (default: indicipr.qa_model.predict_answers's default, "
                         f"{library_span_score()!r})")
     p.add_argument("--other-rule-row", action=argparse.BooleanOptionalAction, default=True,
                    help="also report ours with the other span-scoring rule (one run after the rounds)")
@@ -364,7 +365,7 @@ def main(argv=None) -> int:
         print(f"qa_inference.py: --peer-python {args.peer_python} does not exist; {PEER_VENV_HINT}", file=sys.stderr); return 2
 
     import torch
-    from indicipr import core, encoders
+    from indicipr import core, encoders, qa_model as QM
     load_start = os.getloadavg()
     torch.set_num_threads(args.threads)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
@@ -386,8 +387,8 @@ def main(argv=None) -> int:
     model.eval()
     kw = dict(max_length=cfg.get("max_length", 384), stride=cfg.get("stride", 128), span_score=args.span_score,
               max_answer_length=mal, batch_size=bs, device="cpu")
-    lengths = encoders.encode_windows(records, tok, kw["max_length"], kw["stride"]).lengths
-    engine = encoders.resolve_engine(args.engine, model, "cpu", int(lengths.sum()))
+    lengths = QM.encode_windows(records, tok, kw["max_length"], kw["stride"]).lengths
+    engine = QM.resolve_engine(args.engine, model, "cpu", int(lengths.sum()))
     print(f"ours' engine: {args.engine} -> {engine}", flush=True)
     sweep = None
     if args.batch_sweep:
@@ -459,8 +460,8 @@ def main(argv=None) -> int:
     logit_diff = None
     if engine != "torch":
         t0 = time.perf_counter()
-        lt = encoders.window_logits(model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine="torch")
-        lo = encoders.window_logits(model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine=engine)
+        lt = QM.window_logits(model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine="torch")
+        lo = QM.window_logits(model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine=engine)
         logit_diff = max_logit_difference(lt, lo)
         print(f"logit check: {len(lt)} windows of {n_check} questions, max |{engine} - torch| = {logit_diff:.2e} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)

@@ -14,7 +14,8 @@ from .core import record_act, record_section
 
 # %% auto #0
 __all__ = ['LEVELS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds', 'label_kinds', 'Unit', 'statute_units', 'unit_span',
-           'boundary_offsets', 'unit_reference', 'clause_questions', 'gap_questions', 'synthetic_records']
+           'boundary_offsets', 'unit_reference', 'clause_questions', 'gap_questions', 'synthetic_records',
+           'crop_context']
 
 # %% ../notebooks/01a_clauses.ipynb #722b50f2
 _ENUM = re.compile(r"\((\d{1,3}[A-Z]{0,2}|[a-z]{1,4}|[A-Z])\)(?=\s|$)")
@@ -240,3 +241,19 @@ def synthetic_records(train: Iterable[dict], held_out: Iterable[dict], kinds: It
             out.append({"id": f"syn_{len(out) + 1:06d}", "title": r.get("title", ""), "context": ctx, "question": q["question"],
                         "answers": {"text": [q["answer"]], "answer_start": [q["answer_start"]]}})
     return out
+
+# %% ../notebooks/01a_clauses.ipynb #bad24b25
+def crop_context(record: dict, words: int) -> dict:
+    "`record` with its context cut to `words` words around the (first) answer, at an offset drawn from its id; unchanged when it is no longer."
+    ctx, start = record["context"], record["answers"]["answer_start"][0]
+    end = start + len(record["answers"]["text"][0])
+    spans = [m.span() for m in re.finditer(r"\S+", ctx)]
+    if len(spans) <= words: return record
+    first = max(i for i, (s, _) in enumerate(spans) if s <= start) if spans[0][0] <= start else 0
+    last = max(i for i, (s, _) in enumerate(spans) if s < end)
+    slack = words - (last - first + 1)
+    if slack < 0: return record                              # the answer alone is longer: keep the whole context
+    shift = int(hashlib.sha1(record["id"].encode()).hexdigest(), 16) % (slack + 1)
+    a = max(0, min(first - shift, len(spans) - words))
+    cs, ce = spans[a][0], spans[a + words - 1][1]
+    return {**record, "context": ctx[cs:ce], "answers": {"text": list(record["answers"]["text"]), "answer_start": [start - cs]}}

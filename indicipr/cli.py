@@ -364,6 +364,10 @@ def _add_encoder_commands(sub) -> None:
     t.add_argument("--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)")
     t.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
     t.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
+    t.add_argument("--no-intermediate", action="store_true",
+                   help="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given")
+    t.add_argument("--fp32", action="store_true",
+                   help="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)")
 
 # %% ../notebooks/12b_cli.ipynb #352caec9
 def _add_quality_commands(sub) -> None:
@@ -484,7 +488,8 @@ def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     from indicipr import encoders
     rows = encoders.run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
-                                 max_steps=args.max_steps, max_answer_length=args.max_answer_length)
+                                 max_steps=args.max_steps, max_answer_length=args.max_answer_length,
+                                 intermediate=False if args.no_intermediate else None, cpu_bf16=False if args.fp32 else None)
     if encoders.is_main_process():
         for r in rows: print(json.dumps(r))
     return 0

@@ -7,8 +7,10 @@ __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MA
            'ANALYSES', 'locate_span', 'span_relation', 'best_gold', 'error_evidence', 'classify_error',
            'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause', 'answer_word_count',
            'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure', 'structure_figure',
-           'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system', 'median_answer_words', 'scores_table',
-           'render_report', 'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
+           'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system', 'median_answer_words',
+           'char_boundary_flags', 'gold_on_boundaries', 'gold_boundary_table', 'snap_variants', 'snap_oracle',
+           'decoding_error_change', 'snap_oracle_table', 'scores_table', 'render_report', 'evaluate_report',
+           'evaluate_files', 'gold_structure', 'errors_stage']
 
 # %% ../notebooks/11_errors.ipynb #67ffe44c
 import re
@@ -261,6 +263,95 @@ def median_answer_words(records) -> float:
     "The median gold answer length in words over `records` (the card splits answers at the whole benchmark's median, 33)."
     return float(np.median([answer_word_count(r["answers"]["text"][0]) for r in records]))
 
+# %% ../notebooks/11_errors.ipynb #75abc0d6
+import bisect
+
+from .clauses import boundary_offsets
+
+_TRAIL = " .,;:"
+
+def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]:
+    "Whether the character span [start, end) starts on a clause start and ends on a clause end of `context` (trailing punctuation aside)."
+    starts, ends = boundary_offsets(context)
+    ends = set(ends)
+    return start in set(starts), end in ends or len(context[:end].rstrip(_TRAIL)) in ends
+
+def gold_on_boundaries(records) -> pd.DataFrame:
+    "Per record: id, Act, whether its first gold answer starts / ends / both on clause boundaries."
+    from indicipr.core import record_act
+    rows = []
+    for r in records:
+        a = int(r["answers"]["answer_start"][0]); b = a + len(r["answers"]["text"][0])
+        s, e = char_boundary_flags(r["context"], a, b)
+        rows.append({"id": r["id"], "act": record_act(r), "starts": s, "ends": e, "both": s and e})
+    return pd.DataFrame(rows, columns=["id", "act", "starts", "ends", "both"])
+
+def gold_boundary_table(records) -> pd.DataFrame:
+    "Per Act (the card's order) and overall: questions, and the % of gold answers starting, ending, and both on clause boundaries."
+    from indicipr.core import act_keys_in_card_order, act_label
+    g = gold_on_boundaries(records)
+    def row(name, part):
+        return {"Act": name, "Questions": len(part), **{f"{k} (%)": 100 * part[c].mean() if len(part) else float("nan")
+                                                       for k, c in (("Starts on a clause start", "starts"),
+                                                                    ("Ends on a clause end", "ends"), ("Both", "both"))}}
+    rows = [row(act_label(a), g[g["act"] == a]) for a in act_keys_in_card_order(g["act"])]
+    return pd.DataFrame(rows + [row("All", g)])
+
+# %% ../notebooks/11_errors.ipynb #7e716e60
+def snap_variants(context: str, start: int, end: int, reach: int = 12) -> set[tuple[int, int]]:
+    "The span itself and its snaps: its start moved to a clause start and/or its end to a clause end within `reach` words."
+    starts, ends = boundary_offsets(context)
+    words = [m.span() for m in re.finditer(r"\S+", context)]
+    if not words: return {(start, end)} if start < end else set()
+    heads = [w[0] for w in words]
+    word_of = lambda ch: max(0, bisect.bisect_right(heads, ch) - 1)          # the word holding (or before) `ch`
+    def near(ch, offsets):
+        k = word_of(ch)
+        lo, hi = words[max(0, k - reach)][0], words[min(len(words) - 1, k + reach)][1]
+        return {o for o in offsets if lo <= o <= hi}
+    return {(a, b) for a in {start} | near(start, starts) for b in {end} | near(max(start, end - 1), ends) if a < b}
+
+def snap_oracle(record, prediction: str | None, reach: int = 12) -> bool:
+    "Whether some snap of `prediction`'s span in the record's context is a gold answer (after the metrics' normalisation)."
+    ctx = record["context"]
+    span = locate_span(prediction, ctx, near=int(record["answers"]["answer_start"][0])) if prediction else None
+    if span is None: return False
+    golds = {normalize_answer(g) for g in record["answers"]["text"]}
+    return any(normalize_answer(ctx[a:b]) in golds for a, b in snap_variants(ctx, span[0], span[1], reach))
+
+# %% ../notebooks/11_errors.ipynb #f4fbc7e6
+def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
+    "Error classes of `plain` and of its evaluation-only twin `other`, mean count over the seeds both have, and the change."
+    from indicipr.significance import _seed_order
+    per_seed = lambda g: {str(r["meta"].get("seed")): r["frame"] for r in runs.values() if r["group"] == g}
+    P, O = per_seed(plain), per_seed(other)
+    seeds = sorted(set(P) & set(O), key=_seed_order)
+    count = lambda frame: classify_errors(frame).fillna("exact").value_counts()
+    p = pd.concat([count(P[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
+    o = pd.concat([count(O[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
+    rows = [{"Class": ERROR_TYPES.get(k, "Exact match"), plain: p.get(k, 0.0), other: o.get(k, 0.0), "Change": o.get(k, 0.0) - p.get(k, 0.0)}
+            for k in ["exact", *ERROR_TYPES]]
+    return pd.DataFrame(rows).assign(Seeds=len(seeds))
+
+def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = 12) -> pd.DataFrame:
+    """Per seed of `plain`: its span-boundary errors, how many some snap to clause boundaries would fix (the oracle bound),
+    and, with `other`, how many of them its evaluation-only twin got exactly right."""
+    from indicipr.significance import _seed_order
+    rows = []
+    for r in sorted((r for r in runs.values() if r["group"] == plain), key=lambda r: _seed_order(r["meta"].get("seed"))):
+        frame, seed = r["frame"], r["meta"].get("seed")
+        kinds = classify_errors(frame)
+        errs = frame[kinds == "span_boundary"]
+        fixable = sum(snap_oracle({"context": e.context, "answers": {"text": list(e.golds), "answer_start": list(e.answer_starts)}},
+                                  e.prediction, reach) for e in errs.itertuples())
+        row = {"System": plain, "Seed": seed, "Non-exact": int(kinds.notna().sum()), "Span-boundary errors": len(errs),
+               "Fixable by snapping (oracle)": fixable, "Fixable (%)": 100 * fixable / len(errs) if len(errs) else float("nan")}
+        twin = next((t for t in runs.values() if t["group"] == other and str(t["meta"].get("seed")) == str(seed)), None) if other else None
+        if twin is not None:
+            row[f"Exact under {other}"] = int(twin["frame"].set_index("id").loc[errs["id"], "em"].eq(100).sum())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
 # %% ../notebooks/11_errors.ipynb #c3a1ef07
 def scores_table(summaries: dict[str, dict]) -> pd.DataFrame:
     "One row per system: EM, F1, Char-F1, answered and missing counts."
@@ -357,6 +448,18 @@ def errors_stage(runs: dict, gold_records: list[dict], st: dict, data_source, le
               "error_taxonomy": (taxonomy_wide, "Non-exact predictions per error type and system (one run each)"),
               "answer_structure": (structure, "Scores by answer structure, every system (one run each)")}
     figures = {"error_taxonomy": taxonomy_figure(taxonomy), "answer_structure": structure_figure(structure)}
+    from indicipr.significance import decoding_pairs, evaluation_only
+    pairs = decoding_pairs(runs)
+    if pairs:
+        tables["decoding_error_change"] = (pd.concat([decoding_error_change(runs, p, o).assign(Pair=f"{o} vs {p}") for p, o in pairs]),
+                                           "Error classes under plain and boundary-aware decoding of the same checkpoints "
+                                           "(mean count over the seeds both have; exact matches first)")
+    twins = dict(pairs)
+    oracle = [s for s in dict.fromkeys([focus, *twins]) if s not in evaluation_only(runs)]
+    tables["snap_oracle"] = (pd.concat([snap_oracle_table(runs, s, twins.get(s)) for s in oracle]),
+                             "Span-boundary errors of the plain decoding that snapping its ends to clause boundaries (within 12 "
+                             "words) could fix given the gold: an upper bound" + ("; beside it, how many the boundary-aware decoding got "
+                                                                                   "exactly right" if twins else ""))
     others = [runs[chosen[s]]["path"] for s in chosen if s != focus]
     report = evaluate_files(st["split"], runs[chosen[focus]]["path"], others, data_source=data_source, n_resamples=st["n_resamples"],
                             seed=st["seed"], out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None)

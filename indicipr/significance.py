@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['N_RESAMPLES', 'TIE_TOLERANCE', 'FAMILY_ORDER', 'PROFILE_DEFAULTS', 'resample_indices', 'resample_counts',
            'bootstrap_p_value', 'paired_bootstrap', 'paired_bootstrap_loop', 'holm', 'compare_systems', 'per_run_table',
-           'bootstrap_ci', 'system_f1_ci', 'results_table', 'system_families', 'resolve_focus', 'analysis_runs',
-           'comparison_partners', 'card_comparisons', 'per_act_f1_table', 'per_act_figure', 'ci_figure',
-           'significance_stage']
+           'bootstrap_ci', 'system_f1_ci', 'results_table', 'system_families', 'evaluation_only', 'resolve_focus',
+           'analysis_runs', 'comparison_partners', 'card_comparisons', 'per_act_f1_table', 'per_act_figure',
+           'ci_figure', 'decoding_pairs', 'decoding_comparison', 'significance_stage']
 
 # %% ../notebooks/10_significance.ipynb #ee259583
 import re
@@ -165,16 +165,24 @@ def system_families(runs: Mapping[str, dict]) -> dict[str, str]:
     for r in runs.values(): out.setdefault(r["group"], r["meta"].get("family", ""))
     return out
 
+def evaluation_only(runs: Mapping[str, dict]) -> set[str]:
+    "Systems that decode another system's checkpoints another way (their runs name a `plain_system`): extra rows, never the focus or a partner by default."
+    return {r["group"] for r in runs.values() if r["meta"].get("plain_system")}
+
 def resolve_focus(runs: Mapping[str, dict], focus_system: str | None = None) -> tuple[str, str]:
-    "`(system, note)`: the system asked for (by system or model name), else the best mean F1 (the note says which and why)."
+    """`(system, note)`: the system asked for (by system or model name), else the best mean F1 (the note says which and why).
+    A model name and the best-F1 choice pass over evaluation-only decodings; a system name may pick one."""
     groups = list(dict.fromkeys(r["group"] for r in runs.values()))
     if not groups: raise ValueError("no runs to choose a focus system from")
+    extra = evaluation_only(runs)
     mean_f1 = {g: np.mean([r["summary"]["f1"] for r in runs.values() if r["group"] == g]) for g in groups}
-    best = max(groups, key=lambda g: mean_f1[g])
+    best = max([g for g in groups if g not in extra] or groups, key=lambda g: mean_f1[g])
     if focus_system is None: return best, f"{best} (best mean F1)"
     want = _canonical(focus_system)
     for g in groups:
-        if want in {_canonical(g), *(_canonical(r["meta"].get("model", "")) for r in runs.values() if r["group"] == g)}:
+        if want == _canonical(g): return g, f"{g} (the focus system {focus_system!r})"
+    for g in groups:
+        if g not in extra and want in {_canonical(r["meta"].get("model", "")) for r in runs.values() if r["group"] == g}:
             return g, f"{g} (the focus system {focus_system!r})"
     return best, f"{best} (best mean F1: the focus system {focus_system!r} has no predictions here; systems: {', '.join(groups)})"
 
@@ -193,8 +201,9 @@ def analysis_runs(runs: Mapping[str, dict], seed=None) -> dict[str, str]:
     return out
 
 def comparison_partners(runs: Mapping[str, dict], focus: str, family: str = "all") -> list[str]:
-    "The systems the focus is compared with: every other system of `family` (`'all'`: every other system)."
-    return [g for g, fam in system_families(runs).items() if g != focus and (family == "all" or fam == family)]
+    "The systems the focus is compared with: every other system of `family` (`'all'`: every other system), evaluation-only decodings aside."
+    extra = evaluation_only(runs)
+    return [g for g, fam in system_families(runs).items() if g != focus and g not in extra and (family == "all" or fam == family)]
 
 def card_comparisons(frames: Mapping[str, pd.DataFrame], focus: str, partners: Sequence[str],
                      n_resamples: int = _SIG["n_resamples"], seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
@@ -247,6 +256,34 @@ def ci_figure(comparisons: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+# %% ../notebooks/10_significance.ipynb #da1748bf
+def decoding_pairs(runs: Mapping[str, dict]) -> list[tuple[str, str]]:
+    "(plain system, evaluation-only system) pairs: each system whose runs name a `plain_system` that is scored too."
+    from indicipr.metrics import system_group
+    groups, pairs = {r["group"] for r in runs.values()}, {}
+    for r in runs.values():
+        plain = r["meta"].get("plain_system")
+        if plain and system_group(plain) in groups: pairs.setdefault(r["group"], system_group(plain))
+    return [(p, b) for b, p in pairs.items()]
+
+def decoding_comparison(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    "Paired bootstrap of each evaluation-only decoding against its plain twin: per shared seed, and on seed-averaged per-question F1."
+    rows = []
+    for plain, other in decoding_pairs(runs):
+        per_seed = lambda g: {_seed_label(r["meta"].get("seed")): r["frame"].set_index("id")["f1"] for r in runs.values() if r["group"] == g}
+        P, O = per_seed(plain), per_seed(other)
+        seeds = sorted(set(P) & set(O), key=_seed_order)
+        if not seeds: continue
+        tests = [(f"seed {s}", O[s], P[s]) for s in seeds]
+        tests.append((f"{len(seeds)} seeds averaged", pd.concat([O[s] for s in seeds], axis=1).mean(axis=1),
+                      pd.concat([P[s] for s in seeds], axis=1).mean(axis=1)))
+        for label, o, p in tests:
+            p = p.reindex(o.index)
+            t = compare_systems({other: o.to_numpy(), plain: p.to_numpy()}, pairs=[(other, plain)], n_resamples=n_resamples, seed=seed).iloc[0]
+            rows.append({"System": other, "Plain": plain, "Runs": label, "F1 plain": p.mean(), "F1": o.mean(),
+                         "ΔF1": t["ΔF1 (A−B)"], "CI 2.5%": t["CI 2.5%"], "CI 97.5%": t["CI 97.5%"], "p": t["p"]})
+    return pd.DataFrame(rows, columns=["System", "Plain", "Runs", "F1 plain", "F1", "ΔF1", "CI 2.5%", "CI 97.5%", "p"])
+
 # %% ../notebooks/10_significance.ipynb #47dc66f3
 def significance_stage(runs: Mapping[str, dict], gold_records: list[dict], st: dict, data_source) -> dict:
     """`{"tables": {name: (frame, caption, floatfmt)}, "figures": {name: figure}, "notes": [lines], "focus", "chosen"}`
@@ -273,6 +310,10 @@ def significance_stage(runs: Mapping[str, dict], gold_records: list[dict], st: d
         all_pairs = compare_systems({s: f["f1"].to_numpy() for s, f in frames.items()}, n_resamples=st["n_resamples"], seed=st["seed"])
         tables["significance_all_pairs"] = (all_pairs, f"Every pair of systems (extra): {boot}, Holm-corrected over all {len(all_pairs)} pairs", ".4f")
         figures["significance_ci"] = ci_figure(all_pairs)
+    decoding = decoding_comparison(runs, st["n_resamples"], st["seed"])
+    if len(decoding):
+        tables["decoding_comparison"] = (decoding, "Boundary-aware against plain decoding of the same checkpoints: "
+                                         f"{boot.replace('per-question F1', 'per-question F1 (each seed, and averaged over seeds)')}", ".4f")
     card = card_comparable(data_source, {st["split"]: gold_records}) and st["split"] == "test" and focus == _SIG["focus_system"]
     per_act = per_act_f1_table(frames[focus], card=card)
     tables["per_act_focus"] = (per_act, f"Per-Act scores of {focus_note}, run {chosen[focus]}", ".2f")

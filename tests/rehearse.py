@@ -324,6 +324,15 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
         names = set(map(str, t["model"]))
         chk.ok("encoder results: the card's four names", set(CARD_ENCODERS) <= names, f"got {sorted(names)}")
 
+    t = _table(chk, tables, "encoder_boundary_decoding")
+    if t is not None:
+        plain = {str(s) for s in t["plain system"]}
+        want = {f"inlegalbert_seed{s}" for s in range(SEEDS)}
+        chk.ok("boundary-aware decoding: every InLegalBERT seed decoded again, beside its plain run", want <= plain,
+               f"missing {sorted(want - plain)}")
+        chk.ok("boundary-aware decoding: weights tuned on validation never below the plain decoding there",
+               (t["validation F1 tuned"] >= t["validation F1 plain"]).all(), t.to_string())
+
     t = _table(chk, tables, "llm_results")
     if t is not None:
         raw = t[t["postprocess"] == "raw"] if "postprocess" in t else t

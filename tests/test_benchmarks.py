@@ -11,6 +11,15 @@ FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+def test_every_benchmark_script_imports_and_answers_help():
+    "Each script under benchmarks/ imports the project's names it uses (a renamed or moved name fails here) and prints its usage."
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    assert len(scripts) >= 5
+    for script in scripts:
+        proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "usage" in proc.stdout, f"{script.name}: {proc.stderr[-1500:]}"
+
+
 def test_gpu_finetune_tiny_runs_every_part(tmp_path):
     """The one device script, --tiny on the CPU: (a) plain Trainer, Trainer with packing and the loop on the same windows
     at the table's recipe; the table sequential, pooled (2 worker processes) and a rerun alone, through the hub stand-in;
@@ -92,11 +101,11 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     "The floor's products are predict_answers' own batches (as `_pad_batch` pads them), and their FLOPs the counter's."
     import numpy as np
     import qa_inference
-    from indicipr import encoders as E
-    tok = E.load_tokenizer("minilm-l6")
+    from indicipr import qa_model as QM
+    tok = QM.load_tokenizer("minilm-l6")
     recs = [dict(r) for r in core.load_benchmark(str(FIXTURE))["test"]]
-    w = E.encode_windows(recs, tok, 128, 32)
-    want = [tuple(E._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in E._batches_by_length(w.lengths, 3)]
+    w = QM.encode_windows(recs, tok, 128, 32)
+    want = [tuple(QM._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in QM._batches_by_length(w.lengths, 3)]
     assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want and len(set(want)) > 1
     dims = dict(layers=2, hidden=32, intermediate=64)
     padded = [L for B, L in want for _ in range(B)]
@@ -137,13 +146,13 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     import pytest
     import qa_inference
     from transformers import BertConfig, BertForQuestionAnswering
-    from indicipr import encoders as E
-    tok = E.load_tokenizer("minilm-l6")
+    from indicipr import encoders as E, qa_model as QM
+    tok = QM.load_tokenizer("minilm-l6")
     cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=512)
     model_dir = tmp_path / "tiny"
     BertForQuestionAnswering(cfg).save_pretrained(model_dir); tok.save_pretrained(model_dir)
-    engine = "openvino" if E.openvino_available() else "torch"
+    engine = "openvino" if QM.openvino_available() else "torch"
     argv = ["--model", str(model_dir), "--data-source", str(FIXTURE), "--limit", "6", "--repeats", "2", "--threads", "2",
             "--peer-batch-sizes", "1", "8", "--engine", engine, "--no-int8", "--no-peer-default-len",
             "--peer-python", str(_fake_peer(tmp_path)), "--out", str(tmp_path / "out")]
@@ -160,13 +169,13 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     if engine == "openvino": assert res["logit_check"]["max_abs_diff"] < 1e-5
     # answers that differ from the torch path fail the run (after the figures are printed)
     import functools
-    real = E.predict_answers
+    real = QM.predict_answers
     @functools.wraps(real)
     def off_by_one(model, tok, records, engine="auto", **kw):
         ans = real(model, tok, records, engine=engine, **kw)
         if engine != "torch": ans[0].text += "!"
         return ans
-    monkeypatch.setattr(E, "predict_answers", off_by_one)
+    monkeypatch.setattr(QM, "predict_answers", off_by_one)
     assert qa_inference.main(argv[:-1] + [str(tmp_path / "out2")]) == 1
     assert not json.loads((tmp_path / "out2" / "qa_inference.json").read_text())["answers_identical_to_torch"]
     with pytest.raises(SystemExit):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import cli, core, encoders as E, metrics  # noqa: E402
+from indicipr import cli, core, encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -20,7 +20,7 @@ def splits():
 
 @pytest.fixture(scope="module")
 def tok():
-    return E.load_tokenizer("minilm-l6")
+    return QM.load_tokenizer("minilm-l6")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def tiny_model_dir(tmp_path_factory, tok):
 
 def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
     recs = splits["train"]
-    w = E.encode_windows(recs, tok, max_length=96, stride=32, labels=True)
+    w = QM.encode_windows(recs, tok, max_length=96, stride=32, labels=True)
     assert len(w) > len(recs)                                   # long contexts overflow at 96 tokens
     exact = holding = 0
     for i in range(len(w)):
@@ -60,8 +60,8 @@ def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     recs = splits["test"]
     kw = dict(max_length=128, stride=32, max_answer_length=24)
-    a = E.predict_answers(model, tok, recs, batch_size=1, pad_multiple=1, **kw)
-    b = E.predict_answers(model, tok, recs, batch_size=16, pad_multiple=64, **kw)
+    a = QM.predict_answers(model, tok, recs, batch_size=1, pad_multiple=1, **kw)
+    b = QM.predict_answers(model, tok, recs, batch_size=16, pad_multiple=64, **kw)
     assert [x.text for x in a] == [x.text for x in b]
     assert all(np.isclose(x.score, y.score, atol=1e-4) for x, y in zip(a, b))
     for x, r in zip(a, recs):
@@ -73,8 +73,8 @@ def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_mo
     "span_score='window_probs': softmax per window over context + [CLS], best p_start * p_end over all windows."
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     recs, M = splits["test"][:12], 8
-    got = E.predict_answers(model, tok, recs, max_length=96, stride=32, max_answer_length=M, span_score="window_probs")
-    w = E.encode_windows(recs, tok, max_length=96, stride=32)
+    got = QM.predict_answers(model, tok, recs, max_length=96, stride=32, max_answer_length=M, span_score="window_probs")
+    w = QM.encode_windows(recs, tok, max_length=96, stride=32)
     best = {}
     for i in range(len(w)):
         ids = torch.tensor(w.input_ids[i])[None]
@@ -109,72 +109,72 @@ def test_best_window_wins_across_windows(tok):
     filler = " ".join(["The Controller shall publish the notice."] * 30)
     ctx = filler + " The Registrar shall keep a register of trade marks. " + filler
     rec = {"id": "tm_000001", "question": "Who keeps it?", "context": ctx, "answers": {"text": ["x"], "answer_start": [0]}}
-    ans = E.predict_answers(Fake(), tok, [rec], max_length=64, stride=16, max_answer_length=10)[0]
+    ans = QM.predict_answers(Fake(), tok, [rec], max_length=64, stride=16, max_answer_length=10)[0]
     assert ans.text == "Registrar shall keep a register"
 
 
 def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
     "engine='openvino' (fp32): every window's logits within 1e-5 of torch's, so the answers (and EM/F1) are identical."
     pytest.importorskip("openvino")
-    model, tok = E.load_qa_model("minilm-l6"), E.load_tokenizer("minilm-l6")
+    model, tok = QM.load_qa_model("minilm-l6"), QM.load_tokenizer("minilm-l6")
     recs, kw = splits["test"][:16], dict(max_length=128, stride=32, batch_size=3)
-    lt = E.window_logits(model, tok, recs, engine="torch", **kw)
-    lo = E.window_logits(model, tok, recs, engine="openvino", **kw)
+    lt = QM.window_logits(model, tok, recs, engine="torch", **kw)
+    lo = QM.window_logits(model, tok, recs, engine="openvino", **kw)
     assert len(lt) == len(lo) > len(recs) and [a[0].shape for a in lt] == [b[0].shape for b in lo]
     assert max(float(np.abs(a - b).max()) for wt, wo in zip(lt, lo) for a, b in zip(wt, wo)) < 1e-5
-    for rule in E.SPAN_SCORES:
-        a = E.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="torch", **kw)
-        b = E.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="openvino", **kw)
+    for rule in QM.SPAN_SCORES:
+        a = QM.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="torch", **kw)
+        b = QM.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="openvino", **kw)
         assert [(x.start, x.end) for x in a] == [(y.start, y.end) for y in b]
         assert all(abs(x.score - y.score) < 1e-4 for x, y in zip(a, b))
-    n_tokens = int(E.encode_windows(recs, tok, 128, 32).lengths.sum())
-    assert E.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"     # compiled already: auto reuses it
+    n_tokens = int(QM.encode_windows(recs, tok, 128, 32).lengths.sum())
+    assert QM.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"     # compiled already: auto reuses it
 
 
 def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
     pytest.importorskip("openvino")
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    first = E.openvino_model(model, names)
-    assert E.openvino_model(model, names) is first                     # reused while nothing changes
+    first = QM.openvino_model(model, names)
+    assert QM.openvino_model(model, names) is first                     # reused while nothing changes
     with torch.no_grad(): model.qa_outputs.bias.add_(1.0)               # an optimiser step would do the same in place
-    second = E.openvino_model(model, names)
+    second = QM.openvino_model(model, names)
     assert second is not first
     rec = [{"id": "x", "question": "Who keeps the register?", "context": "The Registrar shall keep a register.",
             "answers": {"text": ["The Registrar"], "answer_start": [0]}}]
-    lt, lo = (E.window_logits(model, tok, rec, engine=e)[0] for e in ("torch", "openvino"))
+    lt, lo = (QM.window_logits(model, tok, rec, engine=e)[0] for e in ("torch", "openvino"))
     assert np.abs(lt[0] - lo[0]).max() < 1e-5
 
 
 def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir, monkeypatch):
     model, tok, _ = E.load_finetuned(tiny_model_dir)
-    want = [a.text for a in E.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")]
-    monkeypatch.setattr(E, "openvino_available", lambda: False)
-    assert E.resolve_engine("auto", model, "cpu", 10**9) == "torch"
-    assert [a.text for a in E.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32)] == want
+    want = [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")]
+    monkeypatch.setattr(QM, "openvino_available", lambda: False)
+    assert QM.resolve_engine("auto", model, "cpu", 10**9) == "torch"
+    assert [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32)] == want
     with pytest.raises(ImportError, match=r"indicipr\[openvino\]"):
-        E.predict_answers(model, tok, splits["test"][:1], engine="openvino")
+        QM.predict_answers(model, tok, splits["test"][:1], engine="openvino")
     with pytest.raises(ValueError, match="engine must be one of"):
-        E.predict_answers(model, tok, splits["test"][:1], engine="onnx")
+        QM.predict_answers(model, tok, splits["test"][:1], engine="onnx")
 
 
 def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, tiny_model_dir, monkeypatch):
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
-    want = [a.text for a in E.predict_answers(model, tok, recs, engine="torch", **kw)]
+    want = [a.text for a in QM.predict_answers(model, tok, recs, engine="torch", **kw)]
     def fail(*a, **k): raise RuntimeError("unsupported operation")
-    monkeypatch.setattr(E, "openvino_available", lambda: True)
-    monkeypatch.setattr(E, "_AUTO_MIN_TOKENS", 0)
-    monkeypatch.setattr(E, "openvino_model", fail)
-    assert E.resolve_engine("auto", model, "cpu", 1) == "openvino"
+    monkeypatch.setattr(QM, "openvino_available", lambda: True)
+    monkeypatch.setattr(QM, "_AUTO_MIN_TOKENS", 0)
+    monkeypatch.setattr(QM, "openvino_model", fail)
+    assert QM.resolve_engine("auto", model, "cpu", 1) == "openvino"
     with pytest.warns(UserWarning, match="could not compile BertForQuestionAnswering .*unsupported operation"):
-        assert [a.text for a in E.predict_answers(model, tok, recs, **kw)] == want
+        assert [a.text for a in QM.predict_answers(model, tok, recs, **kw)] == want
     with pytest.raises(RuntimeError, match="unsupported operation"):
-        E.predict_answers(model, tok, recs, engine="openvino", **kw)
+        QM.predict_answers(model, tok, recs, engine="openvino", **kw)
 
 
 def _train(model_dir, recs, out, epochs=2, callbacks=None):
-    cfg = E.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
+    cfg = TR.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
     return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
 
 
@@ -209,29 +209,29 @@ def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp
         def on_step_end(self, args, state, control, **kw):
             if state.global_step == self.stop_at: raise KeyboardInterrupt("simulated interruption")
 
-    w = E.encode_windows(recs, E.load_tokenizer(tiny_model_dir), 128, 32, labels=True)
+    w = QM.encode_windows(recs, QM.load_tokenizer(tiny_model_dir), 128, 32, labels=True)
     steps_per_epoch = int(np.ceil(len(w) / 8))
     cb = Interrupt(); cb.stop_at = steps_per_epoch + 1            # during epoch 2, after the epoch-1 checkpoint
     with pytest.raises(KeyboardInterrupt):
         _train(tiny_model_dir, recs, tmp_path / "run", callbacks=[cb])
     run = tmp_path / "run"
     assert not (run / "qa_config.json").exists()
-    assert E.last_checkpoint(run / "checkpoints").endswith(f"checkpoint-{steps_per_epoch}")
+    assert TR.last_checkpoint(run / "checkpoints").endswith(f"checkpoint-{steps_per_epoch}")
     out = _train(tiny_model_dir, recs, run)
     cfg = json.loads((out / "qa_config.json").read_text())
     assert cfg["resumed_from"] == f"checkpoint-{steps_per_epoch}" and cfg["global_steps"] == 2 * steps_per_epoch
 
 
 def test_answer_length_cap_covers_training_answers(splits, tok):
-    cap = E.suggest_max_answer_length(splits["train"], tok)
-    n = E.answer_token_lengths(splits["train"], tok)
+    cap = QM.suggest_max_answer_length(splits["train"], tok)
+    n = QM.answer_token_lengths(splits["train"], tok)
     assert cap % 8 == 0 and (n <= cap).mean() >= 0.99 and cap - 8 < np.quantile(n, 0.99)
 
 
 # -- the paper profile's hub path, against the hub stand-in ---------------------------------------------------------
 HUB_RUN = """
 import json, sys
-from indicipr import encoders as E
+from indicipr import encoders as E, qa_model as QM, training as TR
 rows = E.run_encoders(sys.argv[1], "paper", models=["inlegalbert"], seeds=[0], epochs=0.1)
 print("ROWS " + json.dumps([r["settings"] for r in rows]))
 """
@@ -275,17 +275,25 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
 def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
     "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    spec = {"kinds": ["clause", "gap"], "per_piece": 1, "epochs": 0.5, "learning_rate": 1e-3, "batch_size": 8, "seed": 0}
+    spec = {"kinds": ["clause", "gap"], "per_piece": 1, "crop_words": 40, "epochs": 0.5, "learning_rate": 1e-3, "batch_size": 8,
+            "seed": 0}
     kw = dict(models=[tiny_model_dir], seeds=[0, 1], epochs=0.5, learning_rate=1e-3, max_length=128, stride=32,
-              intermediate=spec, curve_every=2)
+              intermediate=spec, curve_every=2, rehearsal=0.5)
+    assert E.PROFILE_DEFAULTS["offline"]["freeze_embeddings"]        # what the runs below inherit
     rows = E.run_encoders(str(FIXTURE), "offline", **kw)
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
     phase1 = E.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
-    assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0
+    assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0 and phase1["freeze_embeddings"]
+    n_train = len(core.training_records(core.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
+    replay = []
     for r in rows:                                      # every seed starts from phase 1 and the settings table says what it was
-        cfg = E.qa_config(E.run_dir_for(str(FIXTURE), tiny_model_dir, r["seed"]))
+        cfg = E.qa_config(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
         assert cfg["base_model"] == str(folder) and cfg["intermediate"]["digest"] == phase1["synthetic"]["digest"]
+        assert cfg["rehearsal"]["questions"] == round(0.5 * phase1["synthetic"]["questions"])      # phase 2 replays half of phase 1
+        assert cfg["train_examples"] == n_train + cfg["rehearsal"]["questions"]
+        replay.append(cfg["rehearsal"]["digest"])
+        assert r["settings"]["rehearsal"].startswith(f"{cfg['rehearsal']['questions']} of phase 1's questions")
         s = r["settings"]
         assert s["checkpoint"] == tiny_model_dir and str(tmp_path) not in json.dumps(s)
         assert s["intermediate"].startswith(f"{phase1['synthetic']['questions']} synthetic questions (clause, gap)")
@@ -293,7 +301,36 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
     assert list(dict.fromkeys(curve.phase)) == ["phase 1: synthetic questions", "fine-tuning on the training split"]
     assert curve.total_step.is_monotonic_increasing and "curve" not in rows[1]
     runs, settings, _ = E.encoder_tables(rows)
-    assert "curve" not in runs.columns and settings["intermediate"].nunique() == 1
+    assert "curve" not in runs.columns and settings["intermediate"].nunique() == 1 and "cut to 40 words" in settings["intermediate"][0]
+    assert len(set(replay)) == 2                        # each seed draws its own share
+    import torch                                        # frozen embeddings: both phases left them as the base model had them
+    from transformers import AutoModelForQuestionAnswering
+    base = AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).get_input_embeddings().weight
+    tuned = AutoModelForQuestionAnswering.from_pretrained(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, 0))
+    assert torch.equal(base, tuned.get_input_embeddings().weight)
+    assert not torch.equal(AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight)
     mtime = (folder / "qa_config.json").stat().st_mtime
     E.run_encoders(str(FIXTURE), "offline", **kw)       # a second run reuses both phases
     assert (folder / "qa_config.json").stat().st_mtime == mtime
+
+
+def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny_model_dir, tmp_path, monkeypatch):
+    "`boundary_runs` decodes a finished run again (weights tuned on validation) and writes `<model>_boundary_seed<k>` with its provenance."
+    monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
+    rows = E.run_encoders(str(FIXTURE), "offline", models=[tiny_model_dir], seeds=[0], max_steps=3, max_length=128, stride=32,
+                          intermediate=False, curve_every=0)
+    st = core.stage_settings(E.PROFILE_DEFAULTS, "offline", models=[tiny_model_dir])
+    assert st["boundary_models"] == "all" and st["boundary_tune_split"] == "validation"
+    b = E.boundary_runs(str(FIXTURE), rows, st)
+    assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
+    assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]                   # the grid holds the plain decoding (all weights 0)
+    path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
+    preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
+    test = [dict(r) for r in core.load_benchmark(str(FIXTURE), verbose=False)["test"]]
+    assert set(preds) == {r["id"] for r in test}
+    assert meta["plain_system"] == rows[0]["system"] and meta["decoding"]["tuned_on"] == "validation"
+    assert meta["setting"] == "fine-tuned, boundary-aware decoding"
+    assert abs(metrics.score_predictions(test, preds)[1]["f1"] - b[0]["f1"]) < 1e-9
+    table = E.boundary_table(b)
+    assert table.loc[0, "plain system"] == rows[0]["system"]
+    assert E.boundary_runs(str(FIXTURE), rows, {**st, "boundary_models": ["inlegalbert"]}) == []   # not a model of these rows

@@ -19,7 +19,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL, ROOT  # noqa: E402
-from indicipr import core, encoders as E  # noqa: E402
+from indicipr import encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
 
 # The training entry point `accelerate launch` starts (python -m ...): it moves to `indicipr.cli train` (issue 18).
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
@@ -32,7 +32,7 @@ ACCELERATE_2_CPU = ["launch", "--multi_gpu", "--num_processes", "2", "--num_mach
 def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
     "A tiny random BERT QA checkpoint with MiniLM's tokenizer, saved like a hub checkpoint."
     from transformers import BertConfig, BertForQuestionAnswering
-    tok = E.load_tokenizer("minilm-l6")
+    tok = QM.load_tokenizer("minilm-l6")
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=dropout,
@@ -50,8 +50,8 @@ def tiny_dirs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def packed(splits):
-    tok = E.load_tokenizer("minilm-l6")
-    return E.PackedWindows(E.encode_windows(splits["train"][:40], tok, 128, 32, labels=True), tok.pad_token_id, 8)
+    tok = QM.load_tokenizer("minilm-l6")
+    return TR.PackedWindows(QM.encode_windows(splits["train"][:40], tok, 128, 32, labels=True), tok.pad_token_id, 8)
 
 
 @pytest.fixture
@@ -66,18 +66,18 @@ def one_thread():
 def _cfg(**kw):
     base = dict(epochs=2, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1,
                 save_checkpoints=False)
-    return E.TrainConfig(**{**base, **kw})
+    return TR.TrainConfig(**{**base, **kw})
 
 
 def _model(folder):
-    return E.load_qa_model(folder)
+    return QM.load_qa_model(folder)
 
 
 def test_loop_computes_the_trainer_recipe(tiny_dirs, packed, tmp_path, one_thread):
     "Without dropout the loop and the Trainer (the same TrainingArguments, the same batches) give the same run."
     m_loop, m_tr = _model(tiny_dirs["no_dropout"]), _model(tiny_dirs["no_dropout"])
-    loop = E.fit(m_loop, packed, _cfg(engine="loop"), tmp_path / "loop", disable_tqdm=True)
-    tr = E.fit(m_tr, packed, _cfg(engine="trainer"), tmp_path / "trainer", disable_tqdm=True)
+    loop = TR.fit(m_loop, packed, _cfg(engine="loop"), tmp_path / "loop", disable_tqdm=True)
+    tr = TR.fit(m_tr, packed, _cfg(engine="trainer"), tmp_path / "trainer", disable_tqdm=True)
     tr_losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
     assert loop.state.global_step == tr.state.global_step == len(tr_losses) == 2 * int(np.ceil(len(packed) / 8))
     np.testing.assert_allclose(loop.step_losses, tr_losses, rtol=2e-5)
@@ -112,7 +112,7 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
 
     for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, spy(name))
-    run = E.fit(_model(tiny_dirs["dropout"]), packed, _cfg(engine="loop"), tmp_path / "loop", callbacks=[Window()],
+    run = TR.fit(_model(tiny_dirs["dropout"]), packed, _cfg(engine="loop"), tmp_path / "loop", callbacks=[Window()],
                 disable_tqdm=True)
     assert run.state.global_step > 4 and not calls, calls[:5]
     # the spy sees such calls where there are some: the same model given a 2-D mask asks `mask.all()`
@@ -127,7 +127,7 @@ def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one
     "With dropout: interrupted after epoch 1's checkpoint, resumed → every step's loss and the weights as uninterrupted."
     from transformers import TrainerCallback
     cfg = _cfg(engine="loop", save_checkpoints=True)
-    whole = E.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "whole", disable_tqdm=True)
+    whole = TR.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "whole", disable_tqdm=True)
     per_epoch = whole.state.global_step // 2
 
     class Interrupt(TrainerCallback):
@@ -135,10 +135,10 @@ def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one
             if state.global_step == per_epoch + 2: raise KeyboardInterrupt("simulated")
 
     with pytest.raises(KeyboardInterrupt):
-        E.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "cut", callbacks=[Interrupt()], disable_tqdm=True)
+        TR.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "cut", callbacks=[Interrupt()], disable_tqdm=True)
     assert [p.name for p in (tmp_path / "cut").iterdir()] == [f"checkpoint-{per_epoch}"]    # whole, and only the newest
     m = _model(tiny_dirs["dropout"])
-    resumed = E.fit(m, packed, cfg, tmp_path / "cut", disable_tqdm=True)
+    resumed = TR.fit(m, packed, cfg, tmp_path / "cut", disable_tqdm=True)
     assert resumed.resumed_from.endswith(f"checkpoint-{per_epoch}")
     assert resumed.step_losses == whole.step_losses
     for a, b in zip(m.parameters(), whole.model.parameters()): assert torch.equal(a, b)
@@ -151,7 +151,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
                           epochs=1.0, batch_size=8)
     logs = {r["system"]: json.loads((E.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
             for r in rows}
-    preds = {r["system"]: core.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+    preds = {r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
              for r in rows}
     return rows, logs, preds, info
 
@@ -180,7 +180,7 @@ def _failing_run(job, callbacks=None):
 
 def test_a_failing_pooled_run_names_itself(one_thread):
     with pytest.raises(RuntimeError, match=r"(?s)run 1 of 2 failed in a worker process.*ValueError: this run fails"):
-        list(E.run_pool(_failing_run, ["good", "bad"], workers=2))
+        list(TR.run_pool(_failing_run, ["good", "bad"], workers=2))
 
 
 def _fake_gpu_run(job, callbacks=None):
@@ -203,7 +203,7 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
     info = {}
-    out = dict(E.run_pool(_fake_gpu_run, list(range(5)), workers="auto", info=info))
+    out = dict(TR.run_pool(_fake_gpu_run, list(range(5)), workers="auto", info=info))
     assert sorted(out) == list(range(5)) and [out[i]["job"] for i in range(5)] == list(range(5))
     plan = info["plan"]
     assert plan["workers"] == 2 and plan["per_device"] == [2] and plan["limited_by"] == "memory"
@@ -219,14 +219,14 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
 
 def test_pool_size(monkeypatch):
     monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
-    assert E._pool_size(1, 4) == 1 and E._pool_size(5, 3) == 3 and E._pool_size(2, 8) == 2
-    assert E._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
+    assert TR._pool_size(1, 4) == 1 and TR._pool_size(5, 3) == 3 and TR._pool_size(2, 8) == 2
+    assert TR._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
     monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")
-    assert E._pool_size(12, None) == 2
+    assert TR._pool_size(12, None) == 2
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert E._pool_size(12, 4) == 1                                                      # one run at a time, in step
+    assert TR._pool_size(12, 4) == 1                                                      # one run at a time, in step
     with pytest.raises(ValueError, match="workers must be"):
-        monkeypatch.delenv("WORLD_SIZE"); E._pool_size(3, "many")
+        monkeypatch.delenv("WORLD_SIZE"); TR._pool_size(3, "many")
 
 
 @pytest.mark.skipif(shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
@@ -240,14 +240,16 @@ def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_p
                PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]), TQDM_DISABLE="1")
     launcher = str(Path(sys.executable).parent / "accelerate")
     proc = subprocess.run([launcher, *ACCELERATE_2_CPU, *TRAIN_ENTRY, "--data-source", str(QA_SMALL), "--profile", "offline",
-                           "--models", model_dir, "--seeds", "0", "--max-steps", "5"],
+                           "--models", model_dir, "--seeds", "0", "--max-steps", "5", "--no-intermediate", "--fp32"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     two = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "train_log.json").read_text())
     two_cfg = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "qa_config.json").read_text())
     assert two_cfg["world_size"] == 2 and two_cfg["batch_size"] == 8 and two_cfg["global_steps"] == 5
+    assert two_cfg["precision"] == "fp32" and two_cfg["base_model"] == model_dir     # --fp32, --no-intermediate
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path / "one"))
-    E.run_encoders(str(QA_SMALL), "offline", workers=1, models=[model_dir], seeds=[0], max_steps=5, batch_size=16)
+    E.run_encoders(str(QA_SMALL), "offline", workers=1, models=[model_dir], seeds=[0], max_steps=5, batch_size=16,
+                   intermediate=False, cpu_bf16=False)
     one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
     one = json.loads((one_dir / "train_log.json").read_text())
     assert json.loads((one_dir / "qa_config.json").read_text())["world_size"] == 1
