@@ -265,13 +265,14 @@ PROFILE_DEFAULTS = {
     "offline": {"models": ["minilm-l6"], "seeds": [0, 1, 2], "epochs": 2.0, "max_steps": None, "learning_rate": 0.0003,
                 "batch_size": 8, "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
                 "eval_batch_size": None, "split": "test", "freeze_embeddings": True, "cpu_bf16": True, "rehearsal": 0.5,
+                "workers": 3,
                 "intermediate": {"kinds": ["clause", "gap"], "per_piece": 3, "crop_words": 80, "epochs": 3.0,
                                  "learning_rate": 0.0003, "batch_size": 8, "seed": 0},
                 "curve_split": "validation", "curve_every": 50, "boundary_models": "all", "boundary_tune_split": "validation"},
     "paper": {"models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"], "seeds": [0, 1, 2],
               "epochs": 2.0, "max_steps": None, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
               "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test",
-              "freeze_embeddings": False, "cpu_bf16": False, "rehearsal": 0.0,
+              "freeze_embeddings": False, "cpu_bf16": False, "rehearsal": 0.0, "workers": None,
               "intermediate": None, "curve_split": None, "curve_every": None, "boundary_models": ["inlegalbert"],
               "boundary_tune_split": "validation"},
 }
@@ -356,6 +357,7 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
                                                             **({"rehearsal": rehearsal} if rehearsal else {})},
                          "callbacks": curve(out_dir) if first else None, "start": str(start), "inter": inter, "first": first})
     rows = [None] * len(jobs)
+    workers = workers if workers is not None else st.get("workers")
     for i, res in run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers, pool_info):
         if res is None: continue                          # not the main process of a distributed run
         job = jobs[i]
