@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import shutil
 import time
 from dataclasses import dataclass
@@ -533,6 +534,11 @@ def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_re
         run(*item)
         slot.release()
 
+def _importable(fn) -> bool:
+    "Whether a spawned process can import `fn` by name: anything but a function of an interactive `__main__` (no file to run again)."
+    if getattr(fn, "__module__", None) != "__main__": return True
+    return bool(getattr(sys.modules.get("__main__"), "__file__", None))
+
 def _pool_size(n_runs: int, workers) -> int | str:
     "`workers` (or `$INDICIPR_TRAIN_WORKERS`) as a count, or 'auto'; 1 where a pool cannot help."
     workers = workers if workers is not None else os.environ.get("INDICIPR_TRAIN_WORKERS") or "auto"
@@ -558,6 +564,11 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
     n = len(jobs)
     size = _pool_size(n, workers)
     info = info if info is not None else {}
+    if size != 1 and not _importable(fn):
+        print(f"run_pool: {getattr(fn, '__qualname__', fn)!r} is defined in __main__ (a notebook cell or an interactive session), "
+              "which spawned worker processes cannot import; the runs go one after another in this process "
+              "(call the function from its module, e.g. indicipr.encoders, to run them at once)", file=sys.stderr)
+        size = 1
     if size == 1:
         info.update(plan={"workers": 1, "per_device": [1], "limited_by": "sequential", "mps": _mps_active()}, runs={})
         for i, job in enumerate(jobs):

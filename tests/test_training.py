@@ -256,3 +256,16 @@ def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_p
     assert len(one["step_losses"]) == len(two["step_losses"]) == 5
     np.testing.assert_allclose(two["step_losses"], one["step_losses"], rtol=1e-5)
     assert one["step_losses"][0] != one["step_losses"][-1]
+
+
+def test_a_pool_of_a_notebooks_own_function_runs_in_process_and_says_why(monkeypatch, capsys):
+    "A function defined in a notebook's cell (module `__main__`, no file) cannot reach spawned workers: the runs go in this process, with a sentence."
+    import sys as _sys
+
+    def twice(job, *shared, callbacks=None): return job * 2 + sum(shared)
+    twice.__module__ = "__main__"
+    monkeypatch.delattr(_sys.modules["__main__"], "__file__", raising=False)
+    info = {}
+    assert list(TR.run_pool(twice, [1, 2, 3], (10,), workers=3, info=info)) == [(0, 12), (1, 14), (2, 16)]
+    assert info["plan"]["limited_by"] == "sequential" and "cannot import" in capsys.readouterr().err
+    assert TR._importable(TR.run_pool) and not TR._importable(twice)
