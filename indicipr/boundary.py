@@ -55,12 +55,12 @@ def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior
 # %% ../notebooks/07c_boundary.ipynb #f3c264cb
 @dataclass(frozen=True)
 class BoundaryParams:
-    "The rescoring weights (step 4), and the candidates' `n_best` per window and snapping `reach` in tokens (steps 2-3)."
-    start_weight: float = 0.0
-    end_weight: float = 0.0
-    length_weight: float = 0.0
-    n_best: int = 20
-    reach: int = 16
+    "The rescoring weights (step 4), and how candidates are drawn (steps 2-3)."
+    start_weight: float = 0.0       # bonus for a start on a clause start
+    end_weight: float = 0.0         # bonus for an end on a clause end
+    length_weight: float = 0.0      # times the log length prior
+    n_best: int = 20                # starts and ends taken per window
+    reach: int = 16                 # tokens a start or end may move to a boundary
 
 @dataclass
 class Candidates:
