@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .clauses import boundary_offsets
+from .clauses import boundary_offsets, ends_clause
 from .metrics import token_f1
 from .qa_model import answer_token_lengths, best_spans, encode_windows, window_logits
 
@@ -21,16 +21,13 @@ __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'B
            'span_candidates', 'rescore', 'pick', 'decode', 'tune']
 
 # %% ../notebooks/07c_boundary.ipynb #3c5af050
-_TRAIL = " .,;:"
-
-def token_boundary_flags(context: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "(starts a clause, ends a clause) for each token of a window; `offsets` are its character offsets, -1 outside the context."
-    starts, ends = boundary_offsets(context)
-    starts, ends = set(starts), set(ends)
+def token_boundary_flags(context: str, offsets: np.ndarray, bounds: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(starts a clause, ends a clause) for each token of a window; `offsets` are its character offsets, -1 outside the context.
+    `bounds`: the context's (starts, ends) as sets, when already computed (`boundary_offsets` once per context, not per window)."""
+    starts, ends = bounds or tuple(map(set, boundary_offsets(context)))
     inside = offsets[:, 0] >= 0
     on_start = np.array([bool(ok) and int(a) in starts for ok, a in zip(inside, offsets[:, 0])])
-    on_end = np.array([bool(ok) and (int(b) in ends or len(context[:int(b)].rstrip(_TRAIL)) in ends)
-                       for ok, b in zip(inside, offsets[:, 1])])
+    on_end = np.array([bool(ok) and ends_clause(context, int(b), ends) for ok, b in zip(inside, offsets[:, 1])])
     return on_start, on_end
 
 # %% ../notebooks/07c_boundary.ipynb #c79c03cd
@@ -105,14 +102,15 @@ def span_candidates(model, tokenizer, records, prior: LengthPrior, max_length: i
     "Step 1-4 for every record: one model pass, then the candidates of all its windows."
     records = list(records)
     windows = encode_windows(records, tokenizer, max_length, stride)
-    logits = window_logits(model, tokenizer, records, max_length, stride, batch_size, device=device, engine=engine)
+    logits = window_logits(model, tokenizer, records, max_length, stride, batch_size, device=device, engine=engine,
+                           windows=windows)
     per = [[] for _ in records]
-    flags = {}
+    bounds = {}
     for w, (s, e) in enumerate(logits):
         ex = int(windows.example_index[w])
         ctx = records[ex]["context"]
-        on_start, on_end = token_boundary_flags(ctx, windows.offsets[w])
-        flags[w] = (on_start, on_end)
+        if ex not in bounds: bounds[ex] = tuple(map(set, boundary_offsets(ctx)))
+        on_start, on_end = token_boundary_flags(ctx, windows.offsets[w], bounds[ex])
         per[ex].extend(window_candidates(s, e, windows.offsets[w], on_start, on_end, max_answer_length, prior, n_best, reach))
     out = []
     for rec, cands in zip(records, per):

@@ -14,8 +14,8 @@ from .core import record_act, record_section
 
 # %% auto #0
 __all__ = ['LEVELS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds', 'label_kinds', 'Unit', 'statute_units', 'unit_span',
-           'boundary_offsets', 'unit_reference', 'clause_questions', 'gap_questions', 'synthetic_records',
-           'crop_context']
+           'boundary_offsets', 'ends_clause', 'unit_reference', 'clause_questions', 'gap_questions',
+           'synthetic_records', 'crop_context']
 
 # %% ../notebooks/01a_clauses.ipynb #722b50f2
 _ENUM = re.compile(r"\((\d{1,3}[A-Z]{0,2}|[a-z]{1,4}|[A-Z])\)(?=\s|$)")
@@ -130,6 +130,12 @@ def boundary_offsets(text: str) -> tuple[list[int], list[int]]:
         nxt = re.compile(r"\S").search(text, m.end())
         if nxt: starts.add(nxt.start())
     return sorted(s for s in starts if s < len(text)), sorted(e for e in ends if e > 0)
+
+_END_TRAIL = " .,;:"
+
+def ends_clause(text: str, end: int, ends) -> bool:
+    "Whether a span of `text` ending at `end` ends a clause: `end` is in `ends` (from `boundary_offsets`), trailing punctuation aside."
+    return end in ends or len(text[:end].rstrip(_END_TRAIL)) in ends
 
 # %% ../notebooks/01a_clauses.ipynb #8548c3c8
 _NAMES = {"subsection": "sub-section", "clause": "clause", "subclause": "sub-clause", "item": "item"}

@@ -178,13 +178,13 @@ def rehearsal_records(synthetic, fraction: float, seed: int) -> list[dict]:
     return random.Random(seed).sample(list(synthetic), round(fraction * len(synthetic)))
 
 def train_intermediate(model: str, train_records, held_out, spec: dict, output_dir, max_answer_length: int,
-                       extra_meta: dict | None = None, callbacks=None) -> tuple[Path, dict]:
+                       extra_meta: dict | None = None, callbacks=None, synthetic: list[dict] | None = None) -> tuple[Path, dict]:
     """Phase 1: fine-tune `model` on synthetic questions from the contexts of `train_records` (none of `held_out`'s sections);
     `spec` holds `kinds`, `per_piece`, `epochs`, `learning_rate`, `batch_size`, `seed` (and optionally `crop_words`,
     `max_length`, `stride`, `freeze_embeddings`, `cpu_bf16`). Returns the checkpoint folder and `meta`, what phase 2 records
-    about it (so that a changed phase 1 retrains phase 2)."""
+    about it (so that a changed phase 1 retrains phase 2). `synthetic`: `intermediate_records(...)` when already built."""
     from indicipr import clauses
-    synthetic = intermediate_records(train_records, held_out, spec)
+    synthetic = synthetic if synthetic is not None else intermediate_records(train_records, held_out, spec)
     cfg = TrainConfig(epochs=spec["epochs"], learning_rate=spec["learning_rate"], batch_size=spec["batch_size"],
                       max_length=spec.get("max_length", 384), stride=spec.get("stride", 128), seed=spec.get("seed", 0),
                       freeze_embeddings=spec.get("freeze_embeddings", False), cpu_bf16=spec.get("cpu_bf16", False))
@@ -342,9 +342,9 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
         if st.get("intermediate"):
             folder = intermediate_dir(data_source, model)
             spec = {**recipe, **st["intermediate"]}
+            synthetic = intermediate_records(train, held_out, spec)       # phase 1's questions, and phase 2's rehearsal
             start, inter = train_intermediate(model, train, held_out, spec, folder, mal, {"data_source": tag},
-                                              callbacks=curve(folder))
-            if st.get("rehearsal"): synthetic = intermediate_records(train, held_out, spec)
+                                              callbacks=curve(folder), synthetic=synthetic)
         for seed in st["seeds"]:
             cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
                               batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed,
@@ -420,13 +420,14 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
     train, _, _ = core.training_records(ds["train"])
     tune_set = [dict(r) for r in ds[st["boundary_tune_split"]]]
     evalset = [dict(r) for r in ds[st["split"]]]
-    out = []
+    out, priors = [], {}
     for r in rows:
         if want != "all" and r["model"] not in want: continue
         folder = checkpoint_dir(data_source, r["model"], r["seed"])
         model, tok, cfg = load_finetuned(folder)
         t0 = time.perf_counter()
-        prior = boundary.fit_length_prior(train, tok)
+        if r["model"] not in priors: priors[r["model"]] = boundary.fit_length_prior(train, tok)    # one per model: its tokenizer
+        prior = priors[r["model"]]
         kw = {"max_length": cfg.get("max_length", 384), "stride": cfg.get("stride", 128), "max_answer_length": r["max_answer_length"]}
         params, grid = boundary.tune(tune_set, boundary.span_candidates(model, tok, tune_set, prior, **kw))
         preds = boundary.decode(evalset, boundary.span_candidates(model, tok, evalset, prior, **kw), params)

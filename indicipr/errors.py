@@ -266,15 +266,12 @@ def median_answer_words(records) -> float:
 # %% ../notebooks/11_errors.ipynb #75abc0d6
 import bisect
 
-from .clauses import boundary_offsets
-
-_TRAIL = " .,;:"
+from .clauses import boundary_offsets, ends_clause
 
 def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]:
     "Whether the character span [start, end) starts on a clause start and ends on a clause end of `context` (trailing punctuation aside)."
     starts, ends = boundary_offsets(context)
-    ends = set(ends)
-    return start in set(starts), end in ends or len(context[:end].rstrip(_TRAIL)) in ends
+    return start in set(starts), ends_clause(context, end, set(ends))
 
 def gold_on_boundaries(records) -> pd.DataFrame:
     "Per record: id, Act, whether its first gold answer starts / ends / both on clause boundaries."
@@ -322,11 +319,10 @@ def snap_oracle(record, prediction: str | None, reach: int = 12) -> bool:
 # %% ../notebooks/11_errors.ipynb #f4fbc7e6
 def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
     "Error classes of `plain` and of its evaluation-only twin `other`, mean count over the seeds both have, and the change."
-    from indicipr.significance import _seed_order
-    per_seed = lambda g: {str(r["meta"].get("seed")): r["frame"] for r in runs.values() if r["group"] == g}
-    P, O = per_seed(plain), per_seed(other)
-    seeds = sorted(set(P) & set(O), key=_seed_order)
-    count = lambda frame: classify_errors(frame).fillna("exact").value_counts()
+    from indicipr.significance import runs_by_seed
+    P, O = runs_by_seed(runs, plain), runs_by_seed(runs, other)
+    seeds = [s for s in P if s in O]
+    count = lambda run: classify_errors(run["frame"]).fillna("exact").value_counts()
     p = pd.concat([count(P[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
     o = pd.concat([count(O[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
     rows = [{"Class": ERROR_TYPES.get(k, "Exact match"), plain: p.get(k, 0.0), other: o.get(k, 0.0), "Change": o.get(k, 0.0) - p.get(k, 0.0)}
@@ -336,9 +332,9 @@ def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
 def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = 12) -> pd.DataFrame:
     """Per seed of `plain`: its span-boundary errors, how many some snap to clause boundaries would fix (the oracle bound),
     and, with `other`, how many of them its evaluation-only twin got exactly right."""
-    from indicipr.significance import _seed_order
-    rows = []
-    for r in sorted((r for r in runs.values() if r["group"] == plain), key=lambda r: _seed_order(r["meta"].get("seed"))):
+    from indicipr.significance import runs_by_seed
+    rows, twins = [], runs_by_seed(runs, other) if other else {}
+    for label, r in runs_by_seed(runs, plain).items():
         frame, seed = r["frame"], r["meta"].get("seed")
         kinds = classify_errors(frame)
         errs = frame[kinds == "span_boundary"]
@@ -346,7 +342,7 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
                                   e.prediction, reach) for e in errs.itertuples())
         row = {"System": plain, "Seed": seed, "Non-exact": int(kinds.notna().sum()), "Span-boundary errors": len(errs),
                "Fixable by snapping (oracle)": fixable, "Fixable (%)": 100 * fixable / len(errs) if len(errs) else float("nan")}
-        twin = next((t for t in runs.values() if t["group"] == other and str(t["meta"].get("seed")) == str(seed)), None) if other else None
+        twin = twins.get(label)
         if twin is not None:
             row[f"Exact under {other}"] = int(twin["frame"].set_index("id").loc[errs["id"], "em"].eq(100).sum())
         rows.append(row)

@@ -311,11 +311,12 @@ class Answer:
 
 SPAN_SCORES = ("logits", "window_probs")
 
-def _window_batches(model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress=False):
+def _window_batches(model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress=False,
+                    windows=None):
     "(windows, batches of window indices, device, iterator of each padded batch's (batch, start_logits, end_logits))."
     dev = pick_device(device)
     batch_size = batch_size or default_eval_batch_size(dev)
-    windows = encode_windows(records, tokenizer, max_length, stride)
+    windows = windows if windows is not None else encode_windows(records, tokenizer, max_length, stride)
     batches = _batches_by_length(windows.lengths, batch_size)
     pad_id = tokenizer.pad_token_id or 0
     padded = (_pad_batch(windows, idx, pad_id, pad_multiple, max_length) for idx in batches)
@@ -333,10 +334,12 @@ def _window_batches(model, tokenizer, records, max_length, stride, batch_size, p
 
 @torch.inference_mode()
 def window_logits(model, tokenizer, records, max_length: int = 384, stride: int = 128, batch_size: int | None = None,
-                  pad_multiple: int = 8, device: str | None = None, engine: str = "auto") -> list[tuple[np.ndarray, np.ndarray]]:
-    "(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes."
+                  pad_multiple: int = 8, device: str | None = None, engine: str = "auto",
+                  windows: Windows | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes.
+    `windows`: the records' `encode_windows(records, tokenizer, max_length, stride)`, when the caller has them already."""
     windows, batches, _, logits = _window_batches(model, tokenizer, list(records), max_length, stride, batch_size,
-                                                  pad_multiple, device, engine)
+                                                  pad_multiple, device, engine, windows=windows)
     out = [None] * len(windows)
     for idx, (_, s, e) in zip(batches, logits):
         s, e = s.float().cpu().numpy(), e.float().cpu().numpy()

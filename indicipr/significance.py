@@ -6,8 +6,8 @@
 __all__ = ['N_RESAMPLES', 'TIE_TOLERANCE', 'FAMILY_ORDER', 'PROFILE_DEFAULTS', 'resample_indices', 'resample_counts',
            'bootstrap_p_value', 'paired_bootstrap', 'paired_bootstrap_loop', 'holm', 'compare_systems', 'per_run_table',
            'bootstrap_ci', 'system_f1_ci', 'results_table', 'system_families', 'evaluation_only', 'resolve_focus',
-           'analysis_runs', 'comparison_partners', 'card_comparisons', 'per_act_f1_table', 'per_act_figure',
-           'ci_figure', 'decoding_pairs', 'decoding_comparison', 'significance_stage']
+           'analysis_runs', 'runs_by_seed', 'comparison_partners', 'card_comparisons', 'per_act_f1_table',
+           'per_act_figure', 'ci_figure', 'decoding_pairs', 'decoding_comparison', 'significance_stage']
 
 # %% ../notebooks/10_significance.ipynb #ee259583
 import re
@@ -200,6 +200,11 @@ def analysis_runs(runs: Mapping[str, dict], seed=None) -> dict[str, str]:
         out[g] = (named or names)[0]
     return out
 
+def runs_by_seed(runs: Mapping[str, dict], group: str) -> dict[str, dict]:
+    "The runs of system `group` keyed by seed label ('' for a run without one), in seed order."
+    chosen = sorted((r for r in runs.values() if r["group"] == group), key=lambda r: _seed_order(r["meta"].get("seed")))
+    return {_seed_label(r["meta"].get("seed")): r for r in chosen}
+
 def comparison_partners(runs: Mapping[str, dict], focus: str, family: str = "all") -> list[str]:
     "The systems the focus is compared with: every other system of `family` (`'all'`: every other system), evaluation-only decodings aside."
     extra = evaluation_only(runs)
@@ -270,9 +275,8 @@ def decoding_comparison(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES
     "Paired bootstrap of each evaluation-only decoding against its plain twin: per shared seed, and on seed-averaged per-question F1."
     rows = []
     for plain, other in decoding_pairs(runs):
-        per_seed = lambda g: {_seed_label(r["meta"].get("seed")): r["frame"].set_index("id")["f1"] for r in runs.values() if r["group"] == g}
-        P, O = per_seed(plain), per_seed(other)
-        seeds = sorted(set(P) & set(O), key=_seed_order)
+        P, O = ({s: r["frame"].set_index("id")["f1"] for s, r in runs_by_seed(runs, g).items()} for g in (plain, other))
+        seeds = [s for s in P if s in O]
         if not seeds: continue
         tests = [(f"seed {s}", O[s], P[s]) for s in seeds]
         tests.append((f"{len(seeds)} seeds averaged", pd.concat([O[s] for s in seeds], axis=1).mean(axis=1),
