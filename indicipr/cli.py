@@ -23,12 +23,15 @@ from .core import InputError, build_dir, figures_path, project_root
 from .report import StageResult, format_seconds, write_report
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS',
-           'RESERVED_BUILD_TAGS', 'COMMANDS', 'BAD_INPUT', 'PipelineError', 'RunnerUsageError', 'select_notebooks',
-           'notebook_parameter_types', 'notebook_parameters', 'parameters_for', 'check_parameters', 'ensure_kernel',
-           'run_notebook', 'run_figures_dir', 'run_pipeline', 'build_parser', 'check_build_tag', 'build_parameters',
-           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'evaluate_command', 'predict_command',
-           'train_command', 'audit_command', 'cleaner_check_command', 'main']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'SECRET_PARAMETER_ENV',
+           'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
+           'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters',
+           'parameters_for', 'check_parameters', 'ensure_kernel', 'run_notebook', 'run_figures_dir', 'run_pipeline',
+           'kernel_parameters', 'secret_parts', 'scrub_file', 'new_run_dir', 'tolerant_echo', 'user_path', 'user_paths',
+           'check_count', 'data_source_files', 'check_device', 'build_parser', 'check_build_tag', 'build_parameters',
+           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
+           'evaluate_command', 'predict_command', 'check_model_reachable', 'train_command', 'audit_command',
+           'cleaner_check_command', 'main']
 
 # %% ../notebooks/12b_cli.ipynb #adaffda2
 NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
@@ -116,6 +119,8 @@ def _type_words(types: tuple) -> str:
              dict: "an object", type(None): "null"}
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
+COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir": (str, type(None))}
+
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
     """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored) and a value of
     the wrong type for a notebook that declares it (it would fail in a cell minutes later)."""
@@ -126,6 +131,7 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
         raise RunnerUsageError(f"parameter(s) {', '.join(unknown)} are not declared by any notebook of this run "
                                f"({', '.join(nb.stem for nb in notebooks)}); declared: {', '.join(sorted(names))}")
     for nb, types in declared.items():
+        types = {**types, **{k: t for k, t in COMMON_PARAMETER_TYPES.items() if types.get(k) is None}}
         for name, value in parameters.items():
             if name in types and not _admits(types[name], value):
                 raise RunnerUsageError(f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
@@ -214,8 +220,9 @@ def run_notebook(nb_path: Path, out_path: Path, parameters: dict, kernel_name: s
     log and the client's log messages go to `kernel_log`."""
     import papermill as pm
     extra = {"kernel_manager_class": _kernel_manager_logging_to(Path(kernel_log))} if kernel_log else {}
-    with _client_logs_to(kernel_log):
-        pm.execute_notebook(str(nb_path), str(out_path), parameters=parameters_for(nb_path, parameters),
+    shown, secret_env = kernel_parameters(parameters_for(nb_path, parameters))
+    with _client_logs_to(kernel_log), _environ(**secret_env):
+        pm.execute_notebook(str(nb_path), str(out_path), parameters=shown,
                             kernel_name=kernel_name, cwd=str(nb_path.parent), language="python", progress_bar=False,
                             log_output=False, config=_quiet_kernel_config(), **extra)
 
@@ -241,6 +248,8 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
         detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
         result = StageResult(nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}")
+    for written in (out, kernel_log): scrub_file(written, secret_parts(parameters))
+    if result.error: result.error = core.mask_secrets(result.error)
     if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()
     result.timings = core.read_timings(run_dir)[recorded_before:]
     return result
@@ -262,16 +271,17 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
     names = select_notebooks(notebooks)                        # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
     check_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
-    run_dir = Path(run_dir) if run_dir else project_root() / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    echo = tolerant_echo(echo)
+    run_dir = Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     timings_file = run_dir / core.TIMINGS_FILE
     if timings_file.exists(): timings_file.unlink()            # this run's durations only
     kernel = ensure_kernel()
     results, start, failure = [], time.time(), None
-    echo(f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
-         f"data_source={parameters['data_source']}, run folder {run_dir}, "
-         f"tables and figures in {parameters['figures_dir'] or figures_path()}")
+    echo(core.mask_secrets(f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
+                           f"data_source={parameters['data_source']}, run folder {run_dir}, "
+                           f"tables and figures in {parameters['figures_dir'] or figures_path()}"))
     for i, name in enumerate(names, 1):
         tag = f"[{i}/{len(names)}] {name}"
         if failure is not None:
@@ -285,13 +295,87 @@ def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | No
         echo(_stage_line(tag, result, nbs_dir, time.time() - start))
         results.append(result)
     duration = time.time() - start
-    if report: echo(f"report: {write_report(run_dir, results, parameters, duration)}")
+    if report: echo(f"report: {write_report(run_dir, results, core.mask_secrets(parameters), duration)}")
     missing = [r.name for r in results if r.status == "missing"]
     echo(f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
          f"{len(missing)} missing{' (' + ', '.join(missing) + ')' if missing else ''}"
          + (", 1 failed" if failure else ""))
     if failure: raise PipelineError(failure)
     return results
+
+# %% ../notebooks/12b_cli.ipynb #37a09cc0
+from papermill.translators import PythonTranslator, papermill_translators
+
+SECRET_PARAMETER_ENV = "INDICIPR_PARAMETER_"      # + the parameter's name: its real value, as JSON, for the kernel only
+
+class _SecretParameter(str):
+    "A parameter value shown (and recorded) masked; the kernel reads the real one from `env` in its environment."
+    env: str
+
+class _MaskingTranslator(PythonTranslator):
+    "papermill's Python translator, except that a `_SecretParameter` becomes a read of the kernel's environment."
+    @classmethod
+    def translate(cls, val):
+        if isinstance(val, _SecretParameter):
+            return f'__import__("json").loads(__import__("os").environ[{val.env!r}])  # {str(val)!r}'.replace("\n", " ")
+        return super().translate(val)
+
+def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
+    """`(parameters for papermill, environment for the kernel)`: each value holding a secret becomes its masked text,
+    read by the kernel from `INDICIPR_PARAMETER_<name>` (the real value as JSON)."""
+    papermill_translators.register(KERNEL_NAME, _MaskingTranslator)
+    shown, env = {}, {}
+    for name, value in parameters.items():
+        if not core.has_secret(value): shown[name] = value; continue
+        masked = core.mask_secrets(value)
+        shown[name] = _SecretParameter(masked if isinstance(masked, str) else json.dumps(masked))
+        shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
+        env[shown[name].env] = json.dumps(value)
+    return shown, env
+
+def secret_parts(parameters: dict) -> set[str]:
+    "The secret substrings of the parameters' values (what masking removes), as written and as JSON escapes them."
+    parts = set()
+    for value in parameters.values():
+        for text in _strings(value):
+            parts |= core.secret_parts(text)
+    return {p for s in parts for p in (s, json.dumps(s)[1:-1])} - {""}
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str): return [value]
+    if isinstance(value, dict): return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
+    if isinstance(value, (list, tuple)): return [s for v in value for s in _strings(v)]
+    return []
+
+def scrub_file(path: Path, parts: set[str]) -> bool:
+    "Replace every secret part in the text file `path` by `***` (atomically); whether anything was replaced."
+    path = Path(path)
+    if not parts or not path.is_file(): return False
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    clean = text
+    for p in sorted(parts, key=len, reverse=True): clean = clean.replace(p, "***")
+    if clean == text: return False
+    core.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace")); return True
+
+def new_run_dir(parent: Path, name: str) -> Path:
+    "Create `parent/name` exclusively; when taken, `name-2`, `name-3`, … (two runs in the same second never share one)."
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        folder = parent / (name if n == 1 else f"{name}-{n}")
+        try: folder.mkdir(); return folder
+        except FileExistsError: continue
+    raise RunnerUsageError(f"{parent}: no free run folder name for {name}")
+
+def tolerant_echo(echo=print):
+    "`echo` that stops printing, and nothing else, once the reader of standard output has gone (`| head`)."
+    state = {"open": True}
+    def say(*a, **k):
+        if not state["open"]: return
+        try: echo(*a, **k); sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            state["open"] = False
+            with contextlib.suppress(OSError, ValueError): os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return say
 
 # %% ../notebooks/12b_cli.ipynb #f1987682
 def _parse_value(v: str):
@@ -325,6 +409,48 @@ def _add_build(sub) -> None:
     b.add_argument("--then-score", action="store_true", help="then run the score job of 01-05 on the new folder")
     b.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'")
+
+# %% ../notebooks/12b_cli.ipynb #810a33a5
+_PATH_PARAMETERS = ("figures_dir", "data_source", "statutes_path", "audit_folder")
+
+def user_path(value):
+    "A path given on the command line, absolute from the user's directory (`sample`, `hub`, `None` and non-strings as they are)."
+    if not isinstance(value, str) or value in ("sample", "hub", "") or value.startswith(("http://", "https://")): return value
+    p = Path(value).expanduser()
+    if p.is_absolute(): return str(p)
+    if p.exists() or not (project_root() / p).exists(): return str(Path.cwd() / p)
+    return value                                           # the project's own folder, e.g. data/benchmark from elsewhere
+
+def user_paths(parameters: dict) -> dict:
+    "`parameters` with the path-valued ones resolved by `user_path`."
+    return {k: user_path(v) if k in _PATH_PARAMETERS else v for k, v in parameters.items()}
+
+def check_count(option: str, value: int | None, low: int = 1, high: int | None = None, what: str = "") -> None:
+    "Refuse a number option outside `low..high` (None: no bound) with one sentence."
+    if value is None: return
+    if value < low or (high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+        raise RunnerUsageError(f"{option} {value}: give a number {bound}{' ' + what if what else ''}")
+
+def data_source_files(data_source) -> list[Path]:
+    "The official files of a local data source (to keep an output off them); none for the hub."
+    kind, folder = core.resolve_source(data_source)
+    return [] if folder is None else [folder / n for n in core.OFFICIAL_FILES.values()]
+
+def check_device(device: str | None) -> None:
+    "Refuse a `--device` torch cannot use here, with one sentence."
+    if device is None: return
+    import torch
+    try: d = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise RunnerUsageError(f"--device {device!r}: not a device (cpu, cuda, cuda:N, mps)") from None
+    if d.type == "cuda" and (not torch.cuda.is_available() or (d.index or 0) >= torch.cuda.device_count()):
+        raise RunnerUsageError(f"--device {device}: no such CUDA device on this machine "
+                               f"({torch.cuda.device_count()} visible); use --device cpu or leave it out")
+    if d.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise RunnerUsageError(f"--device {device}: MPS is not available here; use --device cpu or leave it out")
+    if d.type not in ("cpu", "cuda", "mps"):
+        raise RunnerUsageError(f"--device {device}: use cpu, cuda, cuda:N or mps")
 
 # %% ../notebooks/12b_cli.ipynb #5c775493
 def _add_data_commands(sub) -> None:
@@ -413,7 +539,7 @@ def build_parameters(tag: str, profile: str = "offline", statutes: str | None = 
     "The notebook parameters of `indicipr build`: the rebuild job of 01-04 for `data/build/<tag>/`."
     if statutes is not None and not Path(statutes).exists(): raise RunnerUsageError(f"--statutes {statutes}: no such file or folder")
     params = {"data_source": "sample", "profile": profile, "rebuild": True, "build_tag": check_build_tag(tag),
-              "figures_dir": str(figures_dir or build_dir(tag) / "figures"),
+              "figures_dir": str(figures_dir or core.data_dir() / "build" / tag / "figures"),
               "statutes_path": str(Path(statutes).resolve()) if statutes else None}
     if yes: params["confirm_cost"] = True
     return {**params, **(extra or {})}
@@ -422,10 +548,10 @@ def build_parameters(tag: str, profile: str = "offline", statutes: str | None = 
 def reproduce_command(args) -> int:
     "`indicipr reproduce`: 0 when every notebook ran, 1 when one failed or is missing, 2 for a usage error (nothing ran)."
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
-    params.update({k: _parse_value(v) for k, v in args.parameter})
+    params = user_paths({**params, **{k: _parse_value(v) for k, v in args.parameter}})
     try:
         with _environ(**({core.STRICT_ENV: "1"} if args.strict else {})):
-            results = run_pipeline(params, run_dir=args.run_dir, notebooks=select_notebooks(args.only))
+            results = run_pipeline(params, run_dir=user_path(args.run_dir), notebooks=select_notebooks(args.only))
     except PipelineError as e:
         print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
     missing = [r.name for r in results if r.status == "missing"]
@@ -435,9 +561,9 @@ def reproduce_command(args) -> int:
 
 def build_command(args) -> int:
     "`indicipr build`: 0 when the build (and the score run asked for) ran, 1 when a notebook failed, 2 for a usage error."
-    extra = {k: _parse_value(v) for k, v in args.parameter}
-    params = build_parameters(args.tag, args.profile, args.statutes, args.yes, args.figures_dir, extra)
-    run_dir = args.run_dir or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    extra = user_paths({k: _parse_value(v) for k, v in args.parameter})
+    params = build_parameters(args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra)
+    run_dir = user_path(args.run_dir) or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     try:
         with _environ(**({"INDICIPR_YES": "1"} if args.yes else {})):
             run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS)
@@ -453,20 +579,34 @@ def build_command(args) -> int:
         print(f"indicipr build: stopped: {e}", file=sys.stderr); return 1
 
 def fetch_command(args) -> int:
-    counts = core.fetch_benchmark(args.dest)
+    counts = core.fetch_benchmark(user_path(args.dest))
     print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items())); return 0
 
 def info_command(args) -> int:
-    dd = core.load_benchmark(args.data_source, merged=True, strict=args.strict or None)
+    dd = core.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
     for name, ds in dd.items(): print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
     return 0
 
 # %% ../notebooks/12b_cli.ipynb #3d299e44
+MAX_RESAMPLES = 1_000_000        # the card uses 10,000; a million already takes minutes and gigabytes
+
+def metrics_split_names() -> tuple:
+    from indicipr.metrics import SPLIT_ALIASES
+    return tuple(SPLIT_ALIASES)
+
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
     from indicipr import errors
-    if args.resamples < 1: raise RunnerUsageError(f"--resamples {args.resamples}: give a positive number of bootstrap resamples")
-    report = errors.evaluate_files(args.gold, args.pred, args.against, args.out, args.data_source, args.resamples, args.seed,
+    check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
+    check_count("--seed", args.seed, 0, 2**32 - 1)
+    data_source = user_path(args.data_source)
+    gold = args.gold if str(args.gold) in metrics_split_names() and not Path(args.gold).is_file() else user_path(args.gold)
+    for other in args.against:
+        if core.same_file(other, args.pred): raise RunnerUsageError(f"--against {other}: is the --pred file itself; compare with another system's predictions")
+    if args.out is not None:
+        gold_files = [gold] if gold not in metrics_split_names() else data_source_files(data_source)
+        core.check_output(args.out, {"--pred": args.pred, "--against": args.against, "--gold": gold_files})
+    report = errors.evaluate_files(gold, args.pred, args.against, args.out, data_source, args.resamples, args.seed,
                                    args.char_f1, strict=args.strict or None)
     print(report)
     return 0
@@ -474,20 +614,43 @@ def evaluate_command(args) -> int:
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
     from indicipr import encoders, metrics
-    records = [dict(r) for r in core.load_benchmark(args.data_source)[args.split]]
-    preds = encoders.predict_split(args.model, records, args.batch_size, args.max_answer_length, args.device,
+    check_count("--batch-size", args.batch_size, 1, 1_000_000)
+    check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
+    check_device(args.device)
+    model_dir, data_source = Path(user_path(args.model)), user_path(args.data_source)
+    if args.out: core.check_output(args.out, {"--model": [p for p in model_dir.glob("*") if p.is_file()] if model_dir.is_dir() else [],
+                                              "--data-source": data_source_files(data_source)})
+    encoders.check_finetuned(model_dir)            # a folder that is not a fine-tuned QA model is named before the data loads
+    records = [dict(r) for r in core.load_benchmark(data_source)[args.split]]
+    preds = encoders.predict_split(model_dir, records, args.batch_size, args.max_answer_length, args.device,
                                    span_score=args.span_score)
     if args.out: path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
-    else: path = metrics.write_predictions(preds, Path(args.model).resolve().name, args.data_source, family="encoder",
-                                        model=str(args.model), split=args.split)
+    else: path = metrics.write_predictions(preds, model_dir.resolve().name, data_source, family="encoder",
+                                        model=str(model_dir), split=args.split)
     _, summary = metrics.score_predictions(records, preds)
     print(f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}")
     return 0
 
+def check_model_reachable(name: str) -> None:
+    "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
+    from indicipr import qa_model
+    ref = qa_model.MODEL_REGISTRY.get(name, name)
+    if ref.startswith("package:") or Path(ref).is_dir(): return
+    if Path(name).exists() or name.startswith((".", "/")):
+        raise RunnerUsageError(f"--models {name}: not a model folder (no config.json there)")
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        if isinstance(try_to_load_from_cache(ref, "config.json"), str): return
+    except Exception: pass
+    if not core._hub_reachable():
+        raise RunnerUsageError(f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
+                               f"cached hub model, and the hub ({core.mask_secrets(core.hub_endpoint())}) cannot be reached")
+
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     from indicipr import encoders
-    rows = encoders.run_encoders(args.data_source, args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
+    for name in args.models or []: check_model_reachable(name)
+    rows = encoders.run_encoders(user_path(args.data_source), args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
                                  max_steps=args.max_steps, max_answer_length=args.max_answer_length,
                                  intermediate=False if args.no_intermediate else None, cpu_bf16=False if args.fp32 else None)
     if encoders.is_main_process():
@@ -499,9 +662,12 @@ def audit_command(args) -> int:
     "`indicipr audit export|score`."
     from indicipr import quality
     if args.audit_command == "export":
-        records = core.load_benchmark(args.data_source)[args.split].to_list()
-        out = Path(args.out) if args.out else quality.audit_dir(args.data_source)
-        m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=args.data_source)
+        check_count("-n", args.n, 1, None, "of pairs to draw")
+        data_source = user_path(args.data_source)
+        out = Path(user_path(args.out)) if args.out else quality.audit_dir(data_source)
+        core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
+        records = core.load_benchmark(data_source)[args.split].to_list()
+        m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
               f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}")
         return 0
@@ -514,8 +680,9 @@ def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
     from indicipr import corpus
     failed = False
-    for src in args.sources or corpus.project_statute_sources():
-        text, found = corpus.cleaner_check_report(src, args.show)
+    for src in [user_path(s) for s in args.sources] or corpus.project_statute_sources():
+        try: text, found = corpus.cleaner_check_report(src, args.show)
+        except corpus.StatuteFormatError as e: raise InputError(f"{e} (cleaner-check reads section JSONL files or folders of <act>.pdf)") from None
         print(text); failed |= found
     print("\ncleaner check:", "FAILED (see the findings above)" if failed else "0 leftovers and 0 lost statutory words")
     return int(failed)
@@ -536,11 +703,12 @@ def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
+        core.strict_mode()                        # an INDICIPR_STRICT that is no switch is refused before anything runs
         status = COMMANDS[args.command](args)
         sys.stdout.flush()                        # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(f"indicipr {args.command}: {_bad_input_message(e)}", file=sys.stderr); return 2
+        print(core.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr); return 2
     except BrokenPipeError:                       # `indicipr … | head`: the reader left; not an error of ours
         with contextlib.suppress(OSError, ValueError): os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

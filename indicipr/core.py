@@ -5,6 +5,7 @@
 # %% ../notebooks/00_core.ipynb #5c8c289b
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -19,19 +20,20 @@ from typing import Any, Iterable, Iterator, Mapping
 
 # %% auto #0
 __all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS', 'STRICT_ENV',
-           'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path', 'tables_path',
-           'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
+           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'SECRET_ENV', 'QA_FIELDS', 'QA_FORMS',
+           'STRICT_ENV', 'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path',
+           'tables_path', 'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
            'act_keys_in_card_order', 'act_label', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts',
            'act_mapping_report', 'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample',
-           'construction_plan', 'card_comparable', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'write_jsonl',
-           'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
-           'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'read_qa_file',
-           'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
-           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark',
-           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
-           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
-           'splits_table', 'problems_table']
+           'construction_plan', 'card_comparable', 'write_target', 'clean_stale_temps', 'glob_escape', 'same_file',
+           'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'mask_secrets', 'secret_parts',
+           'has_secret', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem',
+           'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile',
+           'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts',
+           'training_records', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark',
+           'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
+           'verify_benchmark', 'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
+           'read_timings', 'splits_table', 'problems_table']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
@@ -396,6 +398,60 @@ def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool
     counts = {s: v if isinstance(v, int) else len(v) for s, v in (sizes or {}).items()}
     return all(n == OFFICIAL_COUNTS[s] for s, n in counts.items() if s in OFFICIAL_COUNTS)
 
+# %% ../notebooks/00_core.ipynb #7d88c2b2
+def write_target(path: str | os.PathLike) -> Path:
+    "Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself."
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid(): return True
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except (PermissionError, OverflowError, ValueError): return pid < 2**22
+    return True
+
+def clean_stale_temps(path: str | os.PathLike) -> list[Path]:
+    "Remove the temporary files of earlier writes of `path` whose writer is gone (killed between write and rename)."
+    path, removed = Path(path), []
+    try: siblings = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
+    except OSError: return removed
+    for tmp in siblings:
+        m = _TEMP_NAME.match(tmp.name)
+        if m and m["name"] == path.name and not _pid_alive(int(m["pid"])):
+            with contextlib.suppress(OSError): tmp.unlink(); removed.append(tmp)
+    return removed
+
+def glob_escape(name: str) -> str:
+    "`name` with the glob characters `*?[` taken literally."
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    "Whether two paths name one file (through symlinks, hard links, `..`); paths that do not exist compare resolved."
+    try: return os.path.samefile(a, b)
+    except OSError: return os.path.realpath(a) == os.path.realpath(b)
+
+def _flat_paths(value) -> list:
+    if value is None: return []
+    if isinstance(value, (str, os.PathLike)): return [value]
+    return [p for v in value for p in _flat_paths(v)]
+
+def check_output(out: str | os.PathLike, inputs: Mapping[str, Any], option: str = "--out", folder: bool = False) -> Path:
+    """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
+    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
+    out = Path(out)
+    for opt, paths in inputs.items():
+        for p in _flat_paths(paths):
+            if Path(p).exists() and same_file(out, p):
+                raise InputError(f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)")
+    for parent in ([out] if folder else []) + list(out.parents if folder else [out.parent, *out.parent.parents]):
+        if parent.exists() and not parent.is_dir():
+            raise InputError(f"{option} {out}: {parent} is a file, not a folder")
+    if not folder and out.is_dir(): raise InputError(f"{option} {out}: a folder; give a file name")
+    return out
+
 # %% ../notebooks/00_core.ipynb #1f66c5d8
 class JSONLError(InputError):
     "A JSON(L) file cannot be read as records; the message names `file:line`."
@@ -413,16 +469,18 @@ def _new_file_mode(path: str | os.PathLike) -> int:
     except FileNotFoundError: return 0o666 & ~_umask()
 
 def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
-    "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path`."
+    "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a symlink's target)."
+    path = write_target(path)
     os.chmod(tmp, _new_file_mode(path))
     os.replace(tmp, path)
     return Path(path)
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     "Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give)."
-    path = Path(path)
+    path = write_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    clean_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -432,6 +490,44 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     except BaseException:
         if os.path.exists(tmp): os.unlink(tmp)
         raise
+
+# %% ../notebooks/00_core.ipynb #43296dc9
+_SECRET_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/]*)@")
+_SECRET_QUERY = re.compile(r"(?i)(?P<lead>[?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth[_-]?token|secret|"
+                           r"client[_-]?secret|password|passwd|sig|signature)=)[^&#\s\"']*")
+_SECRET_WORDS = re.compile(r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"
+                           r"|\bsk-[A-Za-z0-9_\-]{6,}")
+SECRET_ENV = ("OPENAI_API_KEY", "INDICIPR_LLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
+
+def _mask_userinfo(m: re.Match) -> str:
+    user, colon, _ = m["userinfo"].partition(":")
+    return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
+
+def mask_secrets(value: Any) -> Any:
+    """`value` with every secret masked: strings, and the strings inside lists, tuples and dicts (their keys too);
+    anything else as it is."""
+    if isinstance(value, str):
+        text = _SECRET_URL.sub(_mask_userinfo, value)
+        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***", text)
+        text = _SECRET_WORDS.sub(lambda m: f"{m['lead']}***" if m["lead"] else "sk-***", text)
+        for name in SECRET_ENV:
+            if len(secret := os.environ.get(name) or "") >= 6: text = text.replace(secret, "***")
+        return text
+    if isinstance(value, Mapping): return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)): return type(value)(mask_secrets(v) for v in value)
+    return value
+
+def secret_parts(text: str) -> set[str]:
+    "The substrings of `text` that `mask_secrets` hides (to scrub them from what a program printed)."
+    parts = {(m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
+             for m in _SECRET_URL.finditer(text)}
+    parts |= {m.group(0)[len(m["lead"]):] for m in _SECRET_QUERY.finditer(text)}
+    parts |= {m.group(0)[len(m["lead"] or ""):] for m in _SECRET_WORDS.finditer(text)}
+    return {p for p in parts if len(p) >= 4}
+
+def has_secret(value: Any) -> bool:
+    "Whether `mask_secrets` would change `value`."
+    return mask_secrets(value) != value
 
 # %% ../notebooks/00_core.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
@@ -719,7 +815,7 @@ def _hub_reachable(endpoint: str | None = None, timeout: float = 3.0) -> bool:
     except (OSError, TypeError): return False
 
 def _hub_help() -> str:
-    return (f"cannot reach the Hugging Face hub ({hub_endpoint()}) for {HUB_ID}. Offline, place the official files "
+    return (f"cannot reach the Hugging Face hub ({mask_secrets(hub_endpoint())}) for {HUB_ID}. Offline, place the official files "
             f"({', '.join(OFFICIAL_FILES.values())}) in data/benchmark/ — `indicipr fetch` does it on a "
             f"machine with network, or download them from https://huggingface.co/datasets/{HUB_ID} "
             "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'.")
@@ -728,7 +824,13 @@ def _hub_help() -> str:
 def _hub_file(name: str) -> tuple[Path, str]:
     "A file of the hub's dataset repo, downloaded (or from the local cache), and the name its problems are reported under."
     from huggingface_hub import hf_hub_download
-    return Path(hf_hub_download(HUB_ID, filename=f"data/{name}", repo_type="dataset")), f"{HUB_ID}:data/{name}"
+    try: return Path(hf_hub_download(HUB_ID, filename=f"data/{name}", repo_type="dataset")), f"{HUB_ID}:data/{name}"
+    except OSError as e:                           # the hub client's errors are OSErrors (requests' HTTPError)
+        why = {"RepositoryNotFoundError": f"the hub ({mask_secrets(hub_endpoint())}) has no dataset {HUB_ID}",
+               "EntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
+               "RemoteEntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}"}.get(
+                   type(e).__name__, f"data/{name} of {HUB_ID} could not be downloaded ({mask_secrets(str(e).splitlines()[0])[:200]})")
+        raise BenchmarkUnavailable(f"{why}; " + _hub_help().split(". ", 1)[1]) from None
 
 def _official_files(source: str | os.PathLike, merged: bool = True) -> dict[str, QAFile]:
     "`{split: QAFile}` of the official files of a data source (the merged file only when there and `merged`)."
@@ -839,9 +941,15 @@ def benchmark_diagnostics(b: Benchmark) -> str:
 
 STRICT_ENV = "INDICIPR_STRICT"       # `indicipr reproduce --strict` sets it for every notebook of the run
 
+_ON, _OFF = ("1", "true", "yes", "on", "y", "t"), ("", "0", "false", "no", "off", "n", "f")
+
 def strict_mode(strict: bool | None = None) -> bool:
-    "`strict` when given, else whether `INDICIPR_STRICT` is set to 1 (or true/yes)."
-    return bool(strict) if strict is not None else os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+    "`strict` when given, else `INDICIPR_STRICT` read as a switch (1/0, true/false, yes/no, on/off); another value is refused."
+    if strict is not None: return bool(strict)
+    value = os.environ.get(STRICT_ENV, "").strip().lower()
+    if value in _ON: return True
+    if value in _OFF: return False
+    raise InputError(f"{STRICT_ENV}={os.environ[STRICT_ENV]!r}: use 1/0, true/false, yes/no or on/off")
 
 def load_benchmark(source: str | os.PathLike = "sample", merged: bool = False, strict: bool | None = None, verbose: bool = True):
     """The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request), every record with its
@@ -871,17 +979,50 @@ def verify_benchmark(folder: str | os.PathLike, expected: dict | None = OFFICIAL
     if problems: print(f"{folder}: {len(problems)} misaligned answer offset(s), kept:\n" + "\n".join(problem_lines(problems)), file=sys.stderr)
     return counts
 
+def _fetch_leftovers(dest: Path) -> None:
+    """Finish what a killed `fetch` left beside `dest`: its download folders go; an old folder set aside for the swap
+    is put back when `dest` is missing (the swap did not happen), else removed (it did)."""
+    import shutil
+    for tmp in dest.parent.glob(f".{glob_escape(dest.name)}.*.*"):
+        m = re.fullmatch(rf"\.{re.escape(dest.name)}\.(fetch|old)\.(\d+)\..+", tmp.name)
+        if not m or not tmp.is_dir() or _pid_alive(int(m[2])): continue
+        if m[1] == "old" and not dest.exists(): os.replace(tmp, dest)
+        else: shutil.rmtree(tmp, ignore_errors=True)
+
+def _swap_folder(new: Path, dest: Path) -> None:
+    "Put the folder `new` in place of `dest` as a whole: `dest` is set aside, `new` renamed to it, the old one removed."
+    import shutil
+    if not dest.exists(): os.replace(new, dest); return
+    old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old.{os.getpid()}."))
+    os.rmdir(old); os.replace(dest, old)
+    os.replace(new, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
 def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
-    "Download the four official files from the hub, verify them in a temporary folder, then move them into `dest` (default `data/benchmark/`)."
+    """Download the four official files from the hub into a new folder beside `dest` (default `data/benchmark/`), verify
+    them there, then swap the folder in as a whole: a killed fetch leaves `dest` all old or all new (other files of
+    `dest` are carried over)."""
+    import shutil
     dest = Path(dest) if dest else data_dir() / "benchmark"
+    if dest.exists() and not dest.is_dir(): raise InputError(f"--dest {dest}: a file, not a folder")
+    for parent in dest.parents:
+        if parent.exists() and not parent.is_dir(): raise InputError(f"--dest {dest}: {parent} is a file, not a folder")
     if not _hub_reachable(): raise BenchmarkUnavailable(_hub_help())
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.fetch.") as tmp:
+    _fetch_leftovers(dest)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.fetch.{os.getpid()}."))
+    try:
         for name in OFFICIAL_FILES.values():
-            write_text_atomic(Path(tmp) / name, read_text(_hub_file(name)[0]))
+            write_text_atomic(tmp / name, read_text(_hub_file(name)[0]))
         counts = verify_benchmark(tmp)
-        dest.mkdir(parents=True, exist_ok=True)
-        for name in OFFICIAL_FILES.values(): replace_atomic(Path(tmp) / name, dest / name)
+        if dest.is_dir():
+            for other in dest.iterdir():
+                if other.name not in OFFICIAL_FILES.values():
+                    (shutil.copytree if other.is_dir() else shutil.copy2)(other, tmp / other.name, **({"symlinks": True} if other.is_dir() else {"follow_symlinks": False}))
+        os.chmod(tmp, (dest.stat().st_mode if dest.exists() else 0o777 & ~_umask()) & 0o7777)
+        _swap_folder(tmp, dest)
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return counts
 
 # %% ../notebooks/00_core.ipynb #aabcd99a

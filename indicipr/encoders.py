@@ -24,10 +24,10 @@ from .training import (_SPEED_SETTINGS, PackedWindows, TrainConfig, _planned_ste
 
 # %% auto #0
 __all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
-           'predict_split', 'intermediate_dir', 'intermediate_records', 'rehearsal_records', 'train_intermediate',
-           'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve', 'shrink_note',
-           'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary', 'boundary_runs',
-           'boundary_table']
+           'check_finetuned', 'predict_split', 'intermediate_dir', 'intermediate_records', 'rehearsal_records',
+           'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
+           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary',
+           'boundary_runs', 'boundary_table']
 
 # %% ../notebooks/08_encoders.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -119,6 +119,16 @@ _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.j
 def load_finetuned(model_dir) -> tuple:
     "(model, tokenizer, qa_config) of a folder written by `train_encoder`; a folder that is not one is named, with what it lacks."
     from indicipr.core import InputError
+    model_dir = check_finetuned(model_dir)
+    try: return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
+    except Exception as e:                      # safetensors, torch and transformers raise their own kinds for a bad file
+        raise InputError(f"{model_dir}: cannot be loaded as a question-answering model ({type(e).__name__}: "
+                         f"{(str(e).splitlines() or [''])[0][:300]})") from None
+
+def check_finetuned(model_dir) -> Path:
+    """The checks of `load_finetuned` that need no model loaded: a folder with a readable `config.json`, weights that can
+    be read, and a question-answering head in them (a base model's folder has none: its answers would be random)."""
+    from indicipr.core import InputError
     model_dir = Path(model_dir)
     if not model_dir.is_dir(): raise InputError(f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)")
     if not (model_dir / "config.json").is_file(): raise InputError(f"{model_dir}: not a saved model (no config.json)")
@@ -128,9 +138,24 @@ def load_finetuned(model_dir) -> tuple:
             except (json.JSONDecodeError, UnicodeDecodeError) as e: raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
     if not any((model_dir / w).is_file() for w in _WEIGHTS):
         raise InputError(f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?")
-    try: return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{model_dir}: cannot be loaded as a question-answering model ({str(e).splitlines()[0][:300]})") from None
+    weights = next(model_dir / w for w in _WEIGHTS if (model_dir / w).is_file())
+    if not os.access(weights, os.R_OK): raise InputError(f"{weights}: cannot be read (permission denied)")
+    try: names = _weight_names(weights)
+    except Exception as e:
+        raise InputError(f"{weights}: not a readable weights file, corrupt or cut short ({type(e).__name__}: "
+                         f"{(str(e).splitlines() or [''])[0][:200]})") from None
+    if not any(n.split(".")[-2:-1] == ["qa_outputs"] or ".qa_outputs." in f".{n}" for n in names):
+        raise InputError(f"{model_dir}: not a fine-tuned QA model (its weights have no question-answering head, qa_outputs): "
+                         f"train it with `indicipr train` (or notebook 08) and predict with the folder it writes")
+    return model_dir
+
+def _weight_names(weights: Path) -> list[str]:
+    "The tensor names of a weights file (safetensors header, a sharded index's map, or a torch state dict)."
+    if weights.name.endswith(".index.json"): return list(json.loads(weights.read_text(encoding="utf-8"))["weight_map"])
+    if weights.suffix == ".safetensors":
+        from safetensors import safe_open
+        with safe_open(str(weights), framework="pt") as f: return list(f.keys())
+    return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
 
 # %% ../notebooks/08_encoders.ipynb #57936ae7
 def predict_split(model_dir, records, batch_size: int | None = None, max_answer_length: int | None = None,

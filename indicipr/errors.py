@@ -9,8 +9,8 @@ __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MA
            'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure', 'structure_figure',
            'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system', 'median_answer_words',
            'char_boundary_flags', 'gold_on_boundaries', 'gold_boundary_table', 'snap_variants', 'snap_oracle',
-           'decoding_error_change', 'snap_oracle_table', 'scores_table', 'render_report', 'evaluate_report',
-           'evaluate_files', 'gold_structure', 'errors_stage']
+           'decoding_error_change', 'snap_oracle_table', 'left_out_ids', 'predictions_to_score', 'scores_table',
+           'render_report', 'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
 
 # %% ../notebooks/11_errors.ipynb #67ffe44c
 import re
@@ -28,15 +28,33 @@ from .significance import N_RESAMPLES, compare_systems
 # %% ../notebooks/11_errors.ipynb #73f33499
 Span = tuple[int, int]
 
+def _find_all(needle: str, haystack: str) -> list[int]:
+    "Starts of the non-overlapping occurrences of `needle` (plain string search: linear, no pattern built from the text)."
+    out, i = [], haystack.find(needle)
+    while i >= 0: out.append(i); i = haystack.find(needle, i + len(needle))
+    return out
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    "`text` lower-cased with each whitespace run as one space, and the offset in `text` of each character kept."
+    chars, where, in_space = [], [], False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not in_space: chars.append(" "); where.append(i)
+            in_space = True; continue
+        low = ch.lower()
+        chars.append(low if len(low) == 1 else ch); where.append(i); in_space = False
+    return "".join(chars), where
+
 def _occurrences(text: str, context: str) -> list[Span]:
-    "Spans of `text` in `context`: exact matches, else case- and whitespace-insensitive matches."
+    "Spans of `text` in `context`: exact matches, else case- and whitespace-insensitive matches (linear string search)."
     if not text.strip():
         return []
-    spans = [(m.start(), m.start() + len(text)) for m in re.finditer(re.escape(text), context)]
+    spans = [(i, i + len(text)) for i in _find_all(text, context)]
     if spans:
         return spans
-    pattern = r"\s+".join(re.escape(w) for w in text.split())
-    return [m.span() for m in re.finditer(pattern, context, flags=re.IGNORECASE)]
+    needle = _folded(" ".join(text.split()))[0]
+    hay, where = _folded(context)
+    return [(where[i], where[i + len(needle) - 1] + 1) for i in _find_all(needle, hay)]
 
 def locate_span(text: str, context: str, near: int | None = None) -> Span | None:
     "Span of `text` in `context` closest to character `near` (first one when `near` is None); None if absent."
@@ -348,6 +366,35 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
         rows.append(row)
     return pd.DataFrame(rows)
 
+# %% ../notebooks/11_errors.ipynb #a444ac9c
+def left_out_ids(gold, data_source: str = "sample") -> set[str]:
+    "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
+    from indicipr.core import load_qa_file, read_benchmark
+    from indicipr.metrics import SPLIT_ALIASES
+    if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
+        problems = read_benchmark(data_source, merged=SPLIT_ALIASES[str(gold)] == "merged").problems
+    else: problems = load_qa_file(gold).problems
+    return {p.id for p in problems if p.id is not None}
+
+def predictions_to_score(gold, gold_records: list[dict], paths: list, data_source: str = "sample") -> list[dict]:
+    """Each predictions file as `{id: text}`, without the predictions of gold records left out as problems (a warning
+    gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
+    import sys
+    from indicipr.metrics import as_prediction_dict
+    known, left, out = {r["id"] for r in gold_records}, None, []
+    for p in paths:
+        preds = as_prediction_dict(p, str(p))
+        unknown = [k for k in preds if k not in known]
+        if unknown:
+            left = left_out_ids(gold, data_source) if left is None else left
+            dropped = [k for k in unknown if k in left]
+            if dropped:
+                print(f"warning: {p}: {len(dropped)} prediction(s) answer records left out of {gold} as problems (not scored): "
+                      f"{_shown(dropped)}", file=sys.stderr)
+                preds = {k: v for k, v in preds.items() if k not in set(dropped)}
+        out.append(preds)
+    return out
+
 # %% ../notebooks/11_errors.ipynb #c3a1ef07
 def scores_table(summaries: dict[str, dict]) -> pd.DataFrame:
     "One row per system: EM, F1, Char-F1, answered and missing counts."
@@ -398,16 +445,17 @@ def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample"
                    seed: int = 0, char_variant: str = "multiset", strict: bool | None = None) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
     Every file must answer some gold question (`metrics.check_coverage`)."""
-    from indicipr.core import InputError
-    if out is not None and Path(out).is_dir(): raise InputError(f"--out {out}: a folder; give the report's file name")
+    from indicipr.core import check_output
+    if out is not None: check_output(out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []})
     gold_records = load_gold(gold, data_source, strict=strict)
     paths = [pred, *against]
-    for p in paths:
-        check_coverage(score_predictions(gold_records, p, char_variant, source=str(p))[1], str(p), f"the gold {gold}")
+    preds = predictions_to_score(gold, gold_records, paths, data_source)
+    for p, pr in zip(paths, preds):
+        check_coverage(score_predictions(gold_records, pr, char_variant, source=str(p))[1], str(p), f"the gold {gold}")
     names = [system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
-    report = evaluate_report(gold_records, dict(zip(names, map(str, paths))), gold_name=str(gold),
+    report = evaluate_report(gold_records, dict(zip(names, preds)), gold_name=str(gold),
                              n_resamples=n_resamples, seed=seed, char_variant=char_variant)
     if out is not None: write_text_atomic(out, report)
     return report

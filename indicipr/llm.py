@@ -40,7 +40,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from tqdm.auto import tqdm
 
-from .core import CARD, JSONLError, append_jsonl, read_jsonl
+from .core import CARD, JSONLError, append_jsonl, mask_secrets, read_jsonl
 
 _log = logging.getLogger("indicipr.llm")
 
@@ -71,11 +71,9 @@ def _infer_kind(base_url: str) -> str:
     if "api.openai.com" in base_url: return "openai"
     return "openai_compatible"
 
-_URL_USERINFO = re.compile(r"(?<=://)([^/@\s:]*)(:[^/@\s]*)?@")
-
 def mask_url(url) -> str:
-    "A URL as it may be shown: the secret of its user part masked (`http://user:KEY@host` → `http://user:***@host`, `http://TOKEN@host` → `http://***@host`)."
-    return _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else "***@", str(url))
+    "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `core.mask_secrets`."
+    return mask_secrets(str(url))
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -282,7 +280,7 @@ def _redact(text: str, endpoint: Endpoint | None = None) -> str:
     if endpoint is not None and endpoint.api_key_env:
         value = os.environ.get(endpoint.api_key_env)
         if value: text = text.replace(value, "***")
-    return _KEYLIKE.sub("***", mask_url(text))
+    return _KEYLIKE.sub("***", mask_secrets(text))
 
 def _backoff_delay(attempt: int, endpoint: Endpoint) -> float:
     "Seconds to wait before retry number `attempt` (1, 2, ...): exponential, capped."
@@ -723,7 +721,7 @@ def parse_endpoint(spec: str | Mapping) -> dict:
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"base_url", "kind", "api_key_env"}
         if unknown or "base_url" not in spec:
-            raise LLMConfigError(f"endpoint {dict(spec)}: expected the fields base_url, kind?, api_key_env?")
+            raise LLMConfigError(f"endpoint {mask_secrets(dict(spec))}: expected the fields base_url, kind?, api_key_env?")
         out = parse_endpoint(str(spec["base_url"]))
         return {**out, **{k: spec[k] for k in ("kind", "api_key_env") if k in spec}}
     spec = str(spec).strip()
@@ -732,10 +730,10 @@ def parse_endpoint(spec: str | Mapping) -> dict:
     if spec == "ollama": spec = f"ollama+{OLLAMA_BASE_URL}"
     m = re.fullmatch(r"(?:([a-z_]+)\+)?(https?://\S+)", spec)
     if not m:
-        raise LLMConfigError(f"endpoint {spec!r}: expected openai, local, ollama or an http(s) URL "
+        raise LLMConfigError(f"endpoint {mask_secrets(spec)!r}: expected openai, local, ollama or an http(s) URL "
                              f"(optionally kind+URL, kind one of {', '.join(k for k in KINDS if k != 'replay')})")
     kind, url = m.group(1) or "auto", m.group(2).rstrip("/")
-    if kind != "auto" and (kind not in KINDS or kind == "replay"): raise LLMConfigError(f"endpoint {spec!r}: unknown kind {kind!r}")
+    if kind != "auto" and (kind not in KINDS or kind == "replay"): raise LLMConfigError(f"endpoint {mask_secrets(spec)!r}: unknown kind {kind!r}")
     if kind == "ollama" and not url.endswith("/v1"): url += "/v1"
     if "api.openai.com" in url: key = "OPENAI_API_KEY"
     else: key = "INDICIPR_LLM_API_KEY" if os.environ.get("INDICIPR_LLM_API_KEY") else None
@@ -749,7 +747,7 @@ def parse_routes(spec: str | Mapping | None) -> list[Route]:
         for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", spec))):
             pattern, eq, endpoint = part.partition("=")
             if not eq or not pattern.strip() or not endpoint.strip():
-                raise LLMConfigError(f"LLM endpoints: {part!r} is not pattern=endpoint (e.g. 'qwen2.5:7b=http://gpu1:8000/v1')")
+                raise LLMConfigError(f"LLM endpoints: {mask_secrets(part)!r} is not pattern=endpoint (e.g. 'qwen2.5:7b=http://gpu1:8000/v1')")
             pairs.append((pattern.strip(), endpoint.strip()))
     else: pairs = list(spec.items())
     return [Route(pattern, **parse_endpoint(endpoint)) for pattern, endpoint in pairs]

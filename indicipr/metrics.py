@@ -306,7 +306,9 @@ def load_gold(gold: str | Path, data_source: str = "sample", strict: bool | None
     "Gold records from a split name of the benchmark `data_source` or from a QA file (problems on stderr; `strict`: an error)."
     if str(gold) in SPLIT_ALIASES and not Path(gold).is_file():
         split = SPLIT_ALIASES[str(gold)]
-        return [dict(r) for r in load_benchmark(data_source, merged=split == "merged", strict=strict)[split]]
+        records = [dict(r) for r in load_benchmark(data_source, merged=split == "merged", strict=strict)[split]]
+        if not records: raise InputError(f"--gold {gold}: the {split} split of {data_source} has no usable QA record")
+        return records
     path = Path(gold)
     if path.is_dir(): raise InputError(f"--gold {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
     if not path.is_file():
@@ -315,6 +317,9 @@ def load_gold(gold: str | Path, data_source: str = "sample", strict: bool | None
     if f.problems and strict_mode(strict): raise QAFormatError("\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)]))
     if f.problems: print(f"{path}: {len(f.problems)} problem record(s) (kept when only the offset is off, else left out):\n"
                          + "\n".join(problem_lines(f.problems)), file=sys.stderr)
+    if not f.records:
+        raise InputError(f"--gold {path}: no usable QA record" + (f" (all {len(f.problems)} left out as problems, listed above)" if f.problems
+                         else " (an empty file, an empty list, or SQuAD data with no paragraphs)"))
     return f.records
 
 def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:
