@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from helpers import QA_SMALL
 from indicipr import cli, core, metrics
 
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GOLD_RECORDS = core.read_qa_file(QA_SMALL / "test_squad.jsonl")
 IDS = [r["id"] for r in GOLD_RECORDS]
 
@@ -115,7 +115,7 @@ def test_audit_export_exits_0_or_2_and_changes_only_its_output(n, seed, annotato
 @FUZZ
 @given(name=st.sampled_from(["seed", "n_resamples", "strict", "figures_dir", "split", "no_such"]),
        value=st.one_of(st.text(max_size=8), json_values.map(json.dumps)))
-def test_reproduce_parameters_are_checked_before_anything_runs(name, value, tmp_path_factory=None):
+def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
         only = {"seed": "11_errors", "n_resamples": "11_errors", "strict": "00_core", "split": "11_errors"}.get(name, "06_metrics")
