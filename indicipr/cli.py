@@ -671,8 +671,11 @@ def audit_command(args) -> int:
         print(f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
               f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}")
         return 0
+    if args.figures_dir:
+        for ext in ("csv", "md", "tex"):
+            core.check_output(Path(user_path(args.figures_dir)) / "tables" / f"audit_results.{ext}", {"SHEET": args.sheets}, option="--figures-dir")
     _, table = quality.score_sheets(*args.sheets)
-    if args.figures_dir: core.save_table(table, "audit_results", args.figures_dir, caption="Human audit results")
+    if args.figures_dir: core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
     return 0
 

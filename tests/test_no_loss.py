@@ -109,6 +109,16 @@ def test_predict_and_audit_refuse_outputs_on_their_inputs(tmp_path, capsys):
     assert (bench / "test_squad.jsonl").read_bytes() == before
 
 
+def test_audit_score_does_not_write_its_table_over_a_sheet(tmp_path, capsys):
+    sheets = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for s in sheets: s.write_text("id,question,answer\n")
+    (tmp_path / "figs" / "tables").mkdir(parents=True)
+    (tmp_path / "figs" / "tables" / "audit_results.csv").symlink_to(sheets[0])
+    rc, _, err = run_main(capsys, "audit", "score", *sheets, "--figures-dir", tmp_path / "figs")
+    refused(rc, err, "--figures-dir", "is the input SHEET")
+    assert sheets[0].read_text() == "id,question,answer\n"
+
+
 def test_an_out_under_a_regular_file_is_a_sentence(tmp_path, capsys):
     pred = write_preds(tmp_path / "p.jsonl")
     rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", tmp_path / "p.jsonl" / "r.md")
