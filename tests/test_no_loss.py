@@ -415,31 +415,45 @@ def _fake_hub(monkeypatch, folder: Path):
     monkeypatch.setattr(core, "_hub_file", lambda name: (folder / name, f"hub:{name}"))
 
 
-def test_fetch_swaps_the_whole_folder(tmp_path, monkeypatch):
+def _bench_state(dest: Path, old: Path, new: Path) -> str:
+    "`old` or `new` when the official files of `dest` are all of one fetch, else `mixed` (or `missing`)."
+    if not dest.exists(): return "missing"
+    names = list(core.OFFICIAL_FILES.values())
+    for label, src in (("old", old), ("new", new)):
+        if all((dest / n).read_bytes() == (src / n).read_bytes() for n in names): return label
+    return "mixed"
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypatch, kill_at):
+    "A fetch killed at any rename after its verification leaves the folder all old or all new, and the next start tidies up."
     dest = shutil.copytree(QA_SMALL, tmp_path / "bench", ignore=shutil.ignore_patterns("*.py"))
     (dest / "notes.txt").write_text("mine")
+    old = shutil.copytree(dest, tmp_path / "old")
     new = tmp_path / "new"; new.mkdir()
     for name in core.OFFICIAL_FILES.values(): (new / name).write_text((QA_SMALL / name).read_text().replace("patent office", "Patent Office"))
     _fake_hub(monkeypatch, new)
-    calls = []
-    real_replace = os.replace
-    def crash_on_second(src, dst):
-        calls.append(dst)
-        if len(calls) == 2: raise KeyboardInterrupt("killed during the swap")
+    moving, real_replace = [], os.replace
+    def verified(folder, expected=None): moving.append(0); return {"test": 35}
+    def killed_at(src, dst):
+        if moving:
+            moving.append(dst)
+            if len(moving) - 1 == kill_at: raise KeyboardInterrupt("killed")
         return real_replace(src, dst)
-    monkeypatch.setattr(core.os, "replace", crash_on_second)
-    monkeypatch.setattr(core, "verify_benchmark", lambda folder, expected=None: {"test": 35})
-    with pytest.raises(KeyboardInterrupt): core.fetch_benchmark(dest)
+    monkeypatch.setattr(core, "verify_benchmark", verified)
+    monkeypatch.setattr(core.os, "replace", killed_at)
+    try: core.fetch_benchmark(dest)
+    except KeyboardInterrupt: pass
     monkeypatch.setattr(core.os, "replace", real_replace)
-    assert not dest.exists() or all((dest / n).read_bytes() == (QA_SMALL / n).read_bytes() for n in core.OFFICIAL_FILES.values())
-    # the next start finishes the job: all new files, the user's file kept, no leftover folder
-    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".bench.")]
-    for p in leftovers:                                            # as if the killed process were gone: its pid is free
-        p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
-    core.fetch_benchmark(dest)
-    assert all((dest / n).read_text() == (new / n).read_text() for n in core.OFFICIAL_FILES.values())
+    for p in tmp_path.iterdir():                                   # as if the killed process were gone: its pid is free
+        if p.name.startswith(".bench.") and f".{os.getpid()}." in p.name: p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
+    getattr(core, "_fetch_leftovers", lambda d: None)(dest)        # what the next start does first
+    assert _bench_state(dest, old, new) in ("old", "new")
     assert (dest / "notes.txt").read_text() == "mine"
-    assert [p for p in tmp_path.iterdir() if p.name.startswith(".bench.")] == []
+    moving.clear()
+    core.fetch_benchmark(dest)                                     # the next fetch: all new, the user's file kept, no leftover
+    assert _bench_state(dest, old, new) == "new" and (dest / "notes.txt").read_text() == "mine"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bench.")] == []
 
 
 # ------------------------------------------------------------------ 5. linear in the predictions
