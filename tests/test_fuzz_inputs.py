@@ -66,11 +66,15 @@ def _snapshot(folder: Path) -> dict:
     return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+valid_preds = st.one_of(
+    st.dictionaries(st.sampled_from(IDS), st.text(max_size=40), min_size=1, max_size=12).map(lambda d: json.dumps(d).encode()),
+    st.lists(st.tuples(st.sampled_from(IDS), st.sampled_from(["the patent office", "", "x" * 3000, "(1) For"])), min_size=1, max_size=8,
+             unique_by=lambda t: t[0]).map(lambda rs: "".join(json.dumps({"id": i, "prediction_text": t}) + "\n" for i, t in rs).encode()))
 option_ints = st.one_of(st.integers(-5, 300), st.integers(-2**40, 2**40), st.sampled_from([0, 1, 10**8, 2**32]))
 
 
 @FUZZ
-@given(pred=file_bytes, resamples=option_ints, seed=option_ints, variant=st.sampled_from(["multiset", "lcs", "bogus"]),
+@given(pred=st.one_of(valid_preds, file_bytes), resamples=st.one_of(st.integers(1, 40), option_ints), seed=st.one_of(st.integers(0, 9), option_ints), variant=st.sampled_from(["multiset", "lcs", "bogus"]),
        out=st.sampled_from(["report.md", "pred.jsonl", "gold.jsonl", "sub/report.md", "pred.jsonl/x.md", ".", "link.md", None]),
        against=st.sampled_from([[], ["pred.jsonl"], ["other.jsonl"]]), gold=st.sampled_from(["gold.jsonl", "test", "nope", "."]))
 def test_evaluate_exits_0_or_2_and_changes_only_its_output(pred, resamples, seed, variant, out, against, gold):
