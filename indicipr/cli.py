@@ -27,8 +27,8 @@ __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_N
            'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
            'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters',
            'parameters_for', 'check_parameters', 'ensure_kernel', 'run_notebook', 'run_figures_dir', 'run_pipeline',
-           'kernel_parameters', 'secret_parts', 'scrub_file', 'new_run_dir', 'tolerant_echo', 'user_path', 'user_paths',
-           'check_count', 'data_source_files', 'check_device', 'build_parser', 'check_build_tag', 'build_parameters',
+           'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo', 'user_path', 'user_paths', 'check_count',
+           'data_source_files', 'check_device', 'build_parser', 'check_build_tag', 'build_parameters',
            'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
            'evaluate_command', 'predict_command', 'check_model_reachable', 'train_command', 'audit_command',
            'cleaner_check_command', 'main']
@@ -248,7 +248,7 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
         detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
         result = StageResult(nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}")
-    for written in (out, kernel_log): scrub_file(written, secret_parts(parameters))
+    for written in (out, kernel_log): scrub_file(written, _secret_parts(parameters))
     if result.error: result.error = core.mask_secrets(result.error)
     if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()
     result.timings = core.read_timings(run_dir)[recorded_before:]
@@ -333,7 +333,7 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
         env[shown[name].env] = json.dumps(value)
     return shown, env
 
-def secret_parts(parameters: dict) -> set[str]:
+def _secret_parts(parameters: dict) -> set[str]:
     "The secret substrings of the parameters' values (what masking removes), as written and as JSON escapes them."
     parts = set()
     for value in parameters.values():
@@ -360,7 +360,7 @@ def scrub_file(path: Path, parts: set[str]) -> bool:
 def new_run_dir(parent: Path, name: str) -> Path:
     "Create `parent/name` exclusively; when taken, `name-2`, `name-3`, … (two runs in the same second never share one)."
     parent.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 10_000):
+    for n in range(1, 1000):
         folder = parent / (name if n == 1 else f"{name}-{n}")
         try: folder.mkdir(); return folder
         except FileExistsError: continue
@@ -588,7 +588,7 @@ def info_command(args) -> int:
     return 0
 
 # %% ../notebooks/12b_cli.ipynb #3d299e44
-MAX_RESAMPLES = 1_000_000        # the card uses 10,000; a million already takes minutes and gigabytes
+MAX_RESAMPLES = 1_000_000        # a hundred times the card's count; more takes minutes and gigabytes
 
 def metrics_split_names() -> tuple:
     from indicipr.metrics import SPLIT_ALIASES

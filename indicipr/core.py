@@ -18,22 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from .basics import (SECRET_ENV, clean_stale_temps, flat_paths, glob_escape, has_secret, mask_secrets, pid_alive, same_file,
+                             secret_parts, swap_folder, tidy_swap_leftovers, write_target)
+
 # %% auto #0
 __all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'SECRET_ENV', 'QA_FIELDS', 'QA_FORMS',
-           'STRICT_ENV', 'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path',
-           'tables_path', 'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
+           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS', 'STRICT_ENV',
+           'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path', 'tables_path',
+           'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
            'act_keys_in_card_order', 'act_label', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts',
            'act_mapping_report', 'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample',
-           'construction_plan', 'card_comparable', 'write_target', 'clean_stale_temps', 'glob_escape', 'same_file',
-           'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'mask_secrets', 'secret_parts',
-           'has_secret', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem',
-           'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile',
-           'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts',
-           'training_records', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark',
-           'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
-           'verify_benchmark', 'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
-           'read_timings', 'splits_table', 'problems_table']
+           'construction_plan', 'card_comparable', 'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic',
+           'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences',
+           'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file',
+           'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
+           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark',
+           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
+           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
+           'splits_table', 'problems_table']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
@@ -399,51 +401,12 @@ def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool
     return all(n == OFFICIAL_COUNTS[s] for s, n in counts.items() if s in OFFICIAL_COUNTS)
 
 # %% ../notebooks/00_core.ipynb #7d88c2b2
-def write_target(path: str | os.PathLike) -> Path:
-    "Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself."
-    path = Path(path)
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid(): return True
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except (PermissionError, OverflowError, ValueError): return pid < 2**22
-    return True
-
-def clean_stale_temps(path: str | os.PathLike) -> list[Path]:
-    "Remove the temporary files of earlier writes of `path` whose writer is gone (killed between write and rename)."
-    path, removed = Path(path), []
-    try: siblings = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
-    except OSError: return removed
-    for tmp in siblings:
-        m = _TEMP_NAME.match(tmp.name)
-        if m and m["name"] == path.name and not _pid_alive(int(m["pid"])):
-            with contextlib.suppress(OSError): tmp.unlink(); removed.append(tmp)
-    return removed
-
-def glob_escape(name: str) -> str:
-    "`name` with the glob characters `*?[` taken literally."
-    return re.sub(r"([*?\[])", r"[\1]", name)
-
-def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    "Whether two paths name one file (through symlinks, hard links, `..`); paths that do not exist compare resolved."
-    try: return os.path.samefile(a, b)
-    except OSError: return os.path.realpath(a) == os.path.realpath(b)
-
-def _flat_paths(value) -> list:
-    if value is None: return []
-    if isinstance(value, (str, os.PathLike)): return [value]
-    return [p for v in value for p in _flat_paths(v)]
-
 def check_output(out: str | os.PathLike, inputs: Mapping[str, Any], option: str = "--out", folder: bool = False) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
     regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
     out = Path(out)
     for opt, paths in inputs.items():
-        for p in _flat_paths(paths):
+        for p in flat_paths(paths):
             if Path(p).exists() and same_file(out, p):
                 raise InputError(f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)")
     for parent in ([out] if folder else []) + list(out.parents if folder else [out.parent, *out.parent.parents]):
@@ -490,44 +453,6 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     except BaseException:
         if os.path.exists(tmp): os.unlink(tmp)
         raise
-
-# %% ../notebooks/00_core.ipynb #43296dc9
-_SECRET_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/]*)@")
-_SECRET_QUERY = re.compile(r"(?i)(?P<lead>[?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth[_-]?token|secret|"
-                           r"client[_-]?secret|password|passwd|sig|signature)=)[^&#\s\"']*")
-_SECRET_WORDS = re.compile(r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"
-                           r"|\bsk-[A-Za-z0-9_\-]{6,}")
-SECRET_ENV = ("OPENAI_API_KEY", "INDICIPR_LLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
-
-def _mask_userinfo(m: re.Match) -> str:
-    user, colon, _ = m["userinfo"].partition(":")
-    return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
-
-def mask_secrets(value: Any) -> Any:
-    """`value` with every secret masked: strings, and the strings inside lists, tuples and dicts (their keys too);
-    anything else as it is."""
-    if isinstance(value, str):
-        text = _SECRET_URL.sub(_mask_userinfo, value)
-        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***", text)
-        text = _SECRET_WORDS.sub(lambda m: f"{m['lead']}***" if m["lead"] else "sk-***", text)
-        for name in SECRET_ENV:
-            if len(secret := os.environ.get(name) or "") >= 6: text = text.replace(secret, "***")
-        return text
-    if isinstance(value, Mapping): return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)): return type(value)(mask_secrets(v) for v in value)
-    return value
-
-def secret_parts(text: str) -> set[str]:
-    "The substrings of `text` that `mask_secrets` hides (to scrub them from what a program printed)."
-    parts = {(m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
-             for m in _SECRET_URL.finditer(text)}
-    parts |= {m.group(0)[len(m["lead"]):] for m in _SECRET_QUERY.finditer(text)}
-    parts |= {m.group(0)[len(m["lead"] or ""):] for m in _SECRET_WORDS.finditer(text)}
-    return {p for p in parts if len(p) >= 4}
-
-def has_secret(value: Any) -> bool:
-    "Whether `mask_secrets` would change `value`."
-    return mask_secrets(value) != value
 
 # %% ../notebooks/00_core.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
@@ -979,48 +904,23 @@ def verify_benchmark(folder: str | os.PathLike, expected: dict | None = OFFICIAL
     if problems: print(f"{folder}: {len(problems)} misaligned answer offset(s), kept:\n" + "\n".join(problem_lines(problems)), file=sys.stderr)
     return counts
 
-def _fetch_leftovers(dest: Path) -> None:
-    """Finish what a killed `fetch` left beside `dest`: its download folders go; an old folder set aside for the swap
-    is put back when `dest` is missing (the swap did not happen), else removed (it did)."""
-    import shutil
-    for tmp in dest.parent.glob(f".{glob_escape(dest.name)}.*.*"):
-        m = re.fullmatch(rf"\.{re.escape(dest.name)}\.(fetch|old)\.(\d+)\..+", tmp.name)
-        if not m or not tmp.is_dir() or _pid_alive(int(m[2])): continue
-        if m[1] == "old" and not dest.exists(): os.replace(tmp, dest)
-        else: shutil.rmtree(tmp, ignore_errors=True)
-
-def _swap_folder(new: Path, dest: Path) -> None:
-    "Put the folder `new` in place of `dest` as a whole: `dest` is set aside, `new` renamed to it, the old one removed."
-    import shutil
-    if not dest.exists(): os.replace(new, dest); return
-    old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old.{os.getpid()}."))
-    os.rmdir(old); os.replace(dest, old)
-    os.replace(new, dest)
-    shutil.rmtree(old, ignore_errors=True)
-
 def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
     """Download the four official files from the hub into a new folder beside `dest` (default `data/benchmark/`), verify
     them there, then swap the folder in as a whole: a killed fetch leaves `dest` all old or all new (other files of
     `dest` are carried over)."""
     import shutil
     dest = Path(dest) if dest else data_dir() / "benchmark"
-    if dest.exists() and not dest.is_dir(): raise InputError(f"--dest {dest}: a file, not a folder")
-    for parent in dest.parents:
-        if parent.exists() and not parent.is_dir(): raise InputError(f"--dest {dest}: {parent} is a file, not a folder")
+    check_output(dest, {}, option="--dest", folder=True)
     if not _hub_reachable(): raise BenchmarkUnavailable(_hub_help())
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _fetch_leftovers(dest)
+    tidy_swap_leftovers(dest)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.fetch.{os.getpid()}."))
     try:
         for name in OFFICIAL_FILES.values():
             write_text_atomic(tmp / name, read_text(_hub_file(name)[0]))
         counts = verify_benchmark(tmp)
-        if dest.is_dir():
-            for other in dest.iterdir():
-                if other.name not in OFFICIAL_FILES.values():
-                    (shutil.copytree if other.is_dir() else shutil.copy2)(other, tmp / other.name, **({"symlinks": True} if other.is_dir() else {"follow_symlinks": False}))
-        os.chmod(tmp, (dest.stat().st_mode if dest.exists() else 0o777 & ~_umask()) & 0o7777)
-        _swap_folder(tmp, dest)
+        if not dest.exists(): os.chmod(tmp, 0o777 & ~_umask())
+        swap_folder(tmp, dest, replaced=OFFICIAL_FILES.values())
     finally:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return counts

@@ -52,7 +52,9 @@ def _occurrences(text: str, context: str) -> list[Span]:
     spans = [(i, i + len(text)) for i in _find_all(text, context)]
     if spans:
         return spans
-    needle = _folded(" ".join(text.split()))[0]
+    spaced = " ".join(text.split())
+    if len(spaced) > len(context): return []            # longer than the context even with its spaces folded: nowhere
+    needle = _folded(spaced)[0]
     hay, where = _folded(context)
     return [(where[i], where[i + len(needle) - 1] + 1) for i in _find_all(needle, hay)]
 

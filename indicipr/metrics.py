@@ -23,9 +23,12 @@ from typing import Callable, Iterable, Mapping
 import pandas as pd
 
 # %% ../notebooks/06_metrics.ipynb #f9ad375b
+import functools
+
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
+@functools.lru_cache(maxsize=4096)          # a prediction is normalised once, not once per gold answer and metric
 def normalize_answer(text: str) -> str:
     "SQuAD v1.1 normalization: lowercase, drop ASCII punctuation, drop articles, collapse whitespace."
     text = text.lower().translate(_ASCII_PUNCTUATION)

@@ -447,7 +447,7 @@ def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypat
     monkeypatch.setattr(core.os, "replace", real_replace)
     for p in tmp_path.iterdir():                                   # as if the killed process were gone: its pid is free
         if p.name.startswith(".bench.") and f".{os.getpid()}." in p.name: p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
-    getattr(core, "_fetch_leftovers", lambda d: None)(dest)        # what the next start does first
+    getattr(core, "tidy_swap_leftovers", lambda d: None)(dest)        # what the next start does first
     assert _bench_state(dest, old, new) in ("old", "new")
     assert (dest / "notes.txt").read_text() == "mine"
     moving.clear()
