@@ -24,11 +24,12 @@ from .report import StageResult, format_seconds, write_report
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS',
-           'RESERVED_BUILD_TAGS', 'COMMANDS', 'BAD_INPUT', 'PipelineError', 'RunnerUsageError', 'select_notebooks',
-           'notebook_parameter_types', 'notebook_parameters', 'parameters_for', 'check_parameters', 'ensure_kernel',
-           'run_notebook', 'run_figures_dir', 'run_pipeline', 'build_parser', 'check_build_tag', 'build_parameters',
-           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'evaluate_command', 'predict_command',
-           'train_command', 'audit_command', 'cleaner_check_command', 'main']
+           'RESERVED_BUILD_TAGS', 'COMMANDS', 'BAD_INPUT', 'NOTEBOOK_METADATA', 'PipelineError', 'RunnerUsageError',
+           'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'parameters_for', 'check_parameters',
+           'ensure_kernel', 'run_notebook', 'run_figures_dir', 'run_pipeline', 'build_parser', 'check_build_tag',
+           'build_parameters', 'reproduce_command', 'build_command', 'fetch_command', 'info_command',
+           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command', 'main',
+           'papermill_parameters_source', 'normalize_notebook', 'normalize_notebooks', 'notebook_door_problems']
 
 # %% ../notebooks/12b_cli.ipynb #adaffda2
 NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
@@ -71,6 +72,10 @@ def _annotation_types(node) -> tuple | None:
         left, right = _annotation_types(node.left), _annotation_types(node.right)
         return None if left is None or right is None else left + right
     if isinstance(node, ast.Constant) and node.value is None: return (type(None),)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("Optional", "Union"):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]   # papermill's form of `X | None`
+        found = [_annotation_types(p) for p in parts] + ([(type(None),)] if node.value.id == "Optional" else [])
+        return None if None in found else tuple(t for f in found for t in f)
     if isinstance(node, ast.Subscript): node = node.value                  # list[int] → list
     if isinstance(node, ast.Name) and node.id in _TYPE_NAMES:
         t = _TYPE_NAMES[node.id]
@@ -546,3 +551,97 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli": sys.exit(main())
+
+# %% ../notebooks/12b_cli.ipynb #aafaa601
+NOTEBOOK_METADATA = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
+_TYPING_NAMES = ("Optional", "Union")
+_IMPORT_TYPING = re.compile(r"^from typing import ([\w, ]+)$")
+_NONE_DEFAULTS = {"figures_dir": "Optional[str]"}     # a common parameter whose `None` default says nothing of its type
+
+def _literal_annotation(node) -> str | None:
+    "The annotation a literal default implies (`15` → `int`); None for a `None` default or anything not a literal."
+    try: value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError): return None
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", tuple: "tuple"}.get(type(value))
+
+def _plain_annotation(node) -> str:
+    "`node` (an annotation) as names, brackets and commas: `int | None` → `Optional[int]`, `str | list | None` → `Union[str, list, None]`."
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        members = [_plain_annotation(node.left), _plain_annotation(node.right)]
+        members = [m for part in members for m in (part[6:-1].split(", ") if part.startswith("Union[") else [part])]
+        if len(members) == 2 and "None" in members: return f"Optional[{next(m for m in members if m != 'None')}]"
+        return f"Union[{', '.join(members)}]"
+    if isinstance(node, ast.Subscript):
+        inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return f"{_plain_annotation(node.value)}[{', '.join(_plain_annotation(n) for n in inner)}]"
+    return ast.unparse(node)
+
+def papermill_parameters_source(src: str) -> str:
+    """A parameters cell as papermill's `--help-notebook` reads it: each one-line parameter annotated with names, brackets and
+    commas (its annotation rewritten, else its literal default's type; a bare `None` default stays bare but for `figures_dir`), with the `typing`
+    names it uses imported on the cell's first line. Values and comments are kept."""
+    lines = src.split("\n")
+    kept = [l for l in lines if not _IMPORT_TYPING.match(l.strip())]
+    offset = len(lines) - len(kept)
+    if offset and all(_IMPORT_TYPING.match(l.strip()) for l in lines[:offset]): lines = kept
+    else: offset = 0
+    used = set()
+    for node in ast.parse("\n".join(lines)).body:
+        if node.lineno != node.end_lineno: continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, ann = node.target.id, _plain_annotation(node.annotation)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            ann = _literal_annotation(node.value) or _NONE_DEFAULTS.get(name)
+            if ann is None: continue
+        else: continue
+        raw = lines[node.lineno - 1].encode("utf-8")               # ast offsets count bytes
+        lines[node.lineno - 1] = (raw[:node.col_offset] + f"{name}: {ann} = ".encode() + raw[node.value.col_offset:]).decode("utf-8")
+        used |= {t for t in _TYPING_NAMES if f"{t}[" in ann}
+    head = [f"from typing import {', '.join(sorted(used))}"] if used else []
+    return "\n".join(head + lines)
+
+# %% ../notebooks/12b_cli.ipynb #735ec217
+def _notebooks(nbs_dir=None) -> list[Path]:
+    return sorted(Path(nbs_dir or project_root() / "notebooks").glob("*.ipynb"))
+
+def _nb_text(nb: dict) -> str:
+    "A notebook as nbdev writes it (sorted keys, one-space indent), so that `nbdev_clean` leaves the file as it is."
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+def _source(cell) -> str: return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+def normalize_notebook(path) -> bool:
+    "Give the notebook `NOTEBOOK_METADATA` and a parameters cell papermill reads (`papermill_parameters_source`); True when it changed."
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    nb["metadata"] = json.loads(json.dumps(NOTEBOOK_METADATA))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            src = _source(cell)
+            if papermill_parameters_source(src) != src: cell["source"] = papermill_parameters_source(src).splitlines(True)
+    if _nb_text(nb) == text: return False
+    core.write_text_atomic(path, _nb_text(nb)); return True
+
+def normalize_notebooks(nbs_dir=None) -> list[Path]:
+    "`normalize_notebook` on every notebook of `nbs_dir` (default: the project's); the ones it changed."
+    return [p for p in _notebooks(nbs_dir) if normalize_notebook(p)]
+
+def notebook_door_problems(nbs_dir=None) -> list[str]:
+    "One sentence per notebook whose metadata is not `NOTEBOOK_METADATA` or whose parameters `papermill --help-notebook` cannot list."
+    from papermill.translators import PythonTranslator
+    problems = []
+    for path in _notebooks(nbs_dir):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if nb.get("metadata") != NOTEBOOK_METADATA:
+            problems.append(f"{path}: metadata {json.dumps(nb.get('metadata'))} is not the project's {json.dumps(NOTEBOOK_METADATA)}")
+        cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+        if cell is None: continue
+        listed = {p.name for p in PythonTranslator.inspect({"source": _source(cell)})}
+        unread = [n for n in notebook_parameters(path) if n not in listed]
+        if unread or papermill_parameters_source(_source(cell)) != _source(cell):
+            problems.append(f"{path}: papermill --help-notebook " + (f"cannot list {', '.join(unread)}" if unread else "misses types")
+                            + " (annotations with names, brackets and commas only)")
+    if problems: problems.append("fix: python -c 'from indicipr.cli import normalize_notebooks; normalize_notebooks()'")
+    return problems
