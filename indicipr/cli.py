@@ -26,8 +26,8 @@ from .report import StageResult, format_seconds, write_report
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS',
            'RESERVED_BUILD_TAGS', 'COMMANDS', 'BAD_INPUT', 'NOTEBOOK_METADATA', 'PipelineError', 'RunnerUsageError',
            'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'parameters_for', 'check_parameters',
-           'ensure_kernel', 'run_notebook', 'run_figures_dir', 'run_pipeline', 'build_parser', 'check_build_tag',
-           'build_parameters', 'reproduce_command', 'build_command', 'fetch_command', 'info_command',
+           'ensure_kernel', 'run_notebook', 'run_figures_dir', 'main_job_env', 'run_pipeline', 'build_parser',
+           'check_build_tag', 'build_parameters', 'reproduce_command', 'build_command', 'fetch_command', 'info_command',
            'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command', 'main',
            'papermill_parameters_source', 'normalize_notebook', 'normalize_notebooks', 'notebook_door_problems']
 
@@ -232,6 +232,12 @@ def run_figures_dir(parameters: dict, run_dir: str | os.PathLike, partial: bool 
     main_job = parameters.get("profile", "offline") == "offline" and str(parameters.get("data_source", "sample")) == "sample"
     return None if main_job and not partial else str(Path(run_dir) / "figures")
 
+# %% ../notebooks/12b_cli.ipynb #e858a84a
+def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
+    "`{INDICIPR_MAIN_JOB: '1'}` when these parameters and notebooks make the main job (`run_figures_dir` gives `None`), else `{}`."
+    params = {"data_source": "sample", "profile": "offline", "figures_dir": None, **parameters}
+    return {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
+
 # %% ../notebooks/12b_cli.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
@@ -429,7 +435,7 @@ def reproduce_command(args) -> int:
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params.update({k: _parse_value(v) for k, v in args.parameter})
     try:
-        with _environ(**({core.STRICT_ENV: "1"} if args.strict else {})):
+        with _environ(**({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))):
             results = run_pipeline(params, run_dir=args.run_dir, notebooks=select_notebooks(args.only))
     except PipelineError as e:
         print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
