@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs
+.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs docs
 
 $(STAMP): settings.ini setup.py
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): settings.ini setup.py
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
 	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
+	# JupyterLab started from this venv saves notebooks cleaned as nbdev_clean leaves them (nbdev's pre-save hook;
+	# an editable install does not place setup.py's data_files, so it is copied here; elsewhere: nbdev_install_hooks)
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	cp jupyter-config/jupyter_server_config.d/indicipr.json $(VENV)/etc/jupyter/jupyter_server_config.d/
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -50,6 +54,11 @@ REHEARSE_ARGS ?= --in-place
 rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
+
+# nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs)
+docs: setup
+	@if command -v quarto >/dev/null 2>&1; then $(BIN)/nbdev_docs; \
+	else echo "make docs: Quarto is not installed here, so the site is not built (install it from https://quarto.org, then run make docs again)."; fi
 
 clean-runs:
 	rm -rf runs
