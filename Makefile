@@ -20,10 +20,10 @@ $(STAMP): settings.ini setup.py
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
 	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
-	# JupyterLab started from this venv saves notebooks cleaned as nbdev_clean leaves them (nbdev's pre-save hook;
-	# an editable install does not place setup.py's data_files, so it is copied here; elsewhere: nbdev_install_hooks)
-	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
-	cp jupyter-config/jupyter_server_config.d/indicipr.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
+	# (indicipr.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12c_jupyter.ipynb)
+	mkdir -p $(VENV)/etc/jupyter
+	cp jupyter-config/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -37,8 +37,5 @@ setuptools.setup(
     entry_points={
         "console_scripts": console_scripts,
     },
-    # JupyterLab started from this environment cleans a notebook of this project as nbdev_clean does when it saves it
-    # (nbdev's pre-save hook; it acts only where settings.ini says jupyter_hooks = True)
-    data_files=[("etc/jupyter/jupyter_server_config.d", ["jupyter-config/jupyter_server_config.d/indicipr.json"])],
     zip_safe=False,
 )
