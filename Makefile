@@ -55,9 +55,11 @@ rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
 
-# nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs)
+# nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs): what
+# nbdev_docs does, except that it does not rewrite README.md from notebooks/index.ipynb (the README is written by hand)
 docs: setup
-	@if command -v quarto >/dev/null 2>&1; then $(BIN)/nbdev_docs; \
+	@if command -v quarto >/dev/null 2>&1; then \
+	  $(BIN)/nbdev_proc_nbs && (cd _proc && quarto render --no-cache) && rm -rf _docs && mv _proc/_docs _docs; \
 	else echo "make docs: Quarto is not installed here, so the site is not built (install it from https://quarto.org, then run make docs again)."; fi
 
 clean-runs:
