@@ -31,8 +31,8 @@ __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CA
            'section_of_title', 'record_section', 'gold_starts', 'training_records', 'BenchmarkUnavailable',
            'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark', 'problem_lines',
            'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark', 'fetch_benchmark',
-           'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings', 'splits_table',
-           'problems_table']
+           'timing_columns', 'save_table', 'save_figure', 'show_saved_figure', 'record_timings', 'read_timings',
+           'splits_table', 'problems_table']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
@@ -940,7 +940,22 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
         finally:
             if os.path.exists(tmp): os.unlink(tmp)
         paths.append(target)
+    show_saved_figure(paths[0])
     return paths
+
+# %% ../notebooks/00_core.ipynb #eccb1c0c
+def _in_jupyter_kernel() -> bool:
+    try: from IPython import get_ipython
+    except ImportError: return False
+    return type(get_ipython()).__name__ == "ZMQInteractiveShell"
+
+def show_saved_figure(png: str | os.PathLike) -> bool:
+    "Display the PNG `save_figure` wrote when running in a Jupyter kernel whose matplotlib backend does not show figures itself (`Agg`); whether it did."
+    import matplotlib
+    if not _in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower(): return False
+    from IPython.display import Image, display
+    display(Image(filename=str(png)))
+    return True
 
 # %% ../notebooks/00_core.ipynb #c33317a7
 RUN_DIR_ENV = "INDICIPR_RUN_DIR"

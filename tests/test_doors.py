@@ -143,3 +143,21 @@ def test_reproduce_prints_only_results_on_stdout(tmp_path):
     assert "[1/1] 06_metrics: ok" in out.stderr
     assert git_status() == before                          # a partial run: its tables went to the run folder
     assert (tmp_path / "run" / "figures" / "tables" / "metrics_definitions_examples.md").is_file()
+
+
+def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
+    "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
+    import nbformat
+    nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                                          "from indicipr.core import save_figure"),
+                nbformat.v4.new_code_cell(f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})")]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    out = subprocess.run([str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")], cwd=tmp_path,
+                         capture_output=True, text=True, env=user_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
+    shown = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(shown) == 1
+    import base64
+    assert base64.b64decode(shown[0]["data"]["image/png"]) == (tmp_path / "figs" / "shown.png").read_bytes()
