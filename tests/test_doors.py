@@ -161,3 +161,18 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     assert len(shown) == 1
     import base64
     assert base64.b64decode(shown[0]["data"]["image/png"]) == (tmp_path / "figs" / "shown.png").read_bytes()
+
+
+def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
+    "tqdm.auto (the stages' progress bars) draws a widget in a kernel: ipywidgets is installed, no 'IProgress not found'."
+    import nbformat
+    nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
+    nb.cells = [nbformat.v4.new_code_cell("from tqdm.auto import tqdm"), nbformat.v4.new_code_cell("_ = list(tqdm(range(3), desc='demo'))")]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    out = subprocess.run([str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")], cwd=tmp_path,
+                         capture_output=True, text=True, env=user_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
+    assert not any("IProgress" in str(o) for o in outputs)
+    assert cli.scrub_outputs(outputs) == []                     # and none of it reaches the committed outputs
