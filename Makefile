@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs
+.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs docs
 
 $(STAMP): settings.ini setup.py
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): settings.ini setup.py
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
 	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
+	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
+	# (indicipr.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12c_jupyter.ipynb)
+	mkdir -p $(VENV)/etc/jupyter
+	cp jupyter-config/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -50,6 +54,13 @@ REHEARSE_ARGS ?= --in-place
 rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
+
+# nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs): what
+# nbdev_docs does, except that it does not rewrite README.md from notebooks/index.ipynb (the README is written by hand)
+docs: setup
+	@if command -v quarto >/dev/null 2>&1; then \
+	  $(BIN)/nbdev_proc_nbs && (cd _proc && quarto render --no-cache) && rm -rf _docs && mv _proc/_docs _docs; \
+	else echo "make docs: Quarto is not installed here, so the site is not built (install it from https://quarto.org, then run make docs again)."; fi
 
 clean-runs:
 	rm -rf runs

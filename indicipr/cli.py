@@ -24,14 +24,16 @@ from .report import StageResult, format_seconds, write_report
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'SECRET_PARAMETER_ENV',
-           'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters',
-           'parameters_for', 'check_parameters', 'ensure_kernel', 'run_notebook', 'run_figures_dir', 'run_pipeline',
-           'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo', 'user_path', 'user_paths', 'check_count',
-           'data_source_files', 'check_device', 'build_parser', 'check_build_tag', 'build_parameters',
+           'RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS',
+           'BAD_INPUT', 'NOTEBOOK_METADATA', 'PipelineError', 'RunnerUsageError', 'select_notebooks',
+           'notebook_parameter_types', 'notebook_parameters', 'parameters_for', 'check_parameters', 'ensure_kernel',
+           'run_notebook', 'run_figures_dir', 'main_job_env', 'run_pipeline', 'kernel_parameters', 'scrub_file',
+           'new_run_dir', 'tolerant_echo', 'user_path', 'user_paths', 'check_count', 'data_source_files',
+           'check_device', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
            'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
            'evaluate_command', 'predict_command', 'check_model_reachable', 'train_command', 'audit_command',
-           'cleaner_check_command', 'main']
+           'cleaner_check_command', 'main', 'papermill_parameters_source', 'normalize_notebook', 'normalize_notebooks',
+           'notebook_door_problems', 'scrub_text', 'scrub_outputs', 'notebook_with_outputs', 'write_back_outputs']
 
 # %% ../notebooks/12b_cli.ipynb #adaffda2
 NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
@@ -74,6 +76,10 @@ def _annotation_types(node) -> tuple | None:
         left, right = _annotation_types(node.left), _annotation_types(node.right)
         return None if left is None or right is None else left + right
     if isinstance(node, ast.Constant) and node.value is None: return (type(None),)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("Optional", "Union"):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]   # papermill's form of `X | None`
+        found = [_annotation_types(p) for p in parts] + ([(type(None),)] if node.value.id == "Optional" else [])
+        return None if None in found else tuple(t for f in found for t in f)
     if isinstance(node, ast.Subscript): node = node.value                  # list[int] → list
     if isinstance(node, ast.Name) and node.id in _TYPE_NAMES:
         t = _TYPE_NAMES[node.id]
@@ -234,6 +240,12 @@ def run_figures_dir(parameters: dict, run_dir: str | os.PathLike, partial: bool 
     main_job = parameters.get("profile", "offline") == "offline" and str(parameters.get("data_source", "sample")) == "sample"
     return None if main_job and not partial else str(Path(run_dir) / "figures")
 
+# %% ../notebooks/12b_cli.ipynb #e858a84a
+def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
+    "`{INDICIPR_MAIN_JOB: '1'}` when these parameters and notebooks make the main job (`run_figures_dir` gives `None`), else `{}`."
+    params = {"data_source": "sample", "profile": "offline", "figures_dir": None, **parameters}
+    return {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
+
 # %% ../notebooks/12b_cli.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
@@ -386,7 +398,8 @@ def _parse_value(v: str):
 def _add_reproduce(sub) -> None:
     r = sub.add_parser("reproduce", help="run notebooks 00-12 in order with papermill and write the HTML report")
     r.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
-    r.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES))
+    r.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES),
+                   help="offline (default): everything local, on the embedded sample; paper: the card's models and data")
     r.add_argument("--figures-dir", default=None, help="where figures/tables go (default: figures/ for the main job, else the run folder)")
     r.add_argument("--run-dir", default=None, help="where executed notebooks and the report go (default: runs/<time>)")
     r.add_argument("--only", default=None, help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
@@ -455,9 +468,9 @@ def check_device(device: str | None) -> None:
 # %% ../notebooks/12b_cli.ipynb #5c775493
 def _add_data_commands(sub) -> None:
     f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
-    f.add_argument("--dest", default=None)
+    f.add_argument("--dest", default=None, help="folder for the four official files (default: data/benchmark/)")
     i = sub.add_parser("info", help="show what a data source holds")
-    i.add_argument("--data-source", default="sample")
+    i.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
     i.add_argument("--strict", action="store_true", help="any problem record is an error (default: listed on stderr)")
     e = sub.add_parser("evaluate", help="score predictions exactly as the IndicIPR-QA paper does")
     e.add_argument("--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file")
@@ -474,19 +487,20 @@ def _add_data_commands(sub) -> None:
 def _add_encoder_commands(sub) -> None:
     p = sub.add_parser("predict", help="predict a split with a fine-tuned QA encoder")
     p.add_argument("--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)")
-    p.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    p.add_argument("--split", default="test", choices=["train", "validation", "test"], help="the split to predict (default: test)")
     p.add_argument("--data-source", default="sample", help="'sample', 'hub' or a folder with the official files")
     p.add_argument("--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
     p.add_argument("--batch-size", type=int, default=None, help="windows per batch (default: 4 on CPU, 64 on GPU)")
     p.add_argument("--span-score", default="logits", choices=["logits", "window_probs"],
                    help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)")
     p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: the model's qa_config.json)")
-    p.add_argument("--device", default=None)
+    p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)")
     t = sub.add_parser("train", help="notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)")
-    t.add_argument("--data-source", default="sample")
-    t.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES))
-    t.add_argument("--models", nargs="+", default=None)
-    t.add_argument("--seeds", nargs="+", type=int, default=None)
+    t.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
+    t.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES),
+                   help="whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)")
+    t.add_argument("--models", nargs="+", default=None, help="model names or hub ids to fine-tune (default: the profile's)")
+    t.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the profile's)")
     t.add_argument("--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)")
     t.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
     t.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
@@ -501,13 +515,13 @@ def _add_quality_commands(sub) -> None:
     asub = a.add_subparsers(dest="audit_command", required=True)
     e = asub.add_parser("export", help="draw test pairs stratified by Act and write one blank sheet per annotator")
     e.add_argument("--data-source", default="sample", help="sample | hub | folder with the official files")
-    e.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    e.add_argument("--split", default="test", choices=["train", "validation", "test"], help="the split the pairs are drawn from (default: test)")
     e.add_argument("-n", "--n", type=int, default=core.CARD["audit"]["test_pairs"], help="pairs to draw (all if fewer)")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--annotators", nargs="+", default=["A", "B"])
+    e.add_argument("--seed", type=int, default=0, help="seed of the stratified draw (default 0)")
+    e.add_argument("--annotators", nargs="+", default=["A", "B"], help="annotator names, one blank sheet each (default: A B)")
     e.add_argument("--out", default=None, help="kit folder (default data/audit/<source>/)")
     s = asub.add_parser("score", help="validate two filled sheets and compute the audit table")
-    s.add_argument("sheets", nargs=2, metavar="SHEET")
+    s.add_argument("sheets", nargs=2, metavar="SHEET", help="the two annotators' filled sheets (CSV)")
     s.add_argument("--figures-dir", default=None, help="also save the table under <figures_dir>/tables")
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
     c = sub.add_parser("cleaner-check", help="the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)")
@@ -516,10 +530,19 @@ def _add_quality_commands(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     "The `indicipr` command line: every subcommand of the compendium."
+    from indicipr import __version__
     p = argparse.ArgumentParser(prog="indicipr", description="IndicIPR-QA research compendium")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_add_reproduce, _add_build, _add_data_commands, _add_encoder_commands, _add_quality_commands): add(sub)
     return p
+
+# %% ../notebooks/12b_cli.ipynb #8e8c5d4e
+RESULT_LINES = ("report: ", "done in ")
+
+def echo_result_or_progress(line: str) -> None:
+    "How `reproduce` and `build` print the runner's lines: results (where the report is, the summary) on stdout, progress on stderr."
+    print(line, file=sys.stdout if line.startswith(RESULT_LINES) else sys.stderr, flush=True)
 
 # %% ../notebooks/12b_cli.ipynb #ae7083f2
 BUILD_NOTEBOOKS = ["01_corpus", "02_generate", "03_filters", "04_split"]
@@ -550,13 +573,16 @@ def reproduce_command(args) -> int:
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: _parse_value(v) for k, v in args.parameter}})
     try:
-        with _environ(**({core.STRICT_ENV: "1"} if args.strict else {})):
-            results = run_pipeline(params, run_dir=user_path(args.run_dir), notebooks=select_notebooks(args.only))
+        with _environ(**({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))):
+            results = run_pipeline(params, run_dir=user_path(args.run_dir), notebooks=select_notebooks(args.only), echo=echo_result_or_progress)
     except PipelineError as e:
         print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
         print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr); return 1
+    if main_job_env(params, select_notebooks(args.only)):                  # the main job: its outputs into the notebooks
+        changed = write_back_outputs(r.output for r in results if r.status == "ok")
+        print(f"outputs: {len(changed)} of {len(results)} notebooks changed (committed outputs of the main job)")
     return 0
 
 def build_command(args) -> int:
@@ -566,14 +592,14 @@ def build_command(args) -> int:
     run_dir = user_path(args.run_dir) or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     try:
         with _environ(**({"INDICIPR_YES": "1"} if args.yes else {})):
-            run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS)
+            run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS, echo=echo_result_or_progress)
         folder = build_dir(args.tag)
         print(f"indicipr build: the four official files are in {folder}")
         if not args.then_score:
             print(f"score them with: indicipr reproduce --profile {args.profile} --data-source {folder}"); return 0
         score_params = {"data_source": str(folder), "profile": args.profile, "figures_dir": str(Path(params["figures_dir"]) / "score"),
                         **{k: v for k, v in extra.items() if k != "statutes_path"}}
-        run_pipeline(score_params, run_dir=Path(run_dir) / "score", notebooks=SCORE_NOTEBOOKS)
+        run_pipeline(score_params, run_dir=Path(run_dir) / "score", notebooks=SCORE_NOTEBOOKS, echo=echo_result_or_progress)
         return 0
     except PipelineError as e:
         print(f"indicipr build: stopped: {e}", file=sys.stderr); return 1
@@ -717,3 +743,173 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli": sys.exit(main())
+
+# %% ../notebooks/12b_cli.ipynb #aafaa601
+NOTEBOOK_METADATA = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
+_TYPING_NAMES = ("Optional", "Union")
+_IMPORT_TYPING = re.compile(r"^from typing import ([\w, ]+)$")
+_NONE_DEFAULTS = {"figures_dir": "Optional[str]"}     # a common parameter whose `None` default says nothing of its type
+
+def _literal_annotation(node) -> str | None:
+    "The annotation a literal default implies (`15` → `int`); None for a `None` default or anything not a literal."
+    try: value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError): return None
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", tuple: "tuple"}.get(type(value))
+
+def _plain_annotation(node) -> str:
+    "`node` (an annotation) as names, brackets and commas: `int | None` → `Optional[int]`, `str | list | None` → `Union[str, list, None]`."
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        members = [_plain_annotation(node.left), _plain_annotation(node.right)]
+        members = [m for part in members for m in (part[6:-1].split(", ") if part.startswith("Union[") else [part])]
+        if len(members) == 2 and "None" in members: return f"Optional[{next(m for m in members if m != 'None')}]"
+        return f"Union[{', '.join(members)}]"
+    if isinstance(node, ast.Subscript):
+        inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return f"{_plain_annotation(node.value)}[{', '.join(_plain_annotation(n) for n in inner)}]"
+    return ast.unparse(node)
+
+def papermill_parameters_source(src: str) -> str:
+    """A parameters cell as papermill's `--help-notebook` reads it: each one-line parameter annotated with names, brackets and
+    commas (its annotation rewritten, else its literal default's type; a bare `None` default stays bare but for `figures_dir`), with the `typing`
+    names it uses imported on the cell's first line. Values and comments are kept."""
+    lines = src.split("\n")
+    kept = [l for l in lines if not _IMPORT_TYPING.match(l.strip())]
+    offset = len(lines) - len(kept)
+    if offset and all(_IMPORT_TYPING.match(l.strip()) for l in lines[:offset]): lines = kept
+    else: offset = 0
+    used = set()
+    for node in ast.parse("\n".join(lines)).body:
+        if node.lineno != node.end_lineno: continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, ann = node.target.id, _plain_annotation(node.annotation)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            ann = _literal_annotation(node.value) or _NONE_DEFAULTS.get(name)
+            if ann is None: continue
+        else: continue
+        raw = lines[node.lineno - 1].encode("utf-8")               # ast offsets count bytes
+        lines[node.lineno - 1] = (raw[:node.col_offset] + f"{name}: {ann} = ".encode() + raw[node.value.col_offset:]).decode("utf-8")
+        used |= {t for t in _TYPING_NAMES if f"{t}[" in ann}
+    head = [f"from typing import {', '.join(sorted(used))}"] if used else []
+    return "\n".join(head + lines)
+
+# %% ../notebooks/12b_cli.ipynb #735ec217
+def _notebooks(nbs_dir=None) -> list[Path]:
+    return sorted(Path(nbs_dir or project_root() / "notebooks").glob("*.ipynb"))
+
+def _nb_text(nb: dict) -> str:
+    "A notebook as nbdev writes it (sorted keys, one-space indent), so that `nbdev_clean` leaves the file as it is."
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+def _source(cell) -> str: return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+def normalize_notebook(path) -> bool:
+    "Give the notebook `NOTEBOOK_METADATA` and a parameters cell papermill reads (`papermill_parameters_source`); True when it changed."
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    nb["metadata"] = json.loads(json.dumps(NOTEBOOK_METADATA))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            src = _source(cell)
+            if papermill_parameters_source(src) != src: cell["source"] = papermill_parameters_source(src).splitlines(True)
+    if _nb_text(nb) == text: return False
+    core.write_text_atomic(path, _nb_text(nb)); return True
+
+def normalize_notebooks(nbs_dir=None) -> list[Path]:
+    "`normalize_notebook` on every notebook of `nbs_dir` (default: the project's); the ones it changed."
+    return [p for p in _notebooks(nbs_dir) if normalize_notebook(p)]
+
+def notebook_door_problems(nbs_dir=None) -> list[str]:
+    "One sentence per notebook whose metadata is not `NOTEBOOK_METADATA` or whose parameters `papermill --help-notebook` cannot list."
+    from papermill.translators import PythonTranslator
+    problems = []
+    for path in _notebooks(nbs_dir):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if nb.get("metadata") != NOTEBOOK_METADATA:
+            problems.append(f"{path}: metadata {json.dumps(nb.get('metadata'))} is not the project's {json.dumps(NOTEBOOK_METADATA)}")
+        cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+        if cell is None: continue
+        listed = {p.name for p in PythonTranslator.inspect({"source": _source(cell)})}
+        unread = [n for n in notebook_parameters(path) if n not in listed]
+        if unread or papermill_parameters_source(_source(cell)) != _source(cell):
+            problems.append(f"{path}: papermill --help-notebook " + (f"cannot list {', '.join(unread)}" if unread else "misses types")
+                            + " (annotations with names, brackets and commas only)")
+    if problems: problems.append("fix: python -c 'from indicipr.cli import normalize_notebooks; normalize_notebooks()'")
+    return problems
+
+# %% ../notebooks/12b_cli.ipynb #784c2dc8
+_VOLATILE = [
+    (re.compile(r"(<[^<>\n]*?) at 0x[0-9a-fA-F]+>"), r"\1>"),                               # reprs, as nbdev_clean cleans them
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x…"),                                              # object addresses
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),  # dates
+    (re.compile(r"\b\d{8}-\d{6}(?:-\d+)?\b"), "<run>"),                                       # run folder names
+    (re.compile(r"\b\d+(?:\.\d+)?\s?[A-Za-z]+/s\b"), "…/s"),                                 # rates (it/s, questions/s)
+    (re.compile(r"\b(?:\d+h)?\d+m\d+(?:\.\d+)?s\b"), "…"),                                   # 1m15s
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes)\b"), "…"),   # 3.2 s, 12 seconds
+]
+_WIDGET = "application/vnd.jupyter.widget-view+json"
+
+def scrub_text(text: str, root: str | os.PathLike | None = None) -> str:
+    "`text` without what changes from run to run: the checkout's and temporary folders' paths, addresses, dates, run ids, durations."
+    import tempfile
+    for folder, name in ((root or project_root(), ""), (tempfile.gettempdir(), "<tmp>/")):
+        folder = str(Path(folder).resolve()).rstrip("/")
+        text = re.sub(re.escape(folder) + r"(?:/[\w.-]+)?/?" if name else re.escape(folder) + "/?",
+                      lambda m: name if name else "", text)
+    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))               # what a terminal shows last
+    for pattern, repl in _VOLATILE: text = pattern.sub(repl, text)
+    return text
+
+def _text(value) -> str: return "".join(value) if isinstance(value, list) else value
+
+def scrub_outputs(outputs: list[dict], root: str | os.PathLike | None = None) -> list[dict]:
+    "The outputs of one executed cell as they are committed (see above): stdout and display results only, scrubbed."
+    kept = []
+    for o in outputs:
+        kind = o.get("output_type")
+        if kind == "error" or (kind == "stream" and o.get("name") != "stdout"): continue
+        if _WIDGET in o.get("data", {}): continue
+        o = json.loads(json.dumps(o))
+        if kind == "stream":
+            text = _text(o["text"])
+            if kept and kept[-1].get("output_type") == "stream": kept[-1]["text"] += text; continue
+            o["text"] = text
+        if "execution_count" in o: o["execution_count"] = None
+        for mime, value in o.get("data", {}).items():
+            if mime.startswith("text/"):
+                o["data"][mime] = scrub_text(_text(value), root)
+        kept.append(o)
+    for o in kept:
+        if o.get("output_type") == "stream": o["text"] = scrub_text(o["text"], root)
+    return [o for o in kept if o.get("output_type") != "stream" or o["text"].strip()]
+
+def notebook_with_outputs(source: dict, executed: dict, root: str | os.PathLike | None = None) -> dict:
+    """`source` (a notebook) with the scrubbed outputs of `executed` (papermill's run of it), matched cell by cell (by id, else
+    in order without papermill's injected cell); sources and metadata are `source`'s, cleaned as `nbdev_clean` cleans."""
+    from nbdev.clean import clean_nb
+    from nbdev.config import get_config
+    ran = [c for c in executed["cells"] if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    by_id = {c.get("id"): c for c in ran}
+    if len(ran) != len(source["cells"]) and not all(c.get("id") in by_id for c in source["cells"]):
+        raise ValueError("the executed notebook does not have the source notebook's cells")
+    nb = json.loads(json.dumps(source))
+    for i, cell in enumerate(nb["cells"]):
+        twin = by_id.get(cell.get("id")) or ran[i]
+        if _text(twin["source"]) != _text(cell["source"]): raise ValueError(f"cell {i + 1}: the executed notebook's source differs")
+        if cell["cell_type"] == "code": cell["outputs"], cell["execution_count"] = scrub_outputs(twin.get("outputs", []), root), None
+    cfg = get_config(path=Path(root or project_root()))
+    clean_nb(nb, False, cfg.get("allowed_metadata_keys", "").split(), cfg.get("allowed_cell_metadata_keys", "").split(), True)
+    return nb
+
+def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.PathLike | None = None) -> list[Path]:
+    "Write the scrubbed outputs of executed notebooks (the run's copies) into the source notebooks of the same name; the ones that changed."
+    nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
+    changed = []
+    for ran in map(Path, executed):
+        src = nbs_dir / ran.name
+        if not (src.is_file() and ran.is_file()): continue
+        text = src.read_text(encoding="utf-8")
+        new = _nb_text(notebook_with_outputs(json.loads(text), json.loads(ran.read_text(encoding="utf-8")), nbs_dir.parent))
+        if new != text: core.write_text_atomic(src, new); changed.append(src)
+    return changed

@@ -22,20 +22,21 @@ from .basics import (SECRET_ENV, clean_stale_temps, flat_paths, glob_escape, has
                              secret_parts, swap_folder, tidy_swap_leftovers, write_target)
 
 # %% auto #0
-__all__ = ['ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS', 'STRICT_ENV',
-           'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path', 'tables_path',
-           'build_dir', 'shared_dir', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
-           'act_keys_in_card_order', 'act_label', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts',
-           'act_mapping_report', 'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample',
-           'construction_plan', 'card_comparable', 'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic',
-           'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences',
-           'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file',
-           'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
+__all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
+           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'ACT_MAP_ENV', 'PROFILE_NAMES', 'QA_FIELDS', 'QA_FORMS',
+           'STRICT_ENV', 'RUN_DIR_ENV', 'TIMINGS_FILE', 'InputError', 'project_root', 'data_dir', 'figures_path',
+           'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path', 'Act',
+           'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
+           'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report', 'seed_everything',
+           'stage_settings', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
+           'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'write_jsonl', 'append_jsonl',
+           'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
+           'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'read_qa_file',
+           'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
            'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark',
            'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
-           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings',
-           'splits_table', 'problems_table']
+           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'show_saved_figure', 'record_timings',
+           'read_timings', 'splits_table', 'problems_table']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
@@ -62,8 +63,8 @@ def data_dir() -> Path:
     return project_root() / "data"
 
 def figures_path(figures_dir: str | os.PathLike | None = None) -> Path:
-    "Where figures go: `figures_dir` if given, else `<root>/figures`; created on demand."
-    out = Path(figures_dir) if figures_dir else project_root() / "figures"
+    "Where figures go: `figures_dir` if given, else `default_figures_path()`; created on demand."
+    out = Path(figures_dir) if figures_dir else default_figures_path()
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -84,6 +85,21 @@ def shared_dir() -> Path | None:
     env = os.environ.get("INDICIPR_SHARED")
     candidates = [Path(env)] if env else [project_root().parent / "shared", project_root() / "shared"]
     return next((c for c in candidates if c.is_dir()), None)
+
+# %% ../notebooks/00_core.ipynb #c170d106
+MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"
+
+def main_job() -> bool:
+    "Whether this process runs in the main job (set by `indicipr reproduce` for its kernels), the one run that writes `figures/` and `data/sample/`."
+    return os.environ.get(MAIN_JOB_ENV) == "1"
+
+def scratch_dir() -> Path:
+    "`<root>/runs/interactive`: what a notebook run outside the runner writes (gitignored)."
+    return project_root() / "runs" / "interactive"
+
+def default_figures_path() -> Path:
+    "The figures folder of a run given no `figures_dir`: `figures/` in the main job, `runs/interactive/figures` otherwise."
+    return project_root() / "figures" if main_job() else scratch_dir() / "figures"
 
 # %% ../notebooks/00_core.ipynb #9b1cafca
 @dataclass(frozen=True)
@@ -386,11 +402,12 @@ def may_publish_sample(profile: str, data_source) -> bool:
     return profile == "offline" and str(data_source) == "sample"
 
 def construction_plan(data_source: str | os.PathLike = "sample", profile: str = "offline", rebuild: bool | None = None,
-                      build_tag: str | None = None, builds: Iterable[str] | None = None, publish: bool = True) -> ConstructionPlan:
-    "The plan notebooks 01-04 follow for these parameters (see above)."
+                      build_tag: str | None = None, builds: Iterable[str] | None = None, publish: bool | None = None) -> ConstructionPlan:
+    "The plan notebooks 01-04 follow for these parameters (see above); `publish=None`: only in the main job (`main_job()`)."
     job = ("rebuild" if rebuild else "score") if rebuild is not None else \
           ("rebuild" if may_publish_sample(profile, data_source) else "score")
-    return ConstructionPlan(job, str(data_source), profile, build_tag, None if builds is None else tuple(builds), bool(publish))
+    return ConstructionPlan(job, str(data_source), profile, build_tag, None if builds is None else tuple(builds),
+                            main_job() if publish is None else bool(publish))
 
 # %% ../notebooks/00_core.ipynb #1bf197e2
 def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool:
@@ -964,7 +981,22 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
         finally:
             if os.path.exists(tmp): os.unlink(tmp)
         paths.append(target)
+    show_saved_figure(paths[0])
     return paths
+
+# %% ../notebooks/00_core.ipynb #eccb1c0c
+def _in_jupyter_kernel() -> bool:
+    try: from IPython import get_ipython
+    except ImportError: return False
+    return type(get_ipython()).__name__ == "ZMQInteractiveShell"
+
+def show_saved_figure(png: str | os.PathLike) -> bool:
+    "Display the PNG `save_figure` wrote when running in a Jupyter kernel whose matplotlib backend does not show figures itself (`Agg`); whether it did."
+    import matplotlib
+    if not _in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower(): return False
+    from IPython.display import Image, display
+    display(Image(filename=str(png)))
+    return True
 
 # %% ../notebooks/00_core.ipynb #c33317a7
 RUN_DIR_ENV = "INDICIPR_RUN_DIR"

@@ -718,7 +718,7 @@ def corpus_stage(plan, statutes_path: str | Path | None = None, max_context_word
     from indicipr.core import load_benchmark
     if not plan.rebuild:
         return released_contexts(load_benchmark(plan.data_source, merged=True)["merged"]), f"the released files of {plan.data_source}"
-    if plan.of_sample: sync_sample_statutes()                  # a tagged build never writes data/sample/
+    if plan.of_sample and plan.publish: sync_sample_statutes()   # only the main job writes data/sample/ (never a tagged build)
     max_words = stage_settings(PROFILE_DEFAULTS, plan.profile, max_context_words=max_context_words)["max_context_words"]
     sections = load_statutes(plan.profile, statutes_path)
     contexts = build_contexts(sections, max_words)
