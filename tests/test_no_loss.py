@@ -328,7 +328,7 @@ def test_parameters_with_none_defaults_are_type_checked(tmp_path, capsys, notebo
 
 def test_command_line_paths_are_the_users(tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(cli, "run_pipeline", lambda params, run_dir=None, notebooks=None: seen.update(params, run_dir=run_dir) or [])
+    monkeypatch.setattr(cli, "run_pipeline", lambda params, run_dir=None, notebooks=None, **_: seen.update(params, run_dir=run_dir) or [])
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mybench").mkdir()
     assert cli.main(["reproduce", "--only", "05_stats", "--figures-dir", "out/figs", "--data-source", "mybench", "--run-dir", "r"]) == 0
