@@ -973,7 +973,8 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
     paths = []
     for ext in ("png", "pdf"):
         target = out / f"{name}.{ext}"
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=f".{ext}")
+        clean_stale_temps(target)
+        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp")
         os.close(fd)
         try:
             fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext, metadata=_FIGURE_METADATA[ext])

@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MAX_TOKENS', 'PARTIAL_OVERLAP_F1', 'OVERLAPPING',
-           'ANALYSES', 'locate_span', 'span_relation', 'best_gold', 'error_evidence', 'classify_error',
-           'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause', 'answer_word_count',
-           'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure', 'structure_figure',
-           'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system', 'median_answer_words',
-           'char_boundary_flags', 'gold_on_boundaries', 'gold_boundary_table', 'snap_variants', 'snap_oracle',
-           'decoding_error_change', 'snap_oracle_table', 'left_out_ids', 'predictions_to_score', 'scores_table',
-           'render_report', 'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
+           'ANALYSES', 'MAX_BOOTSTRAP_CELLS', 'locate_span', 'span_relation', 'best_gold', 'error_evidence',
+           'classify_error', 'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause',
+           'answer_word_count', 'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure',
+           'structure_figure', 'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system',
+           'median_answer_words', 'char_boundary_flags', 'gold_on_boundaries', 'gold_boundary_table', 'snap_variants',
+           'snap_oracle', 'decoding_error_change', 'snap_oracle_table', 'left_out_ids', 'predictions_to_score',
+           'scores_table', 'render_report', 'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
 
 # %% ../notebooks/11_errors.ipynb #67ffe44c
 import re
@@ -443,13 +443,18 @@ def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "g
                          f"{len(pairs)} comparison(s).\n\n" + _markdown(table)))
     return render_report(f"Evaluation of {main_name}", sections)
 
+MAX_BOOTSTRAP_CELLS = 200_000_000     # resamples × questions of one bootstrap: 1.6 GB of indices
+
 def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample", n_resamples: int = N_RESAMPLES,
                    seed: int = 0, char_variant: str = "multiset", strict: bool | None = None) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
     Every file must answer some gold question (`metrics.check_coverage`)."""
-    from indicipr.core import check_output
+    from indicipr.core import InputError, check_output
     if out is not None: check_output(out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []})
     gold_records = load_gold(gold, data_source, strict=strict)
+    if against and n_resamples * len(gold_records) > MAX_BOOTSTRAP_CELLS:      # the bootstrap holds resamples × questions indices
+        raise InputError(f"--resamples {n_resamples:,}: {len(gold_records):,} questions allow at most {MAX_BOOTSTRAP_CELLS // len(gold_records):,} "
+                         f"resamples (about {n_resamples * len(gold_records) * 8 / 2**30:.1f} GiB otherwise)")
     paths = [pred, *against]
     preds = predictions_to_score(gold, gold_records, paths, data_source)
     for p, pr in zip(paths, preds):

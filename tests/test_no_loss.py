@@ -466,3 +466,12 @@ def test_error_analysis_builds_no_pattern_from_a_prediction(monkeypatch):
     assert errors._occurrences("registrar of   TRADE marks", ctx) == [(4, 28)]
     assert errors._occurrences("(the Registrar)", ctx) == [(29, 44)]
     assert errors.locate_span("x" * 100_000, ctx) is None
+
+
+def test_a_bootstrap_too_large_for_memory_is_refused(tmp_path, monkeypatch):
+    "Resamples × questions beyond what the bootstrap can hold in memory is a sentence, not a MemoryError."
+    monkeypatch.setattr(errors, "MAX_BOOTSTRAP_CELLS", 35 * 100)
+    pred, other = write_preds(tmp_path / "p.jsonl"), write_preds(tmp_path / "q.jsonl", text=lambda r: r["question"])
+    with pytest.raises(core.InputError) as e: errors.evaluate_files(GOLD, pred, [other], n_resamples=101)
+    assert "--resamples 101: 35 questions allow at most 100 resamples" in str(e.value)
+    assert "Paired bootstrap" in errors.evaluate_files(GOLD, pred, [other], n_resamples=100)
