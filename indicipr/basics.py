@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 
 # %% auto #0
 __all__ = ['SECRET_ENV', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
-           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret']
+           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'current_umask',
+           'new_file_mode', 'replace_atomic', 'write_text_atomic', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../notebooks/00_basics.ipynb #473527dd
 def write_target(path: str | os.PathLike) -> Path:
@@ -120,3 +121,53 @@ def secret_parts(text: str) -> set[str]:
 def has_secret(value: Any) -> bool:
     "Whether `mask_secrets` would change `value`."
     return mask_secrets(value) != value
+
+# %% ../notebooks/00_basics.ipynb #b7e1a002
+def current_umask() -> int:
+    "The process's umask, read without changing it where the system shows it (Linux), else by setting and restoring it."
+    status = Path("/proc/self/status")
+    if m := re.search(r"^Umask:\s*([0-7]+)", status.read_text() if status.exists() else "", re.M): return int(m.group(1), 8)
+    mask = os.umask(0o022); os.umask(mask)
+    return mask
+
+def new_file_mode(path: str | os.PathLike) -> int:
+    "The mode a file written at `path` should have: the existing file's, else 0666 under the umask."
+    try: return Path(path).stat().st_mode & 0o7777
+    except FileNotFoundError: return 0o666 & ~current_umask()
+
+def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+    "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a symlink's target)."
+    path = write_target(path)
+    os.chmod(tmp, new_file_mode(path))
+    os.replace(tmp, path)
+    return Path(path)
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    "Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give)."
+    path = write_target(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        return replace_atomic(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp): os.unlink(tmp)
+        raise
+
+# %% ../notebooks/00_basics.ipynb #b7e1a004
+def in_jupyter_kernel() -> bool:
+    try: from IPython import get_ipython
+    except ImportError: return False
+    return type(get_ipython()).__name__ == "ZMQInteractiveShell"
+
+def show_saved_figure(png: str | os.PathLike) -> bool:
+    "Display the PNG `save_figure` wrote when running in a Jupyter kernel whose matplotlib backend does not show figures itself (`Agg`); whether it did."
+    import matplotlib
+    if not in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower(): return False
+    from IPython.display import Image, display
+    display(Image(filename=str(png)))
+    return True

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .basics import (SECRET_ENV, clean_stale_temps, flat_paths, glob_escape, has_secret, mask_secrets, pid_alive, same_file,
-                             secret_parts, swap_folder, tidy_swap_leftovers, write_target)
+from .basics import (SECRET_ENV, clean_stale_temps, current_umask, flat_paths, glob_escape, has_secret, in_jupyter_kernel,
+                             mask_secrets, new_file_mode, pid_alive, replace_atomic, same_file, secret_parts, show_saved_figure,
+                             swap_folder, tidy_swap_leftovers, write_target, write_text_atomic)
 
 # %% auto #0
 __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
@@ -29,13 +30,12 @@ __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CA
            'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
            'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report', 'seed_everything',
            'stage_settings', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
-           'check_output', 'JSONLError', 'replace_atomic', 'write_text_atomic', 'write_jsonl', 'append_jsonl',
-           'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
-           'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'read_qa_file',
-           'make_qa_record', 'section_of_title', 'record_section', 'gold_starts', 'training_records',
-           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark', 'read_benchmark',
-           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
-           'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'show_saved_figure', 'record_timings',
+           'check_output', 'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError',
+           'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in',
+           'QAFile', 'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section',
+           'gold_starts', 'training_records', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint',
+           'Benchmark', 'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
+           'verify_benchmark', 'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
            'read_timings', 'splits_table', 'problems_table']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
@@ -435,41 +435,6 @@ def check_output(out: str | os.PathLike, inputs: Mapping[str, Any], option: str 
 # %% ../notebooks/00_core.ipynb #1f66c5d8
 class JSONLError(InputError):
     "A JSON(L) file cannot be read as records; the message names `file:line`."
-
-def _umask() -> int:
-    "The process's umask, read without changing it where the system shows it (Linux), else by setting and restoring it."
-    status = Path("/proc/self/status")
-    if m := re.search(r"^Umask:\s*([0-7]+)", status.read_text() if status.exists() else "", re.M): return int(m.group(1), 8)
-    mask = os.umask(0o022); os.umask(mask)
-    return mask
-
-def _new_file_mode(path: str | os.PathLike) -> int:
-    "The mode a file written at `path` should have: the existing file's, else 0666 under the umask."
-    try: return Path(path).stat().st_mode & 0o7777
-    except FileNotFoundError: return 0o666 & ~_umask()
-
-def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
-    "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a symlink's target)."
-    path = write_target(path)
-    os.chmod(tmp, _new_file_mode(path))
-    os.replace(tmp, path)
-    return Path(path)
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    "Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give)."
-    path = write_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        return replace_atomic(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp): os.unlink(tmp)
-        raise
 
 # %% ../notebooks/00_core.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
@@ -936,7 +901,7 @@ def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
         for name in OFFICIAL_FILES.values():
             write_text_atomic(tmp / name, read_text(_hub_file(name)[0]))
         counts = verify_benchmark(tmp)
-        if not dest.exists(): os.chmod(tmp, 0o777 & ~_umask())
+        if not dest.exists(): os.chmod(tmp, 0o777 & ~current_umask())
         swap_folder(tmp, dest, replaced=OFFICIAL_FILES.values())
     finally:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
@@ -984,20 +949,6 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
         paths.append(target)
     show_saved_figure(paths[0])
     return paths
-
-# %% ../notebooks/00_core.ipynb #eccb1c0c
-def _in_jupyter_kernel() -> bool:
-    try: from IPython import get_ipython
-    except ImportError: return False
-    return type(get_ipython()).__name__ == "ZMQInteractiveShell"
-
-def show_saved_figure(png: str | os.PathLike) -> bool:
-    "Display the PNG `save_figure` wrote when running in a Jupyter kernel whose matplotlib backend does not show figures itself (`Agg`); whether it did."
-    import matplotlib
-    if not _in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower(): return False
-    from IPython.display import Image, display
-    display(Image(filename=str(png)))
-    return True
 
 # %% ../notebooks/00_core.ipynb #c33317a7
 RUN_DIR_ENV = "INDICIPR_RUN_DIR"
