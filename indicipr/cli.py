@@ -467,6 +467,8 @@ def evaluate_command(args) -> int:
     from indicipr import errors
     if args.resamples < 1: raise RunnerUsageError(f"--resamples {args.resamples}: give a positive number of bootstrap resamples")
     page = args.out is not None and str(args.out).lower().endswith((".html", ".htm"))
+    if page and (Path(args.out).is_dir() or any(Path(p).resolve() == Path(args.out).resolve() for p in [args.pred, *args.against])):
+        raise InputError(f"--out {args.out}: a folder or a predictions file; name a new page")
     report = errors.evaluate_files(args.gold, args.pred, args.against, None if page else args.out, args.data_source, args.resamples,
                                    args.seed, args.char_f1, strict=args.strict or None)
     print(report)

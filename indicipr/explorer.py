@@ -230,9 +230,12 @@ def _beside(name: str, focus: str, systems: list[str]) -> str | None:
     return next((s for s in others if s.replace("-", "_").lower().startswith("bert_base")), others[0] if others else None)
 
 def write_run_explorers(gold_records, files: dict, out_dir, focus: str, note: str = "") -> dict[str, Path]:
-    "One page per system of `files` (system -> predictions file) in `out_dir`, as `<system>.html`: `{system: path}`."
+    """One page per system of `files` (system -> predictions file) in `out_dir`, as `<system>.html`: `{system: path}`. Pages of
+    systems no longer in the run are removed, so that the report links this run's systems only."""
     data = explorer_data(gold_records, files)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    return {s: write_text_atomic(out / f"{s}.html", explorer_page(data, s, _beside(s, focus, data["systems"]),
-                                                                   f"Error explorer: {s}", note))
-            for s in data["systems"]}
+    pages = {s: write_text_atomic(out / f"{s}.html", explorer_page(data, s, _beside(s, focus, data["systems"]),
+                                                                    f"Error explorer: {s}", note))
+             for s in data["systems"]}
+    for stale in set(out.glob("*.html")) - set(pages.values()): stale.unlink()
+    return pages

@@ -163,3 +163,14 @@ def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
     assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.txt" in err and "the forms read are" in err and "lm-evaluation-harness" in err and "Traceback" not in err
+
+
+def test_evaluate_page_refuses_a_folder_or_its_own_input(tmp_path, capsys):
+    preds = write_jsonl(tmp_path / "p.jsonl", varied_predictions(list(core.read_jsonl(GOLD))))
+    (tmp_path / "page.html").mkdir()
+    same = tmp_path / "p.html"; same.write_bytes(preds.read_bytes())
+    for pred, out in ((preds, tmp_path / "page.html"), (same, same)):
+        assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(pred), "--resamples", "20", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out}" in err and "Traceback" not in err
+    assert same.read_bytes() == preds.read_bytes()                               # the input is untouched
