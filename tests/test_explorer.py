@@ -112,7 +112,7 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
 
 
 def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
-    "At 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
+    "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
     from test_core import paper_shaped_tables
     out = explorer_page[0]
     figs = tmp_path / "figs"
@@ -125,11 +125,14 @@ def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
                                 {"data_source": "sample", "profile": "offline", "figures_dir": str(figs), "long": "/x" * 200}, 13.0)
     html = index.read_text()
     assert '<a href="explorer/sysA.html">sysA</a>' in html.split('id="t-error_taxonomy_focus"')[1].split("</section>")[0]
+    for screen in (1400, 400):
+        page = browser.new_page(viewport={"width": screen, "height": 800})
+        for url in (index.as_uri(), index.with_name("explorer").joinpath("sysA.html").as_uri()):
+            page.goto(url)
+            width = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1] == screen, (url, width)
+        page.close()
     page = browser.new_page(viewport={"width": 400, "height": 800})
-    for url in (index.as_uri(), index.with_name("explorer").joinpath("sysA.html").as_uri()):
-        page.goto(url)
-        width = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
-        assert width[0] <= width[1], (url, width)
     page.goto(index.as_uri())
     page.click('a[href="explorer/sysA.html"] >> nth=0')                     # the link opens the copied page
     assert page.url.endswith("/report/explorer/sysA.html") and page.locator("article").count() > 0
