@@ -7,6 +7,7 @@ __all__ = ['MARKS', 'EXACT', 'CLASS_LABELS', 'find_spans', 'find_span', 'mark_se
            'answer_view', 'explorer_data', 'class_counts', 'explorer_page', 'write_explorer', 'write_run_explorers']
 
 # %% ../notebooks/11a_explorer.ipynb #3251546e
+import hashlib
 import html
 import json
 import string
@@ -88,6 +89,8 @@ def token_differences(prediction: str, gold: str) -> tuple[list[str], list[str]]
         return out
     return take(g, Counter(g) - Counter(p)), take(p, Counter(p) - Counter(g))
 
+def _digest(text: str) -> str: return hashlib.blake2s(text.encode(), digest_size=8).hexdigest()   # equal answers, compared in the page
+
 def answer_view(prediction: str | None, golds: list[str], context: str, starts: list[int], scores: dict) -> dict:
     "What the page shows of one answer: `p`, spans `s` (predicted) and `g` (gold), scores, class `c`, relation, missed and extra tokens."
     ev = error_evidence(prediction, golds, context, starts) if prediction is not None else {"gold": 0, "relation": ""}
@@ -96,7 +99,7 @@ def answer_view(prediction: str | None, golds: list[str], context: str, starts: 
     gold = (start, start + len(golds[k])) if start >= 0 else None
     pred = find_span(prediction, context, near=start if start >= 0 else None) if prediction else None
     missed, extra = token_differences(prediction or "", golds[k])
-    return {"p": prediction, "n": normalize_answer(prediction) if prediction is not None else None,
+    return {"p": prediction, "n": _digest(normalize_answer(prediction)) if prediction is not None else None,
             "s": list(pred) if pred else None, "g": list(gold) if gold else None,
             **{m: round(float(scores[m]), 2) for m in ("em", "f1", "char_f1")},
             "c": classify_error(prediction, golds, context, starts) or EXACT, "rel": ev["relation"] if prediction is not None else "",
