@@ -226,18 +226,20 @@ def write_explorer(path, gold_records, systems: dict, main: str | None = None, b
     return write_text_atomic(path, explorer_page(data, main, beside, title, note))
 
 # %% ../notebooks/11a_explorer.ipynb #755c3571
-def _beside(name: str, focus: str, systems: list[str]) -> str | None:
-    "The system shown beside `name`: the focus system, or on its own page BERT-base (else the next system)."
+def _beside(name: str, focus: str, systems: list[str], f1: dict | None = None) -> str | None:
+    "The system shown beside `name`: the focus system, or on its own page BERT-base (else the other system of best mean `f1`)."
     if name != focus: return focus
     others = [s for s in systems if s != focus]
-    return next((s for s in others if s.replace("-", "_").lower().startswith("bert_base")), others[0] if others else None)
+    best = max(others, key=lambda s: (f1 or {}).get(s, 0.0), default=None)
+    return next((s for s in others if s.replace("-", "_").lower().startswith("bert_base")), best)
 
 def write_run_explorers(gold_records, files: dict, out_dir, focus: str, note: str = "") -> dict[str, Path]:
     """One page per system of `files` (system -> predictions file) in `out_dir`, as `<system>.html`: `{system: path}`. Pages of
     systems no longer in the run are removed, so that the report links this run's systems only."""
     data = explorer_data(gold_records, files)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    pages = {s: write_text_atomic(out / f"{s}.html", explorer_page(data, s, _beside(s, focus, data["systems"]),
+    f1 = {s: sum(q["by"][s]["f1"] for q in data["questions"]) for s in data["systems"]}
+    pages = {s: write_text_atomic(out / f"{s}.html", explorer_page(data, s, _beside(s, focus, data["systems"], f1),
                                                                     f"Error explorer: {s}", note))
              for s in data["systems"]}
     for stale in set(out.glob("*.html")) - set(pages.values()): stale.unlink()
