@@ -64,7 +64,7 @@ class Candidates:
     "The candidate spans of one record: character `starts`/`ends` and the features of each."
     starts: np.ndarray
     ends: np.ndarray
-    score: np.ndarray          # plain score: per-window log-probability of start plus end
+    score: np.ndarray          # plain score: start logit plus end logit (the plain decoding's, comparable across windows)
     on_start: np.ndarray
     on_end: np.ndarray
     log_length: np.ndarray     # the prior's log-density of the span's length in tokens
@@ -79,20 +79,17 @@ def window_candidates(start_logits, end_logits, offsets, on_start, on_end, max_a
     "(start char, end char, plain score, on start, on end, log length) of one window's n-best spans and their snaps."
     ctx = offsets[:, 0] >= 0
     if not ctx.any(): return []
-    s = torch.as_tensor(start_logits, dtype=torch.float32).unsqueeze(0)
-    e = torch.as_tensor(end_logits, dtype=torch.float32).unsqueeze(0)
-    mask = torch.as_tensor(ctx).unsqueeze(0)
-    lp_s = s.masked_fill(~mask, float("-inf")).log_softmax(-1)[0].numpy()
-    lp_e = e.masked_fill(~mask, float("-inf")).log_softmax(-1)[0].numpy()
-    _, i0, j0 = best_spans(s, e, mask, max_answer_length, k=n_best, softmax_mask=mask)
+    raw_s, raw_e = np.asarray(start_logits, dtype=np.float32), np.asarray(end_logits, dtype=np.float32)
+    s, e = torch.from_numpy(raw_s).unsqueeze(0), torch.from_numpy(raw_e).unsqueeze(0)
+    _, i0, j0 = best_spans(s, e, torch.as_tensor(ctx).unsqueeze(0), max_answer_length, k=n_best)   # the plain decoding's ranking
     lo, hi = int(np.flatnonzero(ctx)[0]), int(np.flatnonzero(ctx)[-1])
     seen, out = set(), []
     for i, j in zip(i0[0].tolist(), j0[0].tolist()):
         for a in [i, *_within(on_start, i, reach, lo, hi)]:
             for b in [j, *_within(on_end, j, reach, lo, hi)]:
-                if not (a <= b < a + max_answer_length) or (a, b) in seen or not np.isfinite(lp_s[a] + lp_e[b]): continue
+                if not (a <= b < a + max_answer_length) or (a, b) in seen or not (ctx[a] and ctx[b]): continue
                 seen.add((a, b))
-                out.append((int(offsets[a, 0]), int(offsets[b, 1]), float(lp_s[a] + lp_e[b]), bool(on_start[a]),
+                out.append((int(offsets[a, 0]), int(offsets[b, 1]), float(raw_s[a] + raw_e[b]), bool(on_start[a]),
                             bool(on_end[b]), float(prior.log_density(b - a + 1))))
     return out
 

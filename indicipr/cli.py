@@ -474,10 +474,10 @@ def _add_data_commands(sub) -> None:
     i.add_argument("--strict", action="store_true", help="any problem record is an error (default: listed on stderr)")
     e = sub.add_parser("evaluate", help="score predictions exactly as the IndicIPR-QA paper does")
     e.add_argument("--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file")
-    e.add_argument("--pred", required=True, help="predictions: JSONL/JSON {id, prediction_text} records or a JSON {id: text} object")
+    e.add_argument("--pred", required=True, help="predictions: JSONL/JSON {id, prediction_text} records, a JSON {id: text} object, an lm-eval samples_*.jsonl, or a CSV/TSV with id and prediction columns")
     e.add_argument("--against", nargs="*", default=[], help="other prediction files for paired-bootstrap tests")
     e.add_argument("--data-source", default="sample", help="benchmark of the split names: sample, hub, or a folder (default: sample)")
-    e.add_argument("--out", default=None, help="write the Markdown report here")
+    e.add_argument("--out", default=None, help="write the Markdown report here; a .html name writes the error explorer (every question in its context) instead")
     e.add_argument("--resamples", type=int, default=core.CARD["significance"]["n_resamples"],
                    help=f"bootstrap resamples (default: the card's {core.CARD['significance']['n_resamples']:,})")
     e.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -632,10 +632,22 @@ def evaluate_command(args) -> int:
     if args.out is not None:
         gold_files = [gold] if gold not in metrics_split_names() else data_source_files(data_source)
         core.check_output(args.out, {"--pred": args.pred, "--against": args.against, "--gold": gold_files})
-    report = errors.evaluate_files(gold, args.pred, args.against, args.out, data_source, args.resamples, args.seed,
+    page = args.out is not None and str(args.out).lower().endswith((".html", ".htm"))   # the error explorer instead of Markdown
+    report = errors.evaluate_files(gold, args.pred, args.against, None if page else args.out, data_source, args.resamples, args.seed,
                                    args.char_f1, strict=args.strict or None)
     print(report)
+    if page: print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
     return 0
+
+def _evaluate_explorer(args, gold, data_source) -> Path:
+    "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
+    from indicipr import explorer, metrics
+    paths = [args.pred, *args.against]
+    names = [metrics.system_name(p) for p in paths]
+    if len(set(names)) < len(names): names = [str(p) for p in paths]
+    gold = metrics.load_gold(gold, data_source, strict=args.strict or None)
+    return explorer.write_explorer(args.out, gold, dict(zip(names, map(str, paths))), names[0], names[1] if len(names) > 1 else None,
+                                   title=f"Error explorer: {names[0]} on {args.gold}", char_variant=args.char_f1)
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."

@@ -454,8 +454,10 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
         if r["model"] not in priors: priors[r["model"]] = boundary.fit_length_prior(train, tok)    # one per model: its tokenizer
         prior = priors[r["model"]]
         kw = {"max_length": cfg.get("max_length", 384), "stride": cfg.get("stride", 128), "max_answer_length": r["max_answer_length"]}
-        params, grid = boundary.tune(tune_set, boundary.span_candidates(model, tok, tune_set, prior, **kw))
-        preds = boundary.decode(evalset, boundary.span_candidates(model, tok, evalset, prior, **kw), params)
+        tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
+        params, grid = boundary.tune(tune_set, tune_c)
+        preds = boundary.decode(evalset, eval_c, params)
+        zero_differs = [_zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))]
         system = f"{_model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st["boundary_tune_split"]}
         metrics.write_predictions(preds, system, data_source, family="encoder", model=r["model"],
@@ -468,6 +470,7 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
                     "start_weight": params.start_weight, "end_weight": params.end_weight, "length_weight": params.length_weight,
                     "tune_f1_plain": plain_tune, "tune_f1": max(g["f1"] for g in grid),
                     "em": summary["em"], "f1": summary["f1"], "char_f1": summary["char_f1"], "plain_f1": r["f1"],
+                    "zero_differs_tune": zero_differs[0], "zero_differs": zero_differs[1],
                     "predict_s": round(time.perf_counter() - t0, 1)})
     return out
 
@@ -478,4 +481,14 @@ def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") 
                           "start weight": r["start_weight"], "end weight": r["end_weight"], "length weight": r["length_weight"],
                           f"{tune_split} F1 plain": r["tune_f1_plain"], f"{tune_split} F1 tuned": r["tune_f1"],
                           f"{split} F1 plain": r["plain_f1"], f"{split} EM": r["em"], f"{split} F1": r["f1"],
-                          f"{split} Char-F1": r["char_f1"]} for r in b_rows])
+                          f"{split} Char-F1": r["char_f1"],
+                          f"{tune_split} answers ≠ plain at weights 0": r.get("zero_differs_tune"),
+                          f"{split} answers ≠ plain at weights 0": r.get("zero_differs")} for r in b_rows])
+
+# %% ../notebooks/08_encoders.ipynb #4c319dc5
+def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
+    "Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than `predict_answers`."
+    from indicipr import boundary
+    plain = predict_answers(model, tok, records, kw["max_length"], kw["stride"], kw["max_answer_length"])
+    zero = boundary.decode(records, candidates, boundary.BoundaryParams())
+    return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))

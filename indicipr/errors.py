@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MAX_TOKENS', 'PARTIAL_OVERLAP_F1', 'OVERLAPPING',
-           'ANALYSES', 'MAX_BOOTSTRAP_CELLS', 'locate_span', 'span_relation', 'best_gold', 'error_evidence',
-           'classify_error', 'classify_errors', 'error_taxonomy_table', 'clause_boundaries', 'is_multi_clause',
+           'PROJECT_RULE', 'ERROR_RULES', 'ANALYSES', 'MAX_BOOTSTRAP_CELLS', 'locate_span', 'span_relation',
+           'best_gold', 'error_evidence', 'classify_error', 'ErrorRule', 'class_of_evidence', 'classify_errors',
+           'error_taxonomy_table', 'error_class_sensitivity', 'clause_boundaries', 'is_multi_clause',
            'answer_word_count', 'answer_features', 'structure_groups', 'answer_structure_table', 'taxonomy_figure',
            'structure_figure', 'gold_structure_figure', 'taxonomy_by_system', 'structure_by_system',
            'median_answer_words', 'char_boundary_flags', 'gold_on_boundaries', 'gold_boundary_table', 'snap_variants',
@@ -128,15 +129,35 @@ def classify_error(prediction: str | None, golds: list[str], context: str, answe
         return "no_prediction"
     if any(normalize_answer(prediction) == normalize_answer(g) for g in golds):
         return None
-    ev = error_evidence(prediction, golds, context, answer_starts)
+    return class_of_evidence(error_evidence(prediction, golds, context, answer_starts), PROJECT_RULE)
+
+# %% ../notebooks/11_errors.ipynb #0ee2f030
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class ErrorRule:
+    "The order and constants of the taxonomy's rules."
+    name: str
+    minor_first: bool = True                          # minor-word (rule 3) before span-boundary (rule 4)
+    boundary_f1: float = BOUNDARY_F1
+    minor_word_f1: float = MINOR_WORD_F1
+    minor_word_max_tokens: int = MINOR_WORD_MAX_TOKENS
+    partial_overlap_f1: float = PARTIAL_OVERLAP_F1
+
+PROJECT_RULE = ErrorRule("Project rule (minor-word first)")
+
+def class_of_evidence(ev: dict, rule: ErrorRule = PROJECT_RULE) -> str:
+    "The error type of a non-exact prediction from its `error_evidence`, under `rule`."
     f1, relation = ev["f1"], ev["relation"]
     if f1 == 0:
         return "completely_wrong"
-    if f1 >= MINOR_WORD_F1 and (ev["differing_tokens"] <= MINOR_WORD_MAX_TOKENS or relation == "unlocated"):
+    minor = f1 >= rule.minor_word_f1 and (ev["differing_tokens"] <= rule.minor_word_max_tokens or relation == "unlocated")
+    boundary = relation in OVERLAPPING and f1 >= rule.boundary_f1
+    if minor and (rule.minor_first or not boundary):
         return "minor_word"
-    if relation in OVERLAPPING and f1 >= BOUNDARY_F1:
+    if boundary:
         return "span_boundary"
-    if relation in ("crossing", "unlocated") and f1 >= PARTIAL_OVERLAP_F1:
+    if relation in ("crossing", "unlocated") and f1 >= rule.partial_overlap_f1:
         return "partial_overlap"
     return "low_overlap"
 
@@ -158,6 +179,26 @@ def error_taxonomy_table(frame: pd.DataFrame, card: bool = False) -> pd.DataFram
         ref, n_ref = CARD["errors"], sum(CARD["errors"].values())
         table["Card count"] = pd.array([ref.get(k) for k in keys], dtype="Int64")
         table["Card %"] = [100.0 * ref[k] / n_ref if k in ref else None for k in keys]
+    return table
+
+# %% ../notebooks/11_errors.ipynb #4d0d6d45
+ERROR_RULES = (PROJECT_RULE, ErrorRule("Span-boundary first", minor_first=False),
+               ErrorRule("Narrow minor-word (F1 ≥ 0.9, ≤ 1 token)", minor_word_f1=0.9, minor_word_max_tokens=1),
+               ErrorRule("Wide span-boundary (F1 ≥ 1/3)", boundary_f1=1 / 3, partial_overlap_f1=0.2))
+
+def error_class_sensitivity(frame: pd.DataFrame, rules=ERROR_RULES, card: bool = False) -> pd.DataFrame:
+    "Count of each error type among the non-exact predictions of a per-question frame under each rule (one column a rule); `card` adds the card's counts."
+    kinds = {r.name: [] for r in rules}
+    for r in frame.itertuples():
+        pred, golds = (r.prediction if r.answered else None), list(r.golds)
+        if pred is not None and any(normalize_answer(pred) == normalize_answer(g) for g in golds):
+            continue
+        ev = error_evidence(pred, golds, r.context, list(r.answer_starts)) if pred is not None else None
+        for rule in rules: kinds[rule.name].append(class_of_evidence(ev, rule) if ev else "no_prediction")
+    counts = {name: Counter(k) for name, k in kinds.items()}
+    keys = [k for k in ERROR_TYPES if k != "no_prediction" or any(c[k] for c in counts.values())]
+    table = pd.DataFrame([{"Error type": ERROR_TYPES[k], **{name: int(c[k]) for name, c in counts.items()}} for k in keys])
+    if card: table["Card count"] = pd.array([CARD["errors"].get(k) for k in keys], dtype="Int64")
     return table
 
 # %% ../notebooks/11_errors.ipynb #1bf6e865
@@ -498,6 +539,9 @@ def errors_stage(runs: dict, gold_records: list[dict], st: dict, data_source, le
                                          f"{focus_note}, run {chosen[focus]}: scores by answer length, clause structure and answer position"),
               "error_taxonomy": (taxonomy_wide, "Non-exact predictions per error type and system (one run each)"),
               "answer_structure": (structure, "Scores by answer structure, every system (one run each)")}
+    tables["error_class_sensitivity"] = (error_class_sensitivity(frames[focus], card=card),
+                                         f"Error types of the {n_nonexact} non-exact predictions of {focus_note} under the project's rule and three "
+                                         "other defensible rules (see notebook 11, Weighing the rule)")
     figures = {"error_taxonomy": taxonomy_figure(taxonomy), "answer_structure": structure_figure(structure)}
     from indicipr.significance import decoding_pairs, evaluation_only
     pairs = decoding_pairs(runs)

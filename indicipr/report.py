@@ -18,9 +18,9 @@ from .core import (CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES, act_label, c
 from .errors import ERROR_TYPES
 
 # %% auto #0
-__all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_PACKAGES', 'StageResult',
-           'format_seconds', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table', 'read_table',
-           'run_benchmark_sizes', 'report_shows_card', 'headline', 'report_sections', 'templates_dir',
+__all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_PACKAGES', 'EXPLORER_TABLES',
+           'StageResult', 'format_seconds', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table',
+           'read_table', 'run_benchmark_sizes', 'report_shows_card', 'headline', 'report_sections', 'templates_dir',
            'package_versions', 'notebook_to_html', 'write_report']
 
 # %% ../notebooks/12a_report.ipynb #405f819c
@@ -101,6 +101,7 @@ REPORT_SECTIONS = [
         _R("results_runs", "Results: every run", nb="10_significance", fold=True),
         _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
         _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
+        _R("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
         _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
         _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
         _R("answer_structure_groups", "Answer-structure groups of the gold answers", "answer_structure_gold", nb="11_errors"),
@@ -359,20 +360,32 @@ def notebook_to_html(nb_path: Path, out_path: Path) -> Path:
     return write_text_atomic(out_path, body)
 
 # %% ../notebooks/12a_report.ipynb #920e5e98
-_REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em}
+_REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em;overflow-wrap:break-word}
 h1{margin:.1em 0 .1em;font-size:1.6em} h2{margin-top:1.6em;border-bottom:2px solid #1f4e9a;color:#1f4e9a}
 h3{margin:1.4em 0 .2em} .meta{color:#555;margin:.2em 0} .caption{color:#444;margin:.2em 0 .5em}
 #headline{background:#e8f0fb;border-left:6px solid #1f4e9a;padding:.5em 1em;margin:.6em 0;display:flex;flex-wrap:wrap;gap:.3em 2em}
-#headline .big{font-size:1.2em} #headline>div{flex:1 1 420px} #headline table{margin:0;font-size:.85em}
+#headline .big{font-size:1.2em} #headline>div{flex:1 1 min(100%,420px);min-width:0} #headline table{margin:0;font-size:.85em}
 #toc{display:grid;grid-template-columns:1fr 1.2fr .9fr 1.5fr 1.2fr .8fr;gap:.2em 1em;font-size:.8em;margin:.5em 0 1em}
-#toc b{display:block;margin-bottom:.15em} #toc a{display:block;color:#1f4e9a;text-decoration:none;line-height:1.3}
-table.tbl{border-collapse:collapse;margin:.3em 0 .6em;font-size:.9em}
+#toc>div{min-width:0} #toc b{display:block;margin-bottom:.15em} #toc a{display:block;color:#1f4e9a;text-decoration:none;line-height:1.3}
+table.tbl{border-collapse:collapse;margin:.3em 0 .6em;font-size:.9em;display:block;overflow-x:auto;max-width:100%}
 .tbl td,.tbl th{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}
 .tbl th{background:#f3f3f3} .tbl .num{text-align:right;white-space:nowrap} .row{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}
-.row>div{overflow-x:auto;max-width:100%} figure{margin:0} figure img{max-width:560px;width:100%;border:1px solid #eee}
+.row>div{overflow-x:auto;max-width:100%;min-width:0} figure{margin:0;max-width:100%} figure img{max-width:min(560px,100%);width:100%;border:1px solid #eee}
 .card{background:#fff8e6;border:1px solid #f0d48a;padding:.2em .6em} .card .tbl th{background:#fbe9bd}
 .ok{color:#17803d}.failed{color:#b91c1c}.missing,.notrun{color:#a16207} .src{font-size:.8em;color:#666}
-details>summary{cursor:pointer;color:#1f4e9a}"""
+.explore{margin:.2em 0 .5em} .explore a{margin-right:.6em;white-space:nowrap}
+details>summary{cursor:pointer;color:#1f4e9a}
+@media (max-width:760px){#toc{grid-template-columns:repeat(2,minmax(0,1fr))} h1{font-size:1.3em}}"""
+
+EXPLORER_TABLES = ("error_taxonomy_focus", "error_class_sensitivity", "error_taxonomy")   # the tables that link the explorer pages
+
+def _copy_explorers(src: Path, dest: Path) -> list[dict]:
+    "Copy the run's error-explorer pages (notebook 11: one per system) into the report: `[{name, href}]`."
+    import shutil
+    pages = sorted(src.glob("*.html")) if src.is_dir() else []
+    if pages: dest.mkdir(parents=True, exist_ok=True)
+    for page in pages: shutil.copy2(page, dest / page.name)
+    return [{"name": page.stem, "href": f"explorer/{page.name}"} for page in pages]
 
 def _notebook_rows(results: list[StageResult], pages: dict) -> list[dict]:
     "The run's notebooks as the template lists them: status, time, note, recorded durations."
@@ -404,6 +417,7 @@ def write_report(run_dir: str | Path, results: list[StageResult], parameters: di
     data_source = parameters.get("data_source", "sample")
     official = report_shows_card(data_source, tabs_src)
     sections, other_tables, other_figures = report_sections(tabs_src, figure_names, official, pages)
+    explorers = _copy_explorers(figs_src / "explorer", rep / "explorer")
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
     context = {"css": _REPORT_CSS, "run_dir": str(run_dir), "duration": format_seconds(duration),
                "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -411,7 +425,8 @@ def write_report(run_dir: str | Path, results: list[StageResult], parameters: di
                "official": official, "sample": str(data_source) == "sample", "headline": headline(tabs_src),
                "status": ", ".join(f"{n} {s}" for s, n in counts.items() if n), "sections": sections,
                "other_tables": other_tables, "other_figures": other_figures, "notebooks": _notebook_rows(results, pages),
-               "parameters": {str(k): str(v) for k, v in parameters.items()}, "versions": package_versions()}
+               "parameters": {str(k): str(v) for k, v in parameters.items()}, "versions": package_versions(),
+               "explorers": explorers, "explorer_tables": EXPLORER_TABLES}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     page = env.get_template(REPORT_TEMPLATE).render(**context)

@@ -324,6 +324,7 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     b = E.boundary_runs(str(FIXTURE), rows, st)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]                   # the grid holds the plain decoding (all weights 0)
+    assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0      # and weights 0 answer as the plain decoding
     path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
     preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
     test = [dict(r) for r in core.load_benchmark(str(FIXTURE), verbose=False)["test"]]
@@ -334,3 +335,19 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     table = E.boundary_table(b)
     assert table.loc[0, "plain system"] == rows[0]["system"]
     assert E.boundary_runs(str(FIXTURE), rows, {**st, "boundary_models": ["inlegalbert"]}) == []   # not a model of these rows
+
+
+def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir, splits):
+    """With all weights 0, boundary-aware decoding answers exactly as `predict_answers` on contexts of several windows
+    (max_length 64, stride 16): the same score across windows, the same spans, the same ties; a bonus then moves answers."""
+    from indicipr import boundary
+    model, tok = QM.load_qa_model(tiny_model_dir), QM.load_tokenizer(tiny_model_dir)
+    recs = splits["validation"] + splits["test"]
+    w = QM.encode_windows(recs, tok, 64, 16)
+    assert (np.bincount(w.example_index) > 1).mean() > 0.9              # nearly every context spans several windows
+    plain = QM.predict_answers(model, tok, recs, 64, 16, 30, batch_size=4, engine="torch")
+    cands = boundary.span_candidates(model, tok, recs, boundary.LengthPrior(2.0, 1.0), 64, 16, 30, batch_size=4, engine="torch")
+    zero = boundary.decode(recs, cands, boundary.BoundaryParams())
+    assert zero == {r["id"]: a.text for r, a in zip(recs, plain)}
+    moved = boundary.decode(recs, cands, boundary.BoundaryParams(start_weight=4.0, end_weight=4.0, length_weight=2.0))
+    assert moved != zero

@@ -183,6 +183,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
                 s = logged[r["id"]]
                 assert s["resps"] == [[replies[request_key(Q.qa_messages(r, task_shots))]]]
                 assert s["filtered_resps"] == [preds[r["id"]]]
+            assert metrics.read_predictions(samples_path, lm_eval_filter=variant) == preds      # the samples file as `evaluate` reads it
             _, summary = metrics.score_predictions(records, preds)
             for m in metrics.SCORE_COLUMNS:
                 assert results[task][f"{m},{variant}"] == pytest.approx(summary[m], abs=1e-9), (task, variant, m)
