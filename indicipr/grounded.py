@@ -446,7 +446,16 @@ def retrieval_table(runs: dict, gold: np.ndarray, acts=None, split: str = "test"
             if acts is None: t = t.drop(columns="Act")
             t.insert(0, "retriever", name); t.insert(0, "index", VARIANT_LABELS[variant])
             frames.append(t)
-    return pd.concat(frames, ignore_index=True)
+    table = pd.concat(frames, ignore_index=True)
+    if acts is None: return table
+    act_first = table.pop("Act"); table.insert(0, "Act", act_first)
+    return _act_major(table)
+
+def _act_major(table: "pd.DataFrame") -> "pd.DataFrame":
+    "Rows grouped by Act (`all` first, then the card's order), each group in its original order."
+    order = ["all", *(core.act_label(k) for k in core.act_keys_in_card_order({"unknown"}))]
+    rank = table["Act"].map(lambda a: order.index(a) if a in order else len(order))
+    return table.assign(_r=rank, _i=range(len(table))).sort_values(["_r", "_i"]).drop(columns=["_r", "_i"]).reset_index(drop=True)
 
 def bm25_agreement(runs: dict, queries: list[str], corpus: OpenCorpus, k: int = 20) -> "pd.DataFrame":
     "Per index variant: do rank-bm25 and bm25s give the same top-k (and scores), as BM25Okapi and as bm25s's own `robertson`."
@@ -567,8 +576,8 @@ def tax_table(reading: dict, n_resamples: int | None = None, seed: int = 0) -> "
     frames = []
     for reader, r in reading["readers"].items():
         t = retrieval_tax(r["gold"], r["open"], n_resamples, seed)
-        t.insert(0, "reader", reader); frames.append(t)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        t.insert(1, "reader", reader); frames.append(t)
+    return _act_major(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 # %% ../notebooks/09a_grounded.ipynb #ed550cb9
 def recall_figure(curve: "pd.DataFrame"):
