@@ -233,15 +233,17 @@ def _in_batch_targets(contexts: list[str]) -> tuple[list[str], list[int]]:
 
 def finetune_dense(base: DenseRetriever, questions: list[str], contexts: list[str], epochs: float = 1.0,
                    batch_size: int = 16, learning_rate: float = 3e-5, scale: float = 20.0, seed: int = 0,
-                   train_docs: bool = True, name: str | None = None) -> tuple[DenseRetriever, list[float]]:
+                   train_docs: bool = True, freeze_embeddings: bool = False, name: str | None = None) -> tuple[DenseRetriever, list[float]]:
     """A copy of `base` trained on (question, gold context) pairs with in-batch negatives; returns it and the loss per
-    step. `train_docs=False` trains the query side only: the contexts keep `base`'s vectors (`doc_encoder`)."""
+    step. `train_docs=False` trains the query side only: the contexts keep `base`'s vectors (`doc_encoder`);
+    `freeze_embeddings` keeps the embedding layer as it is (as notebook 08's offline recipe does)."""
     import copy
     import torch
     core.seed_everything(seed)
     base.load()
     ft = copy.copy(base)
     ft.model, ft.name, ft._memo = copy.deepcopy(base.model).train(), name or f"{base.name}, fine-tuned", {}
+    if freeze_embeddings: ft.model.get_input_embeddings().weight.requires_grad_(False)
     if not train_docs:
         ft.doc_encoder = base
         distinct = list(dict.fromkeys(base.doc_prefix + c for c in contexts))
@@ -384,12 +386,14 @@ def retrieval_tax(gold_frame, open_frame, n_resamples: int | None = None, seed: 
 # %% ../notebooks/09a_grounded.ipynb #36026453
 PROFILE_DEFAULTS = {
     "offline": {"split": "test", "tune_split": "validation", "index_variants": list(INDEX_VARIANTS), "dense_model": "minilm-l6",
-                "dense_max_length": 128, "finetune": {"epochs": 1.0, "batch_size": 16, "learning_rate": 5e-5, "seed": 0, "train_docs": False},
+                "dense_max_length": 128, "finetune": {"epochs": 1.0, "batch_size": 16, "learning_rate": 5e-5, "seed": 0, "train_docs": False,
+                                                       "freeze_embeddings": True},
                 "rrf_k": 60, "reader_models": ["minilm-l6"], "reader_seed": 0, "reader_k": 3, "reader_retriever": "best",
                 "qa_models": ["smollm2"], "llm_k": 1, "max_tokens": 64, "concurrency": 1, "curve_k": 20},
     "paper": {"split": "test", "tune_split": "validation", "index_variants": list(INDEX_VARIANTS),
               "dense_model": "sentence-transformers/all-MiniLM-L6-v2", "dense_max_length": 256,
-              "finetune": {"epochs": 1.0, "batch_size": 32, "learning_rate": 3e-5, "seed": 0, "train_docs": True},
+              "finetune": {"epochs": 1.0, "batch_size": 32, "learning_rate": 3e-5, "seed": 0, "train_docs": True,
+                           "freeze_embeddings": False},
               "rrf_k": 60, "reader_models": ["inlegalbert"], "reader_seed": 0, "reader_k": 3, "reader_retriever": "best",
               "qa_models": list(core.CARD["models"]["qa"]), "llm_k": 3, "max_tokens": 256, "concurrency": 2, "curve_k": 20},
 }
