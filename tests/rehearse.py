@@ -17,7 +17,7 @@ What it does:
 3. starts the hub stand-in (`HF_ENDPOINT`, `HF_HOME` in the work folder) and the OpenAI-compatible stand-in
    (every model name routed to it with the notebook parameter `llm_endpoints='*=<url>'`; the INDICIPR_LLM_*
    variables are removed from the environment), with a low rate of injected faults (`--fault-rate`);
-4. runs the 13 notebooks with the paper profile, sampling the memory of the runner's process tree, and prints
+4. runs the stage notebooks (`cli.NOTEBOOKS`) with the paper profile, sampling the memory of the runner's process tree, and prints
    wall time and peak memory per notebook;
 5. runs `check_rehearsal`, which fails loudly, by name, unless every card table is there with the card's rows,
    counts and groups (see `EXPECTED`), and no committed file (nor anything under data/sample/) changed.
@@ -51,7 +51,7 @@ from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
-NOTEBOOKS = cli.NOTEBOOKS          # the runner's own list: the 13 stage notebooks
+NOTEBOOKS = cli.NOTEBOOKS          # the runner's own list: the stage notebooks
 
 
 # -- building the stand-ins' content ------------------------------------------------------------------------
@@ -147,7 +147,9 @@ def run_reproduce(args, work: Path, checkout: Path, env: dict, llm_url: str) -> 
            "--figures-dir", str(work / "figures"), "--run-dir", str(work / "run")]
     selected = args.only.split(",") if args.only else NOTEBOOKS      # the runner refuses undeclared parameters
     if "08_encoders" in selected: cmd += ["-p", "epochs", str(args.epochs)]
-    if {"02_generate", "09_llms", "12_quality"} & set(selected): cmd += ["-p", "llm_endpoints", f"*={llm_url}"]
+    # the hub stand-in serves the card's four encoders only: the grounded stage's dense retriever starts from one of them
+    if "09a_grounded" in selected: cmd += ["-p", "dense_model", "bert-base-uncased"]
+    if {"02_generate", "09_llms", "09a_grounded", "12_quality"} & set(selected): cmd += ["-p", "llm_endpoints", f"*={llm_url}"]
     if args.statutes_path and "01_corpus" in selected: cmd += ["-p", "statutes_path", str(args.statutes_path)]
     for name, value in args.parameter: cmd += ["-p", name, value]
     if args.only: cmd += ["--only", args.only]
@@ -204,6 +206,11 @@ EXPECTED = {
     "answer_structure_groups": ["Analysis", "Group", "Questions"],
     "answer_structure_focus": ["Analysis", "Group", "EM", "F1"],
     "encoder_settings": ["model", "seed", "checkpoint", "epochs", "max_steps", "steps", "device", "eval_questions", "shrink"],
+    "grounded_protocol": ["what", "value"],
+    "grounded_retrieval": ["index", "retriever", "questions", "R@1", "R@5", "R@20", "MRR@10", "nDCG@10"],
+    "grounded_bm25_agreement": ["index", "questions", "same top-20 (%)"],
+    "grounded_end_to_end": ["reader", "setting", "questions", "EM", "F1", "Char-F1", "answer from a wrong provision (%)"],
+    "grounded_retrieval_tax": ["reader", "Act", "questions", "tax (F1)", "tax 2.5%", "tax 97.5%"],
     "judge_status": ["judge", "ok", "invalid", "error"],
     "judge_score_distribution": ["rater", "criterion", "pairs", "missing"],
     "judge_flagged_by_act_single": ["Act"],
@@ -266,7 +273,7 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
         results = run["results"]
         for r in results:
             chk.ok(f"notebook {r['name']} ran", r["status"] == "ok", f"{r['status']}: {(r.get('error') or '')[:600]}")
-        chk.ok("all 13 notebooks in the run", [r["name"] for r in results] == NOTEBOOKS, str([r["name"] for r in results]))
+        chk.ok(f"all {len(NOTEBOOKS)} stage notebooks in the run", [r["name"] for r in results] == NOTEBOOKS, str([r["name"] for r in results]))
 
     t = _table(chk, tables, "00_benchmark_splits")
     if t is not None:
@@ -386,6 +393,32 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
                t[["model", "seed", "shrink"]].to_string())
         chk.ok("encoder settings: inference on all 344 questions", (t["eval_questions"] == 344).all(), str(list(t["eval_questions"])))
 
+    t = _table(chk, tables, "grounded_protocol")
+    if t is not None:
+        got = {str(r["what"]): str(r["value"]) for _, r in t.iterrows()}
+        n_contexts = core.CARD["construction"]["retained_contexts"]
+        chk.ok(f"grounded: the corpus is the {n_contexts:,} retained contexts", got.get("contexts in the corpus (all splits)") == str(n_contexts), str(got))
+    t = _table(chk, tables, "grounded_retrieval")
+    if t is not None:
+        got = {(str(r["index"]), str(r["retriever"])) for _, r in t.iterrows()}
+        want = {(v, n) for v in ("text only", "with section titles") for n in ("BM25 (rank-bm25)", "BM25 (bm25s)", "dense",
+                "dense, fine-tuned", "RRF (BM25 + fine-tuned dense)", "weighted sum (BM25 + fine-tuned dense)")}
+        chk.ok("grounded retrieval: 6 retrievers x 2 indexes", want <= got, f"missing {sorted(want - got)}")
+        chk.ok("grounded retrieval: every row on all 344 questions", (t["questions"] == 344).all(), str(list(t["questions"])))
+    t = _table(chk, tables, "grounded_bm25_agreement")
+    if t is not None:
+        chk.ok("grounded: bm25s and rank-bm25 give the same top-20 on every test question", (t["same top-20 (%)"] == 100).all(), t.to_string())
+    t = _table(chk, tables, "grounded_end_to_end")
+    if t is not None:
+        readers = set(map(str, t["reader"]))
+        want = {"InLegalBERT (seed 0)", *(f"{n} (zero-shot)" for n in CARD_LLMS)}
+        chk.ok("grounded end to end: InLegalBERT and the card's 3 LLMs, gold context and retrieved", want <= readers and len(t) == 2 * len(readers),
+               f"readers {sorted(readers)}; rows {len(t)}")
+        chk.ok("grounded end to end: every row on all 344 questions", (t["questions"] == 344).all(), str(list(t["questions"])))
+    t = _table(chk, tables, "grounded_retrieval_tax")
+    if t is not None:
+        acts = set(map(str, t["Act"]))
+        chk.ok("grounded retrieval tax: all and the seven Acts", {"all", *cb.CARD_SHORT.values()} <= acts, str(sorted(acts)))
     t = _table(chk, tables, "judge_status")
     if t is not None:
         got = {str(r["judge"]): int(r["ok"] + r["invalid"] + r["error"]) for _, r in t.iterrows()}
@@ -412,7 +445,7 @@ def check_rehearsal(run_dir, figures_dir, checkout=None, status_before=None, dig
             ids = m.get("ids", [])
             chk.ok("audit kit: 200 distinct test ids", len(ids) == 200 == len(set(ids)), f"{len(ids)} ids")
 
-    for fig in ("question_openings", "length_distributions", "answer_structure_gold"):
+    for fig in ("question_openings", "length_distributions", "answer_structure_gold", "grounded_recall_at_k", "grounded_retrieval_tax"):
         chk.ok(f"figure {fig}.png", (figures_dir / f"{fig}.png").is_file(), "")
 
     if checkout is not None and status_before is not None:
