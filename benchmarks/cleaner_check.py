@@ -1,5 +1,5 @@
 """Cleaner check: for any set of raw statute sections, the editorial leftovers after cleaning and the
-statutory words lost against the raw text (issue 12). Both must be 0 on every statute the project holds.
+statutory words lost against the raw text. Both must be 0 on every statute the project holds.
 
 For each source (a section JSONL file, or a folder of India Code PDFs named `<act>.pdf`) it prints a
 per-Act table with a Total row: sections, leftovers, lost statutory words and the lost words by word type

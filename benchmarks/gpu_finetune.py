@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 19's device figures for fine-tuning, like with like, in one script (one device call): (a) one run alone,
+"""The device figures for fine-tuning, like with like, in one script (one device call): (a) one run alone,
 ours against a plain Hugging Face `Trainer` at the encoder table's own recipe; (b) the whole encoder table of the
 paper profile (4 models x 3 seeds, BERT-base size, the card-shaped benchmark) one run after another and (c) as a pool
 of concurrent runs, each run's F1 beside its sequential twin; (d) the nondeterminism a rerun alone shows; (e)

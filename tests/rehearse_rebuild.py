@@ -1,4 +1,4 @@
-"""The rebuild part of the dress rehearsal (issue 12 item 4): `indicipr build` at the card's scale, offline.
+"""The rebuild part of the dress rehearsal: `indicipr build` at the card's scale, offline.
 
     .venv/bin/python tests/rehearse_rebuild.py                  # exit 1 when a check fails
     .venv/bin/python tests/rehearse_rebuild.py --work /tmp/rb --kill-at 400 --concurrency 8

@@ -1,15 +1,15 @@
-"""The corpus stage (indicipr.corpus): the cleaner keeps every statutory word (issue 12), and the
+"""The corpus stage (indicipr.corpus): the cleaner keeps every statutory word, and the
 India Code PDF path gives back exactly what the section JSONL path gives.
 
 * Editorial forms: `tests/fixtures/corpus/editorial_forms.jsonl` holds real sections dressed in every
   editorial form the India Code text uses (a note in front of the substituted words inside one bracket
   pair, inline notes in brackets and parentheses, numbered footnote blocks with Subs./Ins./Omitted/ibid./
-  Ibid. lines, footnote digits glued to words, brackets and stars; issue 17's amendment histories, renumbering
+  Ibid. lines, footnote digits glued to words, brackets and stars; amendment histories, renumbering
   notes, undated `Inserted by …` notes with or without brackets, `[Omitted]`, and the second batch's heading
   forms), each with its expected cleaned units.
 * The cleaner check (`indicipr cleaner-check`) prints 0 leftovers and 0 lost statutory words on every
-  section the project holds, and reports more than 0 for a broken cleaner and for the cleaner before
-  issue 12.
+  section the project holds, and reports more than 0 for a broken cleaner and for a naive one that
+  loses the words a note stands before.
 * PDFs: `tests/standins/india_code_pdf.py` typesets the seven Acts in the India Code layout; reading
   them back with `read_statute_pdf` recovers every section, its number and title, and its cleaned text.
 """
@@ -41,15 +41,15 @@ def test_every_editorial_form_goes_and_every_statutory_word_stays(rec):
     assert check["leftovers"] == [] and not check["lost"], rec["form"]
 
 
-def _cleaner_before_issue_12(text: str) -> str:
-    "The note removal before issue 12: a note regex running to the first `]`, and nothing tidying what a removed note left."
+def _cleaner_that_loses_words(text: str) -> str:
+    "A naive note removal: a note regex running to the first `]`, and nothing tidying what a removed note left."
     old_note = re.compile(r"\[\s*\(?\s*Note\s*:.*?\)?\s*\]", re.S | re.I)
     for rx in (old_note, corpus._BRACKET_NOTE, corpus._INLINE_NOTE, corpus._STARS): text = rx.sub("\x00", text)
     return corpus._EMPTY_CLAUSE.sub("", text).replace("\x00", "")
 
 
-def test_the_check_catches_both_defects_of_issue_12(monkeypatch):
-    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_before_issue_12)
+def test_the_check_catches_lost_words_and_empty_brackets(monkeypatch):
+    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_that_loses_words)
     checks = {(r["act"], r["section"]): check_section(r) for r in FORMS}
     # the note before substituted words took the words along: a clause (copyright 13) and a proviso (copyright 45)
     assert checks["copyright", "13"]["lost"][("word", "recording")] == 1
@@ -60,16 +60,16 @@ def test_the_check_catches_both_defects_of_issue_12(monkeypatch):
     assert table["Lost words"].iloc[-1] > 20 and table["Leftovers"].iloc[-1] > 0
 
 
-def _cleaner_before_issue_17(text: str) -> str:
-    "The note removal before issue 17: no amendment histories, renumbering notes, undated notes or `[Omitted]`."
+def _cleaner_blind_to_amendment_notes(text: str) -> str:
+    "A note removal that knows no amendment histories, renumbering notes, undated notes or `[Omitted]`."
     text = corpus.remove_bracket_notes(corpus.remove_parenthesised_notes(text))
     for rx in (corpus._INLINE_NOTE, corpus._STARS): text = rx.sub(corpus._GONE, text)
     return corpus.tidy_removed_notes(text)
 
 
-def test_the_check_catches_the_note_forms_of_issue_17(monkeypatch):
-    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_before_issue_17)
-    checks = {(r["act"], r["section"], r["form"][:40]): check_section(r) for r in FORMS if r["form"].startswith("issue 17")}
+def test_the_check_catches_the_amendment_note_forms(monkeypatch):
+    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_blind_to_amendment_notes)
+    checks = {(r["act"], r["section"], r["form"][:40]): check_section(r) for r in FORMS if r["form"].startswith("amendment note")}
     assert len(checks) == 6
     missed = [k for k, c in checks.items() if not c["leftovers"]]
     # only the bracketed `[Inserted by …]` was removed before (as a bracket note); every other new form stays and is caught

@@ -246,7 +246,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
         from standins.checkpoints import build_checkpoint
         from standins.hub import HubStandIn
     except ImportError as e:
-        pytest.skip(f"the hub stand-in (tests/standins/, H4) is not usable here: {e}")
+        pytest.skip(f"the hub stand-in (tests/standins/hub.py) is not usable here: {e}")
     repo = "law-ai/InLegalBERT"
     build_checkpoint(repo, tmp_path / "hub" / repo, size="tiny")
     root = tmp_path / "root"

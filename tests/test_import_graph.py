@@ -101,7 +101,7 @@ def test_a_public_name_is_defined_in_one_module():
     assert not twins, f"public names defined in more than one module: {twins}"
 
 
-# ---------------------------------------------------------------- the floors (issue 18)
+# ---------------------------------------------------------------- the floors
 def _defined(tree: ast.Module) -> set[str]:
     "Names a module defines at its top level (functions, classes, assignments)."
     out = set()

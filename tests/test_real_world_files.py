@@ -1,4 +1,4 @@
-"""The official files as the hub may really serve them, and the mistakes a user makes (issue 17): each is named in one
+"""The official files as the hub may really serve them, and the mistakes a user makes: each is named in one
 sentence (file, line, record, option or parameter), exits 2 without a traceback, and loses nothing.
 
 The files are the `qa_small` fixture (real statute text), reshaped the way releases and editors reshape files: columns

@@ -1,4 +1,4 @@
-"""The rebuild job (`indicipr build`, issue 12 item 1) end to end on a small scale: India Code-style PDFs of two Acts
+"""The rebuild job (`indicipr build`) end to end on a small scale: India Code-style PDFs of two Acts
 (a few sections each, typeset by `standins.india_code_pdf`) -> notebooks 01-04 with `rebuild=True` and a build tag,
 generation against the OpenAI-compatible stand-in under the name `gpt-4o` -> the four official files in
 `data/build/<tag>/` of a temporary project root, valid, section-disjoint, with the stage-count table; a rerun makes

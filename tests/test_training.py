@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL, ROOT  # noqa: E402
 from indicipr import encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
 
-# The training entry point `accelerate launch` starts (python -m ...): it moves to `indicipr.cli train` (issue 18).
+# The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
 # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.15 (several CPU processes need mpirun);
 # `--multi_gpu` on a machine without a GPU starts 2 (torchrun), and `Accelerator(cpu=True)` joins them over gloo.

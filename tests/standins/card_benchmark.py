@@ -512,7 +512,7 @@ ACT_OF_PREFIX = {p: a for a, p in PREFIXES.items()}
 
 
 def dress_as_released(out_dir) -> dict:
-    """Give the four files of `out_dir` the shapes a real release may have (issue 17), keeping every record:
+    """Give the four files of `out_dir` the shapes a real release may have, keeping every record:
     the merged file carries columns the split files lack (the Act by the card's name, a question type, the section, the
     split), the split files start with a UTF-8 byte-order mark (the test file also has CRLF line ends), and one training
     record's `answer_start` is off by one. Returns that record: `{"file", "line", "id", "given", "right"}`."""

@@ -1,5 +1,5 @@
 """India Code typesetter: PDFs of the seven Acts in the layout of the official India Code PDFs, built
-from the statute text the project holds, to rehearse the `paper` profile's PDF path (issue 12)
+from the statute text the project holds, to rehearse the `paper` profile's PDF path
 without the official files.
 
 `typeset_act(sections, path)` lays out one Act: *Arrangement of Sections* pages (chapter lines and
