@@ -491,7 +491,7 @@ _NOTE_SPAN_RULES = {  # an independent, deliberately plain description of editor
     "footnote header or rule": r"^[ \t]*(?:Foot\s*-?\s*notes?\W*|[—–\-_=]{5,})[ \t]*$",
     "page number": r"^[ \t]*\d{1,3}[ \t]*$",
     "inline note": rf"{_AMEND}[ \t]+by\b[^\n()\[\]]{{0,150}}?\(\s*w\.e\.f\.[^()]*\)\.?|\bw\.e\.f\.\s*[\w./-]+",
-    # issue 17's forms: an undated note naming its Act (`Inserted by Act 38 of 2002, s. 45`, `… by the X (Amendment) Act, 2005 (15 of 2005)`)
+    # an undated note naming its Act (`Inserted by Act 38 of 2002, s. 45`, `… by the X (Amendment) Act, 2005 (15 of 2005)`)
     "undated note": rf"{_AMEND}[ \t]+by[ \t]+(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{{4}}|the[ \t][^\n]{{0,100}}?(?:Act|Ordinance)[ \t,]*\d{{4}}(?:[ \t]*\([^()\n]*\))?)"
                     r"(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?(?:,?[ \t]*for[ \t]+[“\"'‘][^\n]{0,80}?[”\"'’])?",
     "renumbering note": r"(?:\b(?:Section|Sub-section|Clause)[ \t]+\S+[ \t]+)?\b[Rr]enumbered[ \t]+as\b[^\n]{0,100}?\bby[ \t]+"
