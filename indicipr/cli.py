@@ -859,6 +859,8 @@ _VOLATILE = [
     (re.compile(r"\b\d+(?:\.\d+)?\s?[A-Za-z]+/s\b"), "…/s"),                                 # rates (it/s, questions/s)
     (re.compile(r"\b(?:\d+h)?\d+m\d+(?:\.\d+)?s\b"), "…"),                                   # 1m15s
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes)\b"), "…"),   # 3.2 s, 12 seconds
+    (re.compile(r"(?m)^(timings \(s\):).*$"), r"\1 …"),                                    # a stage's durations, by name
+    (re.compile(r"\b\d+ (model calls?), \d+ (cache hits?)"), r"… \1, … \2"),                 # what the LLM cache held before
 ]
 _WIDGET = "application/vnd.jupyter.widget-view+json"
 
