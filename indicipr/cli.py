@@ -902,6 +902,8 @@ def notebook_with_outputs(source: dict, executed: dict, root: str | os.PathLike 
     """`source` (a notebook) with the scrubbed outputs of `executed` (papermill's run of it), matched cell by cell (by id, else
     in order without papermill's injected cell); sources and metadata are `source`'s, cleaned as `nbdev_clean` cleans."""
     from nbdev.clean import clean_nb
+    import nbformat
+    from nbformat.v4.rwbase import split_lines
     from nbdev.config import get_config
     ran = [c for c in executed["cells"] if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
     by_id = {c.get("id"): c for c in ran}
@@ -914,7 +916,7 @@ def notebook_with_outputs(source: dict, executed: dict, root: str | os.PathLike 
         if cell["cell_type"] == "code": cell["outputs"], cell["execution_count"] = scrub_outputs(twin.get("outputs", []), root), None
     cfg = get_config(path=Path(root or project_root()))
     clean_nb(nb, False, cfg.get("allowed_metadata_keys", "").split(), cfg.get("allowed_cell_metadata_keys", "").split(), True)
-    return nb
+    return json.loads(json.dumps(split_lines(nbformat.from_dict(nb))))      # multi-line texts as lists of lines, as Jupyter saves them
 
 def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.PathLike | None = None) -> list[Path]:
     "Write the scrubbed outputs of executed notebooks (the run's copies) into the source notebooks of the same name; the ones that changed."
