@@ -813,7 +813,8 @@ def _nb_text(nb: dict) -> str:
     "A notebook as nbdev writes it (sorted keys, one-space indent), so that `nbdev_clean` leaves the file as it is."
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
-def _source(cell) -> str: return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+def _text(value) -> str: return "".join(value) if isinstance(value, list) else value
+def _source(cell) -> str: return _text(cell["source"])
 
 def normalize_notebook(path) -> bool:
     "Give the notebook `NOTEBOOK_METADATA` and a parameters cell papermill reads (`papermill_parameters_source`); True when it changed."
@@ -875,7 +876,6 @@ def scrub_text(text: str, root: str | os.PathLike | None = None) -> str:
     for pattern, repl in _VOLATILE: text = pattern.sub(repl, text)
     return text
 
-def _text(value) -> str: return "".join(value) if isinstance(value, list) else value
 
 def scrub_outputs(outputs: list[dict], root: str | os.PathLike | None = None) -> list[dict]:
     "The outputs of one executed cell as they are committed (see above): stdout and display results only, scrubbed."

@@ -14,7 +14,7 @@ import string
 from collections import Counter
 from pathlib import Path
 
-from .core import act_label, write_text_atomic
+from .core import act_label, occurrences, write_text_atomic
 from .errors import ERROR_TYPES, Span, classify_error, error_evidence
 from .metrics import normalize_answer, score_predictions
 
@@ -36,10 +36,7 @@ def _key(word: str) -> str: return word.lower().strip(_EDGE)
 def find_spans(text: str, context: str) -> list[Span]:
     "Every span of `text` in `context`: its exact occurrences, else the runs of words equal to its words up to case and edge punctuation."
     if not text or not text.strip(): return []
-    out, i = [], context.find(text)
-    while i >= 0:
-        out.append((i, i + len(text))); i = context.find(text, i + 1)
-    if out: return out
+    if out := [(i, i + len(text)) for i in occurrences(text, context)]: return out
     want = [k for k in map(_key, text.split()) if k]
     words = [(s, k) for s in _word_spans(context) if (k := _key(context[s[0]:s[1]]))]
     n = len(want)
