@@ -10,6 +10,7 @@ Exit status 1 when any count > 0.
 
     python benchmarks/cleaner_check.py [SOURCE ...] [--show N]      (the same as `indicipr cleaner-check`)
 """
+
 import sys
 from pathlib import Path
 

@@ -9,8 +9,8 @@ uses now.
 
     python benchmarks/evaluate_scale.py [--sizes-mb 1 10 50] [--resamples 1000] [--data-source sample]
 """
+
 import argparse
-import json
 import os
 import random
 import re
@@ -31,7 +31,8 @@ def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[s
     for r in records:
         words = r["context"].split()
         text = []
-        while sum(len(w) + 1 for w in text) < per: text.extend(rng.sample(words, len(words)))
+        while sum(len(w) + 1 for w in text) < per:
+            text.extend(rng.sample(words, len(words)))
         out[r["id"]] = " ".join(text)[:per]
     return out
 
@@ -39,7 +40,8 @@ def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[s
 def regex_occurrences(text: str, context: str) -> list:
     "The former search of `errors._occurrences`: a regular expression compiled from the prediction."
     spans = [(m.start(), m.start() + len(text)) for m in re.finditer(re.escape(text), context)]
-    if spans: return spans
+    if spans:
+        return spans
     pattern = r"\s+".join(re.escape(w) for w in text.split())
     return [m.span() for m in re.finditer(pattern, context, flags=re.IGNORECASE)]
 
@@ -48,8 +50,22 @@ def run_evaluate(pred: Path, data_source: str, resamples: int) -> tuple[float, i
     "(seconds, peak RSS in bytes, exit status) of `indicipr evaluate --gold test --pred PRED` in a new process."
     exe = Path(sys.executable).parent / "indicipr"
     t0 = time.perf_counter()
-    p = subprocess.Popen([str(exe), "evaluate", "--gold", "test", "--data-source", data_source, "--pred", str(pred),
-                          "--resamples", str(resamples)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            str(exe),
+            "evaluate",
+            "--gold",
+            "test",
+            "--data-source",
+            data_source,
+            "--pred",
+            str(pred),
+            "--resamples",
+            str(resamples),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     return time.perf_counter() - t0, usage.ru_maxrss * 1024, p.returncode
@@ -62,7 +78,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data-source", default="sample")
     args = ap.parse_args(argv)
     records = [dict(r) for r in core.load_benchmark(args.data_source, verbose=False)["test"]]
-    print(f"indicipr evaluate on {len(records)} test questions of {args.data_source}; answers found nowhere in their contexts")
+    print(
+        f"indicipr evaluate on {len(records)} test questions of {args.data_source}; answers found nowhere in their contexts"
+    )
     print(f"{'file':>8} {'answer':>10} {'seconds':>8} {'peak MB':>8}  exit")
     first = None
     with tempfile.TemporaryDirectory() as d:
@@ -73,11 +91,17 @@ def main(argv=None) -> int:
             core.write_jsonl(path, ({"id": k, "prediction_text": v} for k, v in preds.items()))
             seconds, peak, rc = run_evaluate(path, args.data_source, args.resamples)
             size = path.stat().st_size
-            print(f"{size / 2**20:>6.1f}MB {size // len(records) // 1024:>8}KB {seconds:>8.1f} {peak / 2**20:>8.0f}  {rc}")
+            print(
+                f"{size / 2**20:>6.1f}MB {size // len(records) // 1024:>8}KB {seconds:>8.1f} {peak / 2**20:>8.0f}  {rc}"
+            )
     contexts = {r["id"]: r["context"] for r in records}
-    for name, search in (("string search (now)", errors._occurrences), ("regular expression (before)", regex_occurrences)):
+    for name, search in (
+        ("string search (now)", errors._occurrences),
+        ("regular expression (before)", regex_occurrences),
+    ):
         t0 = time.perf_counter()
-        for qid, text in first.items(): search(text, contexts[qid])
+        for qid, text in first.items():
+            search(text, contexts[qid])
         print(f"error-analysis search of the {args.sizes_mb[0]:g} MB answers, {name}: {time.perf_counter() - t0:.2f} s")
     return 0
 

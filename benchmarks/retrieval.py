@@ -18,6 +18,7 @@ printed beside, since a real query pays it too.
 
     python benchmarks/retrieval.py [--sizes 1000 10000 100000] [--queries 200] [--peer-queries 20] [--k 20] [--no-encoder]
 """
+
 import argparse
 import gc
 import json
@@ -41,7 +42,8 @@ def statute_files() -> list[Path]:
     "The section JSONL files the project holds (the sample's statutes, and the shared folder's when present)."
     files = sorted((ROOT / "data" / "sample" / "statutes").glob("*.jsonl"))
     shared = core.shared_dir()
-    if shared is not None: files += sorted((Path(shared) / "statutes").glob("*.jsonl"))
+    if shared is not None:
+        files += sorted((Path(shared) / "statutes").glob("*.jsonl"))
     return files
 
 
@@ -52,7 +54,8 @@ def statute_sentences(files) -> list[str]:
         for rec in core.read_jsonl(f):
             for piece in _CUT.split(rec.get("text", "")):
                 piece = " ".join(piece.split())
-                if len(piece.split()) >= 5: out.setdefault(piece, None)
+                if len(piece.split()) >= 5:
+                    out.setdefault(piece, None)
     return list(out)
 
 
@@ -63,7 +66,8 @@ def synthetic_contexts(sentences: list[str], n: int, seed: int = 0) -> list[str]
     picks = rng.integers(0, len(sentences), int(sizes.sum()))
     out, i = [], 0
     for s in sizes:
-        out.append(" ".join(sentences[j] for j in picks[i:i + s])); i += s
+        out.append(" ".join(sentences[j] for j in picks[i : i + s]))
+        i += s
     return out
 
 
@@ -73,13 +77,15 @@ def synthetic_queries(sentences: list[str], n: int, seed: int = 1) -> list[str]:
     out = []
     for j in rng.integers(0, len(sentences), n):
         words = sentences[j].split()
-        w = int(rng.integers(6, 15)); a = int(rng.integers(0, max(1, len(words) - w + 1)))
-        out.append(" ".join(words[a:a + w]))
+        w = int(rng.integers(6, 15))
+        a = int(rng.integers(0, max(1, len(words) - w + 1)))
+        out.append(" ".join(words[a : a + w]))
     return out
 
 
 def rss() -> int:
     import psutil
+
     return psutil.Process().memory_info().rss
 
 
@@ -95,7 +101,8 @@ def top(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def bench_bm25s(contexts, queries, k):
-    gc.collect(); m0, t0 = rss(), time.perf_counter()
+    gc.collect()
+    m0, t0 = rss(), time.perf_counter()
     r = BM25S().index(contexts)
     build, grown = time.perf_counter() - t0, rss() - m0
     s = r.bm.scores
@@ -110,8 +117,10 @@ def bench_bm25s(contexts, queries, k):
 
 def bench_rank_bm25(contexts, queries, k):
     from rank_bm25 import BM25Okapi
+
     p = BM25Params()
-    gc.collect(); m0, t0 = rss(), time.perf_counter()
+    gc.collect()
+    m0, t0 = rss(), time.perf_counter()
     bm = BM25Okapi([bm25_tokens(c) or ["\u0000"] for c in contexts], k1=p.k1, b=p.b, epsilon=p.epsilon)
     build, grown = time.perf_counter() - t0, rss() - m0
     lat, hits, scores = [], [], []
@@ -126,14 +135,16 @@ def bench_rank_bm25(contexts, queries, k):
 
 def same_up_to_ties(ours, peer, peer_scores, rtol: float = 1e-5) -> bool:
     "The two top-k sets are equal, or differ only by documents the peer scores the same as its k-th (a tie at the cut)."
-    if set(ours) == set(peer): return True
+    if set(ours) == set(peer):
+        return True
     kth = peer_scores[peer].min()
     return bool(np.allclose(peer_scores[list(set(ours) ^ set(peer))], kth, rtol=rtol))
 
 
 def bench_dense(n, queries, k, dim=384, seed=0):
     rng = np.random.default_rng(seed)
-    gc.collect(); m0, t0 = rss(), time.perf_counter()
+    gc.collect()
+    m0, t0 = rss(), time.perf_counter()
     vecs = rng.standard_normal((n, dim), dtype=np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     build, grown = time.perf_counter() - t0, rss() - m0
@@ -150,35 +161,45 @@ def bench_dense(n, queries, k, dim=384, seed=0):
 def encoder_costs(sentences, queries, n_docs: int = 64) -> dict:
     "The offline MiniLM's cost: one query embedded at a time (p50/p99) and contexts embedded per second (batches of 32)."
     d = DenseRetriever("minilm-l6").load()
-    d.embed(queries[:2])                                              # warm-up
+    d.embed(queries[:2])  # warm-up
     lat = []
     for q in queries[:50]:
-        t = time.perf_counter(); d.embed([q]); lat.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        d.embed([q])
+        lat.append(time.perf_counter() - t)
     docs = synthetic_contexts(sentences, n_docs, seed=7)
-    t = time.perf_counter(); d.embed(docs)
+    t = time.perf_counter()
+    d.embed(docs)
     return {"query_latency": percentiles(lat), "contexts_per_s": n_docs / (time.perf_counter() - t)}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--queries", type=int, default=200, help="queries per size for bm25s and dense")
-    ap.add_argument("--peer-queries", type=int, default=20, help="queries per size for rank-bm25 (the first of the same list)")
+    ap.add_argument(
+        "--peer-queries", type=int, default=20, help="queries per size for rank-bm25 (the first of the same list)"
+    )
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-encoder", action="store_true", help="skip the MiniLM query-embedding cost")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     import os
+
     sentences = statute_sentences(statute_files())
     queries = synthetic_queries(sentences, args.queries, args.seed + 1)
-    print(f"{len(sentences)} distinct statute sentences from {len(statute_files())} files; {len(queries)} queries of "
-          f"{np.mean([len(q.split()) for q in queries]):.1f} words; top-{args.k}; {os.cpu_count()} CPUs\n")
+    print(
+        f"{len(sentences)} distinct statute sentences from {len(statute_files())} files; {len(queries)} queries of "
+        f"{np.mean([len(q.split()) for q in queries]):.1f} words; top-{args.k}; {os.cpu_count()} CPUs\n"
+    )
     rows = []
     for n in args.sizes:
         contexts = synthetic_contexts(sentences, n, args.seed)
         b, hits = bench_bm25s(contexts, queries, args.k)
-        r, peer_hits, peer_scores = bench_rank_bm25(contexts, queries[:args.peer_queries], args.k)
+        r, peer_hits, peer_scores = bench_rank_bm25(contexts, queries[: args.peer_queries], args.k)
         same = float(np.mean([set(a) == set(c) for a, c in zip(hits, peer_hits)]) * 100)
         tied = float(np.mean([same_up_to_ties(a, c, s) for a, c, s in zip(hits, peer_hits, peer_scores)]) * 100)
         del peer_scores
@@ -188,20 +209,31 @@ def main(argv=None) -> int:
         rows[-3]["speedup"] = r["latency"][0] / b["latency"][0]
         rows[-3]["same_top_k"], rows[-3]["same_up_to_ties"] = same, tied
         print(f"  {n:>7,} contexts done", flush=True)
-        del contexts; gc.collect()
+        del contexts
+        gc.collect()
     head = f"{'contexts':>9} {'system':<27} {'build s':>8} {'p50 ms':>8} {'p99 ms':>8} {'index MB':>9} {'RSS +MB':>8}  notes"
     print("\n" + head + "\n" + "-" * len(head))
     for x in rows:
-        note = (f"{x['speedup']:.0f}x rank-bm25 p50; same top-{args.k} set on {x['same_top_k']:.0f}% of the peer's queries, "
-                f"{x['same_up_to_ties']:.0f}% up to ties at the cut") if "speedup" in x else ""
+        note = (
+            (
+                f"{x['speedup']:.0f}x rank-bm25 p50; same top-{args.k} set on {x['same_top_k']:.0f}% of the peer's queries, "
+                f"{x['same_up_to_ties']:.0f}% up to ties at the cut"
+            )
+            if "speedup" in x
+            else ""
+        )
         idx = f"{x['index_mb']:.1f}" if x["index_mb"] is not None else "n/a"
-        print(f"{x['contexts']:>9,} {x['system']:<27} {x['build_s']:>8.2f} {x['latency'][0]:>8.2f} {x['latency'][1]:>8.2f} "
-              f"{idx:>9} {x['rss_mb']:>8.1f}  {note}")
+        print(
+            f"{x['contexts']:>9,} {x['system']:<27} {x['build_s']:>8.2f} {x['latency'][0]:>8.2f} {x['latency'][1]:>8.2f} "
+            f"{idx:>9} {x['rss_mb']:>8.1f}  {note}"
+        )
     enc = None
     if not args.no_encoder:
         enc = encoder_costs(sentences, queries)
-        print(f"\nMiniLM (offline package) embedding one query: p50 {enc['query_latency'][0]:.1f} ms, p99 {enc['query_latency'][1]:.1f} ms; "
-              f"contexts embedded: {enc['contexts_per_s']:.1f}/s (so a dense index of N contexts takes N / that many seconds to build)")
+        print(
+            f"\nMiniLM (offline package) embedding one query: p50 {enc['query_latency'][0]:.1f} ms, p99 {enc['query_latency'][1]:.1f} ms; "
+            f"contexts embedded: {enc['contexts_per_s']:.1f}/s (so a dense index of N contexts takes N / that many seconds to build)"
+        )
     if args.json:
         core.write_text_atomic(Path(args.json), json.dumps({"rows": rows, "encoder": enc}, indent=1))
     return 0

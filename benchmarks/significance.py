@@ -9,6 +9,7 @@ identical p-values (and CIs up to rounding); the script prints both times and th
 
     python benchmarks/significance.py [--resamples 10000] [--systems 6] [--questions 344] [--repeat 3]
 """
+
 import argparse
 import sys
 import time
@@ -24,7 +25,7 @@ from indicipr.significance import holm, paired_bootstrap, paired_bootstrap_loop 
 def synthetic_scores(n_systems: int, n_questions: int, seed: int = 0) -> np.ndarray:
     "Per-question F1 (0-100) of `n_systems` systems with exact-match rates from 40% to 60%."
     rng = np.random.default_rng(seed)
-    difficulty = rng.uniform(0, 1, n_questions)                 # shared across systems: paired data
+    difficulty = rng.uniform(0, 1, n_questions)  # shared across systems: paired data
     scores = []
     for k in range(n_systems):
         p_exact = 0.40 + 0.20 * k / max(1, n_systems - 1)
@@ -55,20 +56,26 @@ def main(argv=None) -> int:
 
     scores = synthetic_scores(args.systems, args.questions, args.seed)
     pairs = list(combinations(range(args.systems), 2))
-    print(f"paired bootstrap: {args.systems} systems ({len(pairs)} pairs) x {args.questions} questions, "
-          f"{args.resamples} resamples, seed {args.seed}")
+    print(
+        f"paired bootstrap: {args.systems} systems ({len(pairs)} pairs) x {args.questions} questions, "
+        f"{args.resamples} resamples, seed {args.seed}"
+    )
 
     t_vec, vec = best_time(lambda: paired_bootstrap(scores, pairs, args.resamples, args.seed), args.repeat)
     t_loop, loop = best_time(lambda: paired_bootstrap_loop(scores, pairs, args.resamples, args.seed), 1)
 
     same_p = bool((vec["p_value"].to_numpy() == loop["p_value"].to_numpy()).all())
-    same_ci = bool(np.allclose(vec[["diff", "ci_low", "ci_high"]], loop[["diff", "ci_low", "ci_high"]], rtol=0, atol=1e-9))
+    same_ci = bool(
+        np.allclose(vec[["diff", "ci_low", "ci_high"]], loop[["diff", "ci_low", "ci_high"]], rtol=0, atol=1e-9)
+    )
     same_holm = bool((holm(vec["p_value"]) == holm(loop["p_value"])).all())
     print(f"vectorized: {t_vec:.3f} s (best of {args.repeat})")
     print(f"loop:       {t_loop:.3f} s")
     print(f"speed-up:   {t_loop / t_vec:.1f}x")
     print(f"identical p-values: {same_p}; identical Holm p-values: {same_holm}; CIs equal (atol 1e-9): {same_ci}")
-    print(f"p-values: min {vec['p_value'].min():.4f}, median {vec['p_value'].median():.4f}, max {vec['p_value'].max():.4f}")
+    print(
+        f"p-values: min {vec['p_value'].min():.4f}, median {vec['p_value'].median():.4f}, max {vec['p_value'].max():.4f}"
+    )
     return 0 if (same_p and same_ci and same_holm) else 1
 
 

@@ -24,50 +24,73 @@ def write_target(path: str | os.PathLike) -> Path:
     path = Path(path)
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
+
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+
 
 def pid_alive(pid: int) -> bool:
     "Whether process `pid` still runs (this one always does)."
-    if pid == os.getpid(): return True
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except (PermissionError, OverflowError, ValueError): return pid < 2**22
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid < 2**22
     return True
+
 
 def clean_stale_temps(path: str | os.PathLike) -> list[Path]:
     "Remove the temporary files of earlier writes of `path` whose writer is gone (killed between write and rename)."
     path, removed = Path(path), []
-    try: siblings = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
-    except OSError: return removed
+    try:
+        siblings = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
+    except OSError:
+        return removed
     for tmp in siblings:
         m = _TEMP_NAME.match(tmp.name)
         if m and m["name"] == path.name and not pid_alive(int(m["pid"])):
-            with contextlib.suppress(OSError): tmp.unlink(); removed.append(tmp)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed.append(tmp)
     return removed
+
 
 def glob_escape(name: str) -> str:
     "`name` with the glob characters `*?[` taken literally."
     return re.sub(r"([*?\[])", r"[\1]", name)
 
+
 def flat_paths(value) -> list:
     "The paths in `value`: a path, None, or (nested) lists of them."
-    if value is None: return []
-    if isinstance(value, (str, os.PathLike)): return [value]
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [value]
     return [p for v in value for p in flat_paths(v)]
+
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     "Whether two paths name one file (through symlinks, hard links, `..`); paths that do not exist compare resolved."
-    try: return os.path.samefile(a, b)
-    except OSError: return os.path.realpath(a) == os.path.realpath(b)
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
 
 def tidy_swap_leftovers(dest: Path) -> None:
     """Finish what a killed `swap_folder` (and its download) left beside `dest`: its download folders go; an old folder set aside for the swap
     is put back when `dest` is missing (the swap did not happen), else removed (it did)."""
     for tmp in dest.parent.glob(f".{glob_escape(dest.name)}.*.*"):
         m = re.fullmatch(rf"\.{re.escape(dest.name)}\.(fetch|old)\.(\d+)\..+", tmp.name)
-        if not m or not tmp.is_dir() or pid_alive(int(m[2])): continue
-        if m[1] == "old" and not dest.exists(): os.replace(tmp, dest)
-        else: shutil.rmtree(tmp, ignore_errors=True)
+        if not m or not tmp.is_dir() or pid_alive(int(m[2])):
+            continue
+        if m[1] == "old" and not dest.exists():
+            os.replace(tmp, dest)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
 
 def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     """Put the folder `new` in place of `dest` as a whole: `dest` is set aside, `new` renamed to it, the old one removed.
@@ -75,26 +98,37 @@ def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     if dest.is_dir():
         keep = set(replaced) | {p.name for p in new.iterdir()}
         for other in (p for p in dest.iterdir() if p.name not in keep):
-            if other.is_dir() and not other.is_symlink(): shutil.copytree(other, new / other.name, symlinks=True)
-            else: shutil.copy2(other, new / other.name, follow_symlinks=False)
+            if other.is_dir() and not other.is_symlink():
+                shutil.copytree(other, new / other.name, symlinks=True)
+            else:
+                shutil.copy2(other, new / other.name, follow_symlinks=False)
         os.chmod(new, dest.stat().st_mode & 0o7777)
-    if not dest.exists(): os.replace(new, dest); return
+    if not dest.exists():
+        os.replace(new, dest)
+        return
     old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old.{os.getpid()}."))
-    os.rmdir(old); os.replace(dest, old)
+    os.rmdir(old)
+    os.replace(dest, old)
     os.replace(new, dest)
     shutil.rmtree(old, ignore_errors=True)
 
 # %% ../notebooks/00_basics.ipynb #cac2ed3d
 _SECRET_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/]*)@")
-_SECRET_QUERY = re.compile(r"(?i)(?P<lead>[?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth[_-]?token|secret|"
-                           r"client[_-]?secret|password|passwd|sig|signature)=)[^&#\s\"']*")
-_SECRET_WORDS = re.compile(r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"
-                           r"|\bsk-[A-Za-z0-9_\-]{6,}")
+_SECRET_QUERY = re.compile(
+    r"(?i)(?P<lead>[?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth[_-]?token|secret|"
+    r"client[_-]?secret|password|passwd|sig|signature)=)[^&#\s\"']*"
+)
+_SECRET_WORDS = re.compile(
+    r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"
+    r"|\bsk-[A-Za-z0-9_\-]{6,}"
+)
 SECRET_ENV = ("OPENAI_API_KEY", "INDICIPR_LLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
+
 
 def _mask_userinfo(m: re.Match) -> str:
     user, colon, _ = m["userinfo"].partition(":")
     return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
+
 
 def mask_secrets(value: Any) -> Any:
     """`value` with every secret masked: strings, and the strings inside lists, tuples and dicts (their keys too);
@@ -104,19 +138,26 @@ def mask_secrets(value: Any) -> Any:
         text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***", text)
         text = _SECRET_WORDS.sub(lambda m: f"{m['lead']}***" if m["lead"] else "sk-***", text)
         for name in SECRET_ENV:
-            if len(secret := os.environ.get(name) or "") >= 6: text = text.replace(secret, "***")
+            if len(secret := os.environ.get(name) or "") >= 6:
+                text = text.replace(secret, "***")
         return text
-    if isinstance(value, Mapping): return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)): return type(value)(mask_secrets(v) for v in value)
+    if isinstance(value, Mapping):
+        return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(mask_secrets(v) for v in value)
     return value
+
 
 def secret_parts(text: str) -> set[str]:
     "The substrings of `text` that `mask_secrets` hides (to scrub them from what a program printed)."
-    parts = {(m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
-             for m in _SECRET_URL.finditer(text)}
-    parts |= {m.group(0)[len(m["lead"]):] for m in _SECRET_QUERY.finditer(text)}
-    parts |= {m.group(0)[len(m["lead"] or ""):] for m in _SECRET_WORDS.finditer(text)}
+    parts = {
+        (m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
+        for m in _SECRET_URL.finditer(text)
+    }
+    parts |= {m.group(0)[len(m["lead"]) :] for m in _SECRET_QUERY.finditer(text)}
+    parts |= {m.group(0)[len(m["lead"] or "") :] for m in _SECRET_WORDS.finditer(text)}
     return {p for p in parts if len(p) >= 4}
+
 
 def has_secret(value: Any) -> bool:
     "Whether `mask_secrets` would change `value`."
@@ -126,14 +167,20 @@ def has_secret(value: Any) -> bool:
 def current_umask() -> int:
     "The process's umask, read without changing it where the system shows it (Linux), else by setting and restoring it."
     status = Path("/proc/self/status")
-    if m := re.search(r"^Umask:\s*([0-7]+)", status.read_text() if status.exists() else "", re.M): return int(m.group(1), 8)
-    mask = os.umask(0o022); os.umask(mask)
+    if m := re.search(r"^Umask:\s*([0-7]+)", status.read_text() if status.exists() else "", re.M):
+        return int(m.group(1), 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
     return mask
+
 
 def new_file_mode(path: str | os.PathLike) -> int:
     "The mode a file written at `path` should have: the existing file's, else 0666 under the umask."
-    try: return Path(path).stat().st_mode & 0o7777
-    except FileNotFoundError: return 0o666 & ~current_umask()
+    try:
+        return Path(path).stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
 
 def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a symlink's target)."
@@ -141,6 +188,7 @@ def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     os.chmod(tmp, new_file_mode(path))
     os.replace(tmp, path)
     return Path(path)
+
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     "Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give)."
@@ -155,19 +203,26 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
             os.fsync(f.fileno())
         return replace_atomic(tmp, path)
     except BaseException:
-        if os.path.exists(tmp): os.unlink(tmp)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
 
 # %% ../notebooks/00_basics.ipynb #b7e1a004
 def in_jupyter_kernel() -> bool:
-    try: from IPython import get_ipython
-    except ImportError: return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
     return type(get_ipython()).__name__ == "ZMQInteractiveShell"
+
 
 def show_saved_figure(png: str | os.PathLike) -> bool:
     "Display the PNG `save_figure` wrote when running in a Jupyter kernel whose matplotlib backend does not show figures itself (`Agg`); whether it did."
     import matplotlib
-    if not in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower(): return False
+
+    if not in_jupyter_kernel() or "inline" in matplotlib.get_backend().lower():
+        return False
     from IPython.display import Image, display
+
     display(Image(filename=str(png)))
     return True

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rank_bm25 import BM25Okapi
+
+if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['SYSTEMS', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
@@ -19,20 +23,25 @@ __all__ = ['SYSTEMS', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Pa
 # %% ../notebooks/07_bm25.ipynb #1a993f48
 _WORD = re.compile(r"\w+")
 
+
 def bm25_tokens(text: str, scheme: str = "word") -> list[str]:
     "Lowercase tokens of `text`: `\\w+` runs (`word`, the default) or white-space pieces (`whitespace`)."
-    if scheme == "word": return _WORD.findall(text.lower())
-    if scheme == "whitespace": return text.lower().split()
+    if scheme == "word":
+        return _WORD.findall(text.lower())
+    if scheme == "whitespace":
+        return text.lower().split()
     raise ValueError(f"unknown token scheme {scheme!r} (word, whitespace)")
 
 # %% ../notebooks/07_bm25.ipynb #373f99ea
-_CUT_AFTER = re.compile(r"[.;:][\u2014\u2013-]*\s+")           # sentence/clause end + white space
+_CUT_AFTER = re.compile(r"[.;:][\u2014\u2013-]*\s+")  # sentence/clause end + white space
 _CUT_BEFORE = re.compile(r"(?<=\s)\((?:\d+[A-Z]?|[a-z]{1,4})\)")  # enumerator (1) (a) (iv) (aa) (2A)
+
 
 def _cut_points(context: str) -> list[int]:
     "Sorted character offsets where a new clause starts."
     cuts = {m.end() for m in _CUT_AFTER.finditer(context)} | {m.start() for m in _CUT_BEFORE.finditer(context)}
     return sorted(c for c in cuts if 0 < c < len(context))
+
 
 def clause_spans(context: str, min_tokens: int = 3) -> list[tuple[int, int]]:
     "Character spans `(start, end)` of the clauses of `context`, stripped; pieces under `min_tokens` word tokens join the next one."
@@ -41,32 +50,39 @@ def clause_spans(context: str, min_tokens: int = 3) -> list[tuple[int, int]]:
     for a, b in zip(bounds, bounds[1:]):
         start = a if pending is None else pending
         if len(bm25_tokens(context[start:b])) < min_tokens:
-            pending = start; continue
+            pending = start
+            continue
         pending = None
         piece = context[start:b]
         lead = len(piece) - len(piece.lstrip())
         spans.append((start + lead, start + len(piece.rstrip())))
-    if pending is not None and spans:                      # a short trailing piece joins the last clause
-        s, _ = spans[-1]; spans[-1] = (s, len(context.rstrip()))
+    if pending is not None and spans:  # a short trailing piece joins the last clause
+        s, _ = spans[-1]
+        spans[-1] = (s, len(context.rstrip()))
     return spans or [(0, len(context))]
 
 # %% ../notebooks/07_bm25.ipynb #13cdb340
 @dataclass(frozen=True)
 class BM25Params:
     "BM25Okapi parameters (rank-bm25 defaults), token scheme, and where IDF comes from (None: the context's own units)."
+
     k1: float = 1.5
     b: float = 0.75
     epsilon: float = 0.25
     tokens: str = "word"
     idf: dict | None = field(default=None, compare=False, repr=False)
 
+
 def best_unit(units: list[list[str]], query: list[str], params: BM25Params = BM25Params()) -> int:
     "Index of the unit BM25 scores highest for `query` (earliest on ties; 0 when there is one unit)."
-    if len(units) == 1: return 0
-    docs = [u if u else ["\u0000"] for u in units]          # rank-bm25 divides by the mean length
+    if len(units) == 1:
+        return 0
+    docs = [u if u else ["\u0000"] for u in units]  # rank-bm25 divides by the mean length
     bm = BM25Okapi(docs, k1=params.k1, b=params.b, epsilon=params.epsilon)
-    if params.idf is not None: bm.idf = params.idf          # corpus-level IDF instead of the context's
+    if params.idf is not None:
+        bm.idf = params.idf  # corpus-level IDF instead of the context's
     return int(np.argmax(bm.get_scores(query)))
+
 
 def split_idf(records, params: BM25Params = BM25Params()) -> dict:
     "IDF of every term over the clauses of all distinct contexts of `records` (for `BM25Params(idf=...)`)."
@@ -78,7 +94,9 @@ def split_idf(records, params: BM25Params = BM25Params()) -> dict:
 def bm25_retrieval_answer(question: str, context: str, params: BM25Params = BM25Params()) -> str:
     "The clause of `context` BM25 ranks highest for `question`."
     spans = clause_spans(context)
-    i = best_unit([bm25_tokens(context[a:b], params.tokens) for a, b in spans], bm25_tokens(question, params.tokens), params)
+    i = best_unit(
+        [bm25_tokens(context[a:b], params.tokens) for a, b in spans], bm25_tokens(question, params.tokens), params
+    )
     a, b = spans[i]
     return context[a:b]
 
@@ -87,15 +105,19 @@ def whitespace_token_spans(text: str) -> list[tuple[int, int]]:
     "Character spans of the white-space separated tokens of `text`."
     return [m.span() for m in re.finditer(r"\S+", text)]
 
+
 def oracle_window_answer(question: str, context: str, n_tokens: int, params: BM25Params = BM25Params()) -> str:
     "The window of `n_tokens` white-space tokens of `context` that BM25 ranks highest for `question`."
     spans = whitespace_token_spans(context)
-    if n_tokens < 1: raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
-    if len(spans) <= n_tokens: return context.strip()
+    if n_tokens < 1:
+        raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
+    if len(spans) <= n_tokens:
+        return context.strip()
     words = [bm25_tokens(context[a:b], params.tokens) for a, b in spans]
-    windows = [sum(words[i:i + n_tokens], []) for i in range(len(spans) - n_tokens + 1)]
+    windows = [sum(words[i : i + n_tokens], []) for i in range(len(spans) - n_tokens + 1)]
     i = best_unit(windows, bm25_tokens(question, params.tokens), params)
-    return context[spans[i][0]:spans[i + n_tokens - 1][1]]
+    return context[spans[i][0] : spans[i + n_tokens - 1][1]]
+
 
 def gold_token_count(answer: str) -> int:
     "Number of white-space tokens of the gold answer (the oracle's only knowledge of it)."
@@ -104,16 +126,19 @@ def gold_token_count(answer: str) -> int:
 # %% ../notebooks/07_bm25.ipynb #9a21ac8b
 SYSTEMS = ("bm25_retrieval", "bm25_oracle_window")
 
+
 def predict_records(records, system: str, params: BM25Params = BM25Params()) -> dict[str, str]:
     "Predictions `{id: text}` of one BM25 `system` for benchmark records."
-    if system not in SYSTEMS: raise ValueError(f"unknown BM25 system {system!r}; expected one of {SYSTEMS}")
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown BM25 system {system!r}; expected one of {SYSTEMS}")
     out = {}
     for r in records:
         if system == "bm25_retrieval":
             out[r["id"]] = bm25_retrieval_answer(r["question"], r["context"], params)
         else:
-            out[r["id"]] = oracle_window_answer(r["question"], r["context"],
-                                                gold_token_count(r["answers"]["text"][0]), params)
+            out[r["id"]] = oracle_window_answer(
+                r["question"], r["context"], gold_token_count(r["answers"]["text"][0]), params
+            )
     return out
 
 # %% ../notebooks/07_bm25.ipynb #f5f12c7f
@@ -121,58 +146,104 @@ def sensitivity_rows(records, metric=None) -> list[dict]:
     "EM/F1/Char-F1 of both systems under each token scheme × IDF scope."
     if metric is None:
         from indicipr.metrics import score_predictions
-        metric = lambda recs, preds: score_predictions(recs, preds)[1]
+
+        def metric(recs, preds):
+            return score_predictions(recs, preds)[1]
+
     rows = []
     for tokens in ("word", "whitespace"):
         for scope in ("context", "split"):
             p = BM25Params(tokens=tokens)
-            if scope == "split": p = replace(p, idf=split_idf(records, p))
+            if scope == "split":
+                p = replace(p, idf=split_idf(records, p))
             for system in SYSTEMS:
                 summ = metric(records, predict_records(records, system, p))
-                rows.append({"system": system, "tokens": tokens, "idf": scope,
-                             "EM": summ["em"], "F1": summ["f1"], "Char-F1": summ["char_f1"]})
+                rows.append(
+                    {
+                        "system": system,
+                        "tokens": tokens,
+                        "idf": scope,
+                        "EM": summ["em"],
+                        "F1": summ["f1"],
+                        "Char-F1": summ["char_f1"],
+                    }
+                )
     return rows
 
 # %% ../notebooks/07_bm25.ipynb #d00e1f03
-from .core import CARD   # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
+from .core import CARD  # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
+
 PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
+
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):
     "Predict `split` with both systems, write the predictions, return `{system: (predictions, (frame, summary))}`."
     from indicipr import core, metrics
+
     records = list(core.load_benchmark(data_source)[split])
     results = {}
     for system in SYSTEMS:
         preds = predict_records(records, system, params)
-        metrics.write_predictions(preds, system, data_source, family="lexical", model="BM25Okapi",
-                               setting="oracle answer length" if system == "bm25_oracle_window" else "clause retrieval",
-                               seed=None, split=split, k1=params.k1, b=params.b, epsilon=params.epsilon)
+        metrics.write_predictions(
+            preds,
+            system,
+            data_source,
+            family="lexical",
+            model="BM25Okapi",
+            setting="oracle answer length" if system == "bm25_oracle_window" else "clause retrieval",
+            seed=None,
+            split=split,
+            k1=params.k1,
+            b=params.b,
+            epsilon=params.epsilon,
+        )
         results[system] = (preds, metrics.score_predictions(records, preds))
     return results
+
 
 def bm25_results_table(results: dict, card: bool = False):
     "One row per system of `run_bm25`'s results: questions, EM, F1, Char-F1; `card` adds the card's figures beside them."
     import pandas as pd
+
     rows = []
     for system, (preds, (_, summary)) in results.items():
-        row = {"system": system, "questions": len(preds), "EM": summary["em"], "F1": summary["f1"], "Char-F1": summary["char_f1"]}
-        if card: row.update({f"card {m}": v for m, v in CARD["bm25"][system].items()})
+        row = {
+            "system": system,
+            "questions": len(preds),
+            "EM": summary["em"],
+            "F1": summary["f1"],
+            "Char-F1": summary["char_f1"],
+        }
+        if card:
+            row.update({f"card {m}": v for m, v in CARD["bm25"][system].items()})
         rows.append(row)
     return pd.DataFrame(rows)
+
 
 def sensitivity_table(records, card: bool = False, metric=None):
     "`sensitivity_rows` as a table; `card` adds each row's |ΔF1| to the card's figure for its system."
     import pandas as pd
+
     table = pd.DataFrame(sensitivity_rows(records, metric))
-    if card: table["|ΔF1| to card"] = (table["F1"] - table["system"].map(lambda s: CARD["bm25"][s]["F1"])).abs()
+    if card:
+        table["|ΔF1| to card"] = (table["F1"] - table["system"].map(lambda s: CARD["bm25"][s]["F1"])).abs()
     return table
+
 
 def card_gaps(results: "pd.DataFrame", sensitivity: "pd.DataFrame"):
     "Per system: the default protocol minus the card (EM, F1, Char-F1) and the sensitivity variant closest to the card's F1."
     import pandas as pd
+
     rows = []
     for _, r in results.iterrows():
         best = sensitivity[sensitivity.system == r["system"]].sort_values("|ΔF1| to card").iloc[0]
-        rows.append({"system": r["system"], **{f"Δ{m} (ours − card)": r[m] - r[f"card {m}"] for m in ("EM", "F1", "Char-F1")},
-                     "closest variant": f"tokens={best['tokens']}, idf={best['idf']}", "its F1": best["F1"], "card F1": r["card F1"]})
+        rows.append(
+            {
+                "system": r["system"],
+                **{f"Δ{m} (ours − card)": r[m] - r[f"card {m}"] for m in ("EM", "F1", "Char-F1")},
+                "closest variant": f"tokens={best['tokens']}, idf={best['idf']}",
+                "its F1": best["F1"],
+                "card F1": r["card F1"],
+            }
+        )
     return pd.DataFrame(rows)

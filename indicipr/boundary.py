@@ -21,7 +21,9 @@ __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'B
            'span_candidates', 'rescore', 'pick', 'decode', 'tune']
 
 # %% ../notebooks/07c_boundary.ipynb #3c5af050
-def token_boundary_flags(context: str, offsets: np.ndarray, bounds: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+def token_boundary_flags(
+    context: str, offsets: np.ndarray, bounds: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(starts a clause, ends a clause) for each token of a window; `offsets` are its character offsets, -1 outside the context.
     `bounds`: the context's (starts, ends) as sets, when already computed (`boundary_offsets` once per context, not per window)."""
     starts, ends = bounds or tuple(map(set, boundary_offsets(context)))
@@ -34,15 +36,20 @@ def token_boundary_flags(context: str, offsets: np.ndarray, bounds: tuple | None
 @dataclass(frozen=True)
 class LengthPrior:
     "Log-normal prior over answer lengths in tokens (`mu`, `sigma` of the log-lengths)."
+
     mu: float
     sigma: float
 
     def log_density(self, n) -> np.ndarray:
         "Log-density of length(s) `n` (tokens) minus that of the mode (≤ 0)."
         n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        mode = math.exp(self.mu - self.sigma ** 2)
-        f = lambda x: -(np.log(x) - self.mu) ** 2 / (2 * self.sigma ** 2) - np.log(x)
+        mode = math.exp(self.mu - self.sigma**2)
+
+        def f(x):
+            return -((np.log(x) - self.mu) ** 2) / (2 * self.sigma**2) - np.log(x)
+
         return f(n) - f(mode)
+
 
 def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior:
     "The prior fitted on the gold answers of `records` (the training split) in `tokenizer`'s tokens."
@@ -53,74 +60,128 @@ def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior
 @dataclass(frozen=True)
 class BoundaryParams:
     "The rescoring weights (step 4), and how candidates are drawn (steps 2-3)."
-    start_weight: float = 0.0       # bonus for a start on a clause start
-    end_weight: float = 0.0         # bonus for an end on a clause end
-    length_weight: float = 0.0      # times the log length prior
-    n_best: int = 20                # starts and ends taken per window
-    reach: int = 16                 # tokens a start or end may move to a boundary
+
+    start_weight: float = 0.0  # bonus for a start on a clause start
+    end_weight: float = 0.0  # bonus for an end on a clause end
+    length_weight: float = 0.0  # times the log length prior
+    n_best: int = 20  # starts and ends taken per window
+    reach: int = 16  # tokens a start or end may move to a boundary
+
 
 @dataclass
 class Candidates:
     "The candidate spans of one record: character `starts`/`ends` and the features of each."
+
     starts: np.ndarray
     ends: np.ndarray
-    score: np.ndarray          # plain score: start logit plus end logit (the plain decoding's, comparable across windows)
+    score: np.ndarray  # plain score: start logit plus end logit (the plain decoding's, comparable across windows)
     on_start: np.ndarray
     on_end: np.ndarray
-    log_length: np.ndarray     # the prior's log-density of the span's length in tokens
+    log_length: np.ndarray  # the prior's log-density of the span's length in tokens
+
 
 def _within(flags: np.ndarray, i: int, reach: int, lo: int, hi: int) -> list[int]:
     "The flagged positions within `reach` of `i`, inside [lo, hi]."
     a, b = max(lo, i - reach), min(hi, i + reach)
-    return (np.flatnonzero(flags[a:b + 1]) + a).tolist()
+    return (np.flatnonzero(flags[a : b + 1]) + a).tolist()
 
-def window_candidates(start_logits, end_logits, offsets, on_start, on_end, max_answer_length: int, prior: LengthPrior,
-                      n_best: int = 20, reach: int = 16) -> list[tuple]:
+
+def window_candidates(
+    start_logits,
+    end_logits,
+    offsets,
+    on_start,
+    on_end,
+    max_answer_length: int,
+    prior: LengthPrior,
+    n_best: int = 20,
+    reach: int = 16,
+) -> list[tuple]:
     "(start char, end char, plain score, on start, on end, log length) of one window's n-best spans and their snaps."
     ctx = offsets[:, 0] >= 0
-    if not ctx.any(): return []
+    if not ctx.any():
+        return []
     raw_s, raw_e = np.asarray(start_logits, dtype=np.float32), np.asarray(end_logits, dtype=np.float32)
     s, e = torch.from_numpy(raw_s).unsqueeze(0), torch.from_numpy(raw_e).unsqueeze(0)
-    _, i0, j0 = best_spans(s, e, torch.as_tensor(ctx).unsqueeze(0), max_answer_length, k=n_best)   # the plain decoding's ranking
+    _, i0, j0 = best_spans(
+        s, e, torch.as_tensor(ctx).unsqueeze(0), max_answer_length, k=n_best
+    )  # the plain decoding's ranking
     lo, hi = int(np.flatnonzero(ctx)[0]), int(np.flatnonzero(ctx)[-1])
     seen, out = set(), []
     for i, j in zip(i0[0].tolist(), j0[0].tolist()):
         for a in [i, *_within(on_start, i, reach, lo, hi)]:
             for b in [j, *_within(on_end, j, reach, lo, hi)]:
-                if not (a <= b < a + max_answer_length) or (a, b) in seen or not (ctx[a] and ctx[b]): continue
+                if not (a <= b < a + max_answer_length) or (a, b) in seen or not (ctx[a] and ctx[b]):
+                    continue
                 seen.add((a, b))
-                out.append((int(offsets[a, 0]), int(offsets[b, 1]), float(raw_s[a] + raw_e[b]), bool(on_start[a]),
-                            bool(on_end[b]), float(prior.log_density(b - a + 1))))
+                out.append(
+                    (
+                        int(offsets[a, 0]),
+                        int(offsets[b, 1]),
+                        float(raw_s[a] + raw_e[b]),
+                        bool(on_start[a]),
+                        bool(on_end[b]),
+                        float(prior.log_density(b - a + 1)),
+                    )
+                )
     return out
 
-def span_candidates(model, tokenizer, records, prior: LengthPrior, max_length: int = 384, stride: int = 128,
-                    max_answer_length: int = 64, n_best: int = 20, reach: int = 16, batch_size: int | None = None,
-                    device: str | None = None, engine: str = "auto") -> list[Candidates]:
+
+def span_candidates(
+    model,
+    tokenizer,
+    records,
+    prior: LengthPrior,
+    max_length: int = 384,
+    stride: int = 128,
+    max_answer_length: int = 64,
+    n_best: int = 20,
+    reach: int = 16,
+    batch_size: int | None = None,
+    device: str | None = None,
+    engine: str = "auto",
+) -> list[Candidates]:
     "Step 1-4 for every record: one model pass, then the candidates of all its windows."
     records = list(records)
     windows = encode_windows(records, tokenizer, max_length, stride)
-    logits = window_logits(model, tokenizer, records, max_length, stride, batch_size, device=device, engine=engine,
-                           windows=windows)
+    logits = window_logits(
+        model, tokenizer, records, max_length, stride, batch_size, device=device, engine=engine, windows=windows
+    )
     per = [[] for _ in records]
     bounds = {}
     for w, (s, e) in enumerate(logits):
         ex = int(windows.example_index[w])
         ctx = records[ex]["context"]
-        if ex not in bounds: bounds[ex] = tuple(map(set, boundary_offsets(ctx)))
+        if ex not in bounds:
+            bounds[ex] = tuple(map(set, boundary_offsets(ctx)))
         on_start, on_end = token_boundary_flags(ctx, windows.offsets[w], bounds[ex])
-        per[ex].extend(window_candidates(s, e, windows.offsets[w], on_start, on_end, max_answer_length, prior, n_best, reach))
+        per[ex].extend(
+            window_candidates(s, e, windows.offsets[w], on_start, on_end, max_answer_length, prior, n_best, reach)
+        )
     out = []
-    for rec, cands in zip(records, per):
-        if not cands: cands = [(0, 0, 0.0, False, False, 0.0)]
+    for _rec, cands in zip(records, per):
+        if not cands:
+            cands = [(0, 0, 0.0, False, False, 0.0)]
         a = np.array(cands, dtype=object)
-        out.append(Candidates(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2].astype(float),
-                              a[:, 3].astype(bool), a[:, 4].astype(bool), a[:, 5].astype(float)))
+        out.append(
+            Candidates(
+                a[:, 0].astype(np.int64),
+                a[:, 1].astype(np.int64),
+                a[:, 2].astype(float),
+                a[:, 3].astype(bool),
+                a[:, 4].astype(bool),
+                a[:, 5].astype(float),
+            )
+        )
     return out
 
 # %% ../notebooks/07c_boundary.ipynb #291893ea
 def rescore(c: Candidates, params: BoundaryParams) -> np.ndarray:
     "Step 4: each candidate's score under `params`."
-    return c.score + params.start_weight * c.on_start + params.end_weight * c.on_end + params.length_weight * c.log_length
+    return (
+        c.score + params.start_weight * c.on_start + params.end_weight * c.on_end + params.length_weight * c.log_length
+    )
+
 
 def pick(c: Candidates, params: BoundaryParams) -> tuple[int, int]:
     "Step 5: (start, end) characters of the best candidate (the earliest, then shortest, on ties)."
@@ -128,6 +189,7 @@ def pick(c: Candidates, params: BoundaryParams) -> tuple[int, int]:
     best = np.flatnonzero(total == total.max())
     k = min(best, key=lambda i: (c.starts[i], c.ends[i]))
     return int(c.starts[k]), int(c.ends[k])
+
 
 def decode(records, candidates: list[Candidates], params: BoundaryParams) -> dict[str, str]:
     "`{id: prediction_text}` of every record under `params`."
@@ -138,9 +200,16 @@ def decode(records, candidates: list[Candidates], params: BoundaryParams) -> dic
     return out
 
 # %% ../notebooks/07c_boundary.ipynb #2e589d6a
-GRID = {"start_weight": (0.0, 0.5, 1.0, 2.0, 4.0), "end_weight": (0.0, 0.5, 1.0, 2.0, 4.0), "length_weight": (0.0, 0.5, 1.0, 2.0)}
+GRID = {
+    "start_weight": (0.0, 0.5, 1.0, 2.0, 4.0),
+    "end_weight": (0.0, 0.5, 1.0, 2.0, 4.0),
+    "length_weight": (0.0, 0.5, 1.0, 2.0),
+}
 
-def tune(records, candidates: list[Candidates], grid: dict = GRID, base: BoundaryParams = BoundaryParams()) -> tuple[BoundaryParams, list[dict]]:
+
+def tune(
+    records, candidates: list[Candidates], grid: dict = GRID, base: BoundaryParams = BoundaryParams()
+) -> tuple[BoundaryParams, list[dict]]:
     "(best params, every grid point with its mean F1 on `records`) by grid search; `base` gives `n_best` and `reach`."
     keys, rows = list(grid), []
     for values in itertools.product(*(grid[k] for k in keys)):

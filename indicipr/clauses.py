@@ -19,26 +19,53 @@ __all__ = ['LEVELS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds', 'la
 
 # %% ../notebooks/01a_clauses.ipynb #722b50f2
 _ENUM = re.compile(r"\((\d{1,3}[A-Z]{0,2}|[a-z]{1,4}|[A-Z])\)(?=\s|$)")
-_REF_BEFORE = re.compile(r"(?:\b(?:sub-?\s?sections?|sections?|sec|clauses?|sub-clauses?|items?|paragraphs?|rules?|regulations?"
-                         r"|articles?|entry|entries|provisos?|explanations?|chapters?|schedules?|forms?|of|in|under|to|with|by|from|see)"
-                         r"|\d|\))\s*$", re.I)
+_REF_BEFORE = re.compile(
+    r"(?:\b(?:sub-?\s?sections?|sections?|sec|clauses?|sub-clauses?|items?|paragraphs?|rules?|regulations?"
+    r"|articles?|entry|entries|provisos?|explanations?|chapters?|schedules?|forms?|of|in|under|to|with|by|from|see)"
+    r"|\d|\))\s*$",
+    re.I,
+)
+
 
 def label_matches(text: str) -> list[re.Match]:
     "The enumerators `(1)`, `(1A)`, `(a)`, `(iv)`, `(A)` of `text` that open a unit (group 1: the bare label); cross-references skipped."
     out = []
     for m in _ENUM.finditer(text):
-        before = text[:m.start()].rstrip()
-        if before and _REF_BEFORE.search(before): continue
+        before = text[: m.start()].rstrip()
+        if before and _REF_BEFORE.search(before):
+            continue
         if not before or before[-1] in ".;:,—–-" or re.search(r"(?:[;,:—–-]\s*(?:and|or)|\bnamely\W*)$", before):
             out.append(m)
     return out
 
 # %% ../notebooks/01a_clauses.ipynb #d0fb48b1
-_ROMANS = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii", "xiii", "xiv", "xv", "xvi", "xvii",
-           "xviii", "xix", "xx"]
+_ROMANS = [
+    "i",
+    "ii",
+    "iii",
+    "iv",
+    "v",
+    "vi",
+    "vii",
+    "viii",
+    "ix",
+    "x",
+    "xi",
+    "xii",
+    "xiii",
+    "xiv",
+    "xv",
+    "xvi",
+    "xvii",
+    "xviii",
+    "xix",
+    "xx",
+]
+
 
 def _next_letter(label: str) -> str | None:
     return chr(ord(label) + 1) if len(label) == 1 and label < "z" else None
+
 
 def enumerator_kinds(labels: list[str], opened: list[bool] | None = None) -> list[str]:
     """The kind of each bare label, in reading order: `subsection`, `clause`, `subclause` or `item`.
@@ -46,24 +73,35 @@ def enumerator_kinds(labels: list[str], opened: list[bool] | None = None) -> lis
     kinds, letter, roman = [], None, None
     for k, lab in enumerate(labels):
         after_opener = bool(opened and opened[k])
-        if lab[0].isdigit(): kind, letter, roman = "subsection", None, None
-        elif lab.isupper(): kind = "item"
-        elif lab == "i" and after_opener and letter is not None: kind = "subclause"
-        elif lab in _ROMANS and roman is not None and _ROMANS.index(lab) == _ROMANS.index(roman) + 1: kind = "subclause"
-        elif letter is not None and lab == _next_letter(letter): kind = "clause"
-        elif lab == "i" or (lab in _ROMANS and len(lab) > 1): kind = "subclause"
-        else: kind = "clause"
-        if kind == "subclause": roman = lab
-        elif kind == "clause": letter, roman = lab, None
+        if lab[0].isdigit():
+            kind, letter, roman = "subsection", None, None
+        elif lab.isupper():
+            kind = "item"
+        elif lab == "i" and after_opener and letter is not None:
+            kind = "subclause"
+        elif lab in _ROMANS and roman is not None and _ROMANS.index(lab) == _ROMANS.index(roman) + 1:
+            kind = "subclause"
+        elif letter is not None and lab == _next_letter(letter):
+            kind = "clause"
+        elif lab == "i" or (lab in _ROMANS and len(lab) > 1):
+            kind = "subclause"
+        else:
+            kind = "clause"
+        if kind == "subclause":
+            roman = lab
+        elif kind == "clause":
+            letter, roman = lab, None
         kinds.append(kind)
     return kinds
 
+
 _OPENER = re.compile(r"(?:[:—–-]|namely\W*)$")
+
 
 def label_kinds(text: str, matches: list[re.Match] | None = None) -> list[str]:
     "`enumerator_kinds` of the labels `label_matches` finds in `text` (or of `matches`), list openers read from the text."
     matches = label_matches(text) if matches is None else matches
-    opened = [bool(_OPENER.search(text[:m.start()].rstrip())) for m in matches]
+    opened = [bool(_OPENER.search(text[: m.start()].rstrip())) for m in matches]
     return enumerator_kinds([m.group(1) for m in matches], opened)
 
 # %% ../notebooks/01a_clauses.ipynb #8c613df5
@@ -71,15 +109,18 @@ LEVELS = {"subsection": 1.0, "proviso": 1.5, "explanation": 1.5, "clause": 2.0, 
 _PROVISO = re.compile(r"\bProvided(?:,?\s+(further|also|always|however),?)?\s+that\b")
 _EXPLANATION = re.compile(r"\bExplanation(?:\s+(\d+|[IVX]+))?\s*(?:[.:]\s*[-—–]*|[-—–]+)\s*")
 
+
 @dataclass
 class Unit:
     "One unit of a section: `kind` (see `LEVELS`), bare `label` (a proviso's is its ordinal under its parent), offsets, parent index."
+
     kind: str
     label: str
     start: int
     body: int
     end: int
     parent: int | None
+
 
 def statute_units(text: str) -> list[Unit]:
     "The units of a statutory text (sub-sections, clauses, sub-clauses, items, provisos, Explanations), in reading order."
@@ -89,9 +130,11 @@ def statute_units(text: str) -> list[Unit]:
     marks += [(m.start(), m.end(), "explanation", m.group(1) or "") for m in _EXPLANATION.finditer(text)]
     units, stack = [], []
     for start, body, kind, label in sorted(marks):
-        while stack and LEVELS[units[stack[-1]].kind] >= LEVELS[kind]: units[stack.pop()].end = start
+        while stack and LEVELS[units[stack[-1]].kind] >= LEVELS[kind]:
+            units[stack.pop()].end = start
         parent = stack[-1] if stack else None
-        if kind == "proviso": label = str(1 + sum(u.kind == "proviso" and u.parent == parent for u in units))
+        if kind == "proviso":
+            label = str(1 + sum(u.kind == "proviso" and u.parent == parent for u in units))
         units.append(Unit(kind, label, start, body, len(text), parent))
         stack.append(len(units) - 1)
     return units
@@ -100,21 +143,27 @@ def statute_units(text: str) -> list[Unit]:
 _TRAILING = re.compile(r"(?:\s*(?:[;,:.]|[-—–]+|\band\b|\bor\b))+\s*$")
 _CLOSING = re.compile(r",\s+(?=(?:the|he|it|they|such|shall|be|then|and\s+the)\b)")
 
+
 def unit_span(text: str, units: list[Unit], i: int) -> tuple[int, int]:
     "`(start, end)` of unit `i`'s words: its body to its end, less the trailing connector (and a closing tail of its parent)."
     u = units[i]
-    start = u.body + len(text[u.body:u.end]) - len(text[u.body:u.end].lstrip())
+    start = u.body + len(text[u.body : u.end]) - len(text[u.body : u.end].lstrip())
     end = u.end
     siblings = [j for j, v in enumerate(units) if v.parent == u.parent and v.kind == u.kind]
     if u.kind in ("clause", "subclause", "item") and siblings[-1] == i and not any(v.parent == i for v in units):
-        opener = text[:units[siblings[0]].start].rstrip()
-        if opener.endswith(("—", "–", "-", ":")) and (m := _CLOSING.search(text, start, end)) and len(text[start:m.start()].split()) >= 3:
+        opener = text[: units[siblings[0]].start].rstrip()
+        if (
+            opener.endswith(("—", "–", "-", ":"))
+            and (m := _CLOSING.search(text, start, end))
+            and len(text[start : m.start()].split()) >= 3
+        ):
             end = m.start()
     piece = text[start:end]
     return start, start + len(_TRAILING.sub("", piece))
 
 # %% ../notebooks/01a_clauses.ipynb #8d2a3eca
 _BREAK = re.compile(r";(?:\s*(?:and|or)\b)?|:(?!\d)|\s[-—–]+\s|[—–]|,\s*[-—–]+|\.(?=\s+(?:[A-Z(“\"]|$))")
+
 
 def boundary_offsets(text: str) -> tuple[list[int], list[int]]:
     "Sorted character offsets where a clause-level piece may start and where one may end."
@@ -123,15 +172,18 @@ def boundary_offsets(text: str) -> tuple[list[int], list[int]]:
     for i, u in enumerate(units):
         starts.update((u.start, unit_span(text, units, i)[0]))
         ends.add(unit_span(text, units, i)[1])
-        before = text[:u.start].rstrip()
+        before = text[: u.start].rstrip()
         ends.add(len(_TRAILING.sub("", before)))
     for m in _BREAK.finditer(text):
-        ends.add(len(text[:m.start()].rstrip()))
+        ends.add(len(text[: m.start()].rstrip()))
         nxt = re.compile(r"\S").search(text, m.end())
-        if nxt: starts.add(nxt.start())
+        if nxt:
+            starts.add(nxt.start())
     return sorted(s for s in starts if s < len(text)), sorted(e for e in ends if e > 0)
 
+
 _END_TRAIL = " .,;:"
+
 
 def ends_clause(text: str, end: int, ends) -> bool:
     "Whether a span of `text` ending at `end` ends a clause: `end` is in `ends` (from `boundary_offsets`), trailing punctuation aside."
@@ -140,14 +192,21 @@ def ends_clause(text: str, end: int, ends) -> bool:
 # %% ../notebooks/01a_clauses.ipynb #8548c3c8
 _NAMES = {"subsection": "sub-section", "clause": "clause", "subclause": "sub-clause", "item": "item"}
 _ORDINALS = ["", "", "second ", "third ", "fourth ", "fifth "]
-_TEMPLATES = ("What does {long} provide?", "Under {compact}, what is provided?", "What is laid down in {long}?",
-              "What does {long} say?")
+_TEMPLATES = (
+    "What does {long} provide?",
+    "Under {compact}, what is provided?",
+    "What is laid down in {long}?",
+    "What does {long} say?",
+)
 _DEFINITION = re.compile(r"^[“\"‘']([^”\"’'\n]{2,60})[”\"’']\s*(?:,[^,]{0,80},\s*)?(means|includes|shall mean)\s+")
+
 
 def unit_reference(units: list[Unit], i: int, section: str) -> tuple[str, str]:
     "How a statute names unit `i`: the long form (`clause (b) of sub-section (2) of section 12`) and the short one (`Section 12(2)(b)`)."
     chain, j = [], i
-    while j is not None: chain.append(units[j]); j = units[j].parent
+    while j is not None:
+        chain.append(units[j])
+        j = units[j].parent
     long, compact = f"section {section}", f"Section {section}"
     for u in reversed(chain):
         if u.kind in _NAMES:
@@ -159,8 +218,10 @@ def unit_reference(units: list[Unit], i: int, section: str) -> tuple[str, str]:
             long = compact = f"Explanation {u.label} to {compact}" if u.label else f"the Explanation to {compact}"
     return long, compact
 
+
 def _pick(key: str, options: tuple) -> str:
     return options[int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16) % len(options)]
+
 
 def clause_questions(context: str, section: str, min_words: int = 3, max_words: int = 80) -> list[dict]:
     "Synthetic questions about the units and definitions of one context: `{question, answer, answer_start, kind}` each."
@@ -168,27 +229,47 @@ def clause_questions(context: str, section: str, min_words: int = 3, max_words: 
     for i, u in enumerate(units):
         start, end = unit_span(context, units, i)
         words = context[start:end]
-        if not min_words <= len(words.split()) <= max_words: continue
+        if not min_words <= len(words.split()) <= max_words:
+            continue
         long, compact = unit_reference(units, i, section)
         if u.kind in _NAMES and (d := _DEFINITION.match(words)):
             verb = "include" if d.group(2) == "includes" else "mean"
             q, a_start = f"What does “{d.group(1)}” {verb} under {compact}?", start + d.end()
             if len(context[a_start:end].split()) >= min_words:
-                out.append({"question": q, "answer": context[a_start:end], "answer_start": a_start, "kind": "definition"})
+                out.append(
+                    {"question": q, "answer": context[a_start:end], "answer_start": a_start, "kind": "definition"}
+                )
         q = _pick(f"{context}\x00{u.start}", _TEMPLATES).format(long=long, compact=compact)
         out.append({"question": q[0].upper() + q[1:], "answer": words, "answer_start": start, "kind": u.kind})
     return out
 
 # %% ../notebooks/01a_clauses.ipynb #1e4260f6
-_CUES = {"within": "within what", "by": "by what", "for": "for what", "to": "to what", "of": "of what", "from": "from what",
-         "with": "with what", "under": "under what", "on": "on what", "in": "in what", "after": "after what",
-         "before": "before what", "until": "until when", "without": "without what"}
-_DET_AFTER = re.compile(r"\b(?:shall|may|must|means|includes|include|contain|contains|be|is|are|has|have|give|make)\s+$")
+_CUES = {
+    "within": "within what",
+    "by": "by what",
+    "for": "for what",
+    "to": "to what",
+    "of": "of what",
+    "from": "from what",
+    "with": "with what",
+    "under": "under what",
+    "on": "on what",
+    "in": "in what",
+    "after": "after what",
+    "before": "before what",
+    "until": "until when",
+    "without": "without what",
+}
+_DET_AFTER = re.compile(
+    r"\b(?:shall|may|must|means|includes|include|contain|contains|be|is|are|has|have|give|make)\s+$"
+)
 _DETS = ("the", "a", "an", "any", "such", "every", "all", "no", "his", "its", "their")
 _FREE_CUES = ("within", "by", "until", "after", "before")
 
-def gap_questions(context: str, section: str, per_piece: int = 1, min_words: int = 2, max_words: int = 25,
-                  min_left: int = 4) -> list[dict]:
+
+def gap_questions(
+    context: str, section: str, per_piece: int = 1, min_words: int = 2, max_words: int = 25, min_left: int = 4
+) -> list[dict]:
     "Cloze-shaped questions (`{question, answer, answer_start, kind: 'gap'}`): the words of a clause-level piece before a cue, then a question word."
     units = statute_units(context)
     starts, ends = boundary_offsets(context)
@@ -198,17 +279,24 @@ def gap_questions(context: str, section: str, per_piece: int = 1, min_words: int
         cands = []
         for m in re.finditer(r"\b(\w+)\b", piece):
             w = m.group(1)
-            left = piece[:m.start()]
-            nxt = piece[m.end():].split()[:1]
-            if nxt and nxt[0].lower() in ("which", "whom", "whose", "that"): continue
+            left = piece[: m.start()]
+            nxt = piece[m.end() :].split()[:1]
+            if nxt and nxt[0].lower() in ("which", "whom", "whose", "that"):
+                continue
             if w.lower() in _CUES and m.start() > 0 and (w.lower() in _FREE_CUES or (nxt and nxt[0].lower() in _DETS)):
                 wh, ans = _CUES[w.lower()], m.start()
-            elif w.lower() in _DETS and _DET_AFTER.search(left): wh, ans = "what", m.start()
-            else: continue
+            elif w.lower() in _DETS and _DET_AFTER.search(left):
+                wh, ans = "what", m.start()
+            else:
+                continue
             n_ans, n_left = len(piece[ans:].split()), len(left.split())
-            if min_words <= n_ans <= max_words and n_left >= min_left: cands.append((ans, wh))
-        if not cands: continue
-        holder = max((i for i, u in enumerate(units) if u.start <= a < u.end), default=None, key=lambda i: units[i].start)
+            if min_words <= n_ans <= max_words and n_left >= min_left:
+                cands.append((ans, wh))
+        if not cands:
+            continue
+        holder = max(
+            (i for i, u in enumerate(units) if u.start <= a < u.end), default=None, key=lambda i: units[i].start
+        )
         where = unit_reference(units, holder, section)[1] if holder is not None else f"Section {section}"
         for k in range(min(per_piece, len(cands))):
             ans, wh = cands[int(hashlib.sha1(f"{context}\x00{a}\x00{k}".encode("utf-8")).hexdigest(), 16) % len(cands)]
@@ -216,7 +304,8 @@ def gap_questions(context: str, section: str, per_piece: int = 1, min_words: int
             left = re.sub(r"^(?:\(\w{1,4}\)\s*)+", "", left).rstrip(" ,;:")
             q = f"Under {where}, {left} {wh}?"
             text = piece[ans:]
-            if (comma := re.search(r"\s*,", text)) and len(text[:comma.start()].split()) >= min_words: text = text[:comma.start()]
+            if (comma := re.search(r"\s*,", text)) and len(text[: comma.start()].split()) >= min_words:
+                text = text[: comma.start()]
             if not any(x["answer_start"] == a + ans for x in out):
                 out.append({"question": q, "answer": text, "answer_start": a + ans, "kind": "gap"})
     return out
@@ -224,28 +313,43 @@ def gap_questions(context: str, section: str, per_piece: int = 1, min_words: int
 # %% ../notebooks/01a_clauses.ipynb #c1455403
 SYNTHETIC_KINDS = ("clause", "gap")
 
+
 def _section_key(record: dict) -> tuple[str, str]:
     return record_act(record), record_section(record)
 
-def synthetic_records(train: Iterable[dict], held_out: Iterable[dict], kinds: Iterable[str] = SYNTHETIC_KINDS,
-                      per_piece: int = 2) -> list[dict]:
+
+def synthetic_records(
+    train: Iterable[dict], held_out: Iterable[dict], kinds: Iterable[str] = SYNTHETIC_KINDS, per_piece: int = 2
+) -> list[dict]:
     "Official-format synthetic QA records built from the distinct contexts of `train`; a context or section shared with `held_out` is an error."
     train, kinds = list(train), tuple(kinds)
-    if unknown := set(kinds) - set(SYNTHETIC_KINDS): raise ValueError(f"unknown synthetic question kinds {sorted(unknown)}; known: {SYNTHETIC_KINDS}")
+    if unknown := set(kinds) - set(SYNTHETIC_KINDS):
+        raise ValueError(f"unknown synthetic question kinds {sorted(unknown)}; known: {SYNTHETIC_KINDS}")
     held = list(held_out)
     held_sections, held_contexts = {_section_key(r) for r in held}, {r["context"] for r in held}
     sources = {}
     for r in train:
         if r["context"] in held_contexts or _section_key(r) in held_sections:
-            raise ValueError(f"synthetic data would touch a held-out section: {r['id']} ({r.get('title', '')!r}) is in a validation or test split too")
+            raise ValueError(
+                f"synthetic data would touch a held-out section: {r['id']} ({r.get('title', '')!r}) is in a validation or test split too"
+            )
         sources.setdefault(r["context"], r)
     out = []
     for ctx, r in sources.items():
         section = _section_key(r)[1]
-        qs = (clause_questions(ctx, section) if "clause" in kinds else []) + (gap_questions(ctx, section, per_piece) if "gap" in kinds else [])
+        qs = (clause_questions(ctx, section) if "clause" in kinds else []) + (
+            gap_questions(ctx, section, per_piece) if "gap" in kinds else []
+        )
         for q in qs:
-            out.append({"id": f"syn_{len(out) + 1:06d}", "title": r.get("title", ""), "context": ctx, "question": q["question"],
-                        "answers": {"text": [q["answer"]], "answer_start": [q["answer_start"]]}})
+            out.append(
+                {
+                    "id": f"syn_{len(out) + 1:06d}",
+                    "title": r.get("title", ""),
+                    "context": ctx,
+                    "question": q["question"],
+                    "answers": {"text": [q["answer"]], "answer_start": [q["answer_start"]]},
+                }
+            )
     return out
 
 # %% ../notebooks/01a_clauses.ipynb #bad24b25
@@ -254,12 +358,18 @@ def crop_context(record: dict, words: int) -> dict:
     ctx, start = record["context"], record["answers"]["answer_start"][0]
     end = start + len(record["answers"]["text"][0])
     spans = [m.span() for m in re.finditer(r"\S+", ctx)]
-    if len(spans) <= words: return record
+    if len(spans) <= words:
+        return record
     first = max(i for i, (s, _) in enumerate(spans) if s <= start) if spans[0][0] <= start else 0
     last = max(i for i, (s, _) in enumerate(spans) if s < end)
     slack = words - (last - first + 1)
-    if slack < 0: return record                              # the answer alone is longer: keep the whole context
+    if slack < 0:
+        return record  # the answer alone is longer: keep the whole context
     shift = int(hashlib.sha1(record["id"].encode()).hexdigest(), 16) % (slack + 1)
     a = max(0, min(first - shift, len(spans) - words))
     cs, ce = spans[a][0], spans[a + words - 1][1]
-    return {**record, "context": ctx[cs:ce], "answers": {"text": list(record["answers"]["text"]), "answer_start": [start - cs]}}
+    return {
+        **record,
+        "context": ctx[cs:ce],
+        "answers": {"text": list(record["answers"]["text"]), "answer_start": [start - cs]},
+    }

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable
 
-from . import core
+from . import basics, core
 from .core import InputError, build_dir, figures_path, project_root
 from .report import StageResult, format_seconds, write_report
 
@@ -36,82 +36,123 @@ __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_N
            'notebook_door_problems', 'scrub_text', 'scrub_outputs', 'notebook_with_outputs', 'write_back_outputs']
 
 # %% ../notebooks/12b_cli.ipynb #adaffda2
-NOTEBOOKS = ["00_core", "01_corpus", "02_generate", "03_filters", "04_split", "05_stats", "06_metrics",
-             "07_bm25", "08_encoders", "09_llms", "09a_grounded", "10_significance", "11_errors", "12_quality"]
+NOTEBOOKS = [
+    "00_core",
+    "01_corpus",
+    "02_generate",
+    "03_filters",
+    "04_split",
+    "05_stats",
+    "06_metrics",
+    "07_bm25",
+    "08_encoders",
+    "09_llms",
+    "09a_grounded",
+    "10_significance",
+    "11_errors",
+    "12_quality",
+]
 COMMON_PARAMETERS = ("data_source", "profile", "figures_dir")
+
 
 class PipelineError(RuntimeError):
     "A notebook of the pipeline failed; the message names the notebook and its failing cell."
 
+
 class RunnerUsageError(InputError, ValueError):
     "The run was asked for something that does not exist (a notebook name, a parameter); nothing ran."
 
+
 def select_notebooks(only: str | Iterable[str] | None = None, known: list[str] = NOTEBOOKS) -> list[str]:
     "The notebooks to run, in pipeline order: all, or those `only` names (a comma-separated string or a list; exact names or unique prefixes)."
-    if only is None: return list(known)
+    if only is None:
+        return list(known)
     asked = [s.strip() for s in (only.split(",") if isinstance(only, str) else only) if s and s.strip()]
     chosen, problems = set(), []
     for name in asked:
         hits = [name] if name in known else [k for k in known if k.startswith(name)]
-        if len(hits) == 1: chosen.add(hits[0])
-        else: problems.append(f"{name!r} ({'matches ' + ', '.join(hits) if hits else 'no such notebook'})")
+        if len(hits) == 1:
+            chosen.add(hits[0])
+        else:
+            problems.append(f"{name!r} ({'matches ' + ', '.join(hits) if hits else 'no such notebook'})")
     if problems or not asked:
-        raise RunnerUsageError(f"unknown notebook name(s): {'; '.join(problems) or 'none given'}. "
-                               f"Valid names: {', '.join(known)}")
+        raise RunnerUsageError(
+            f"unknown notebook name(s): {'; '.join(problems) or 'none given'}. Valid names: {', '.join(known)}"
+        )
     return [k for k in known if k in chosen]
+
 
 def _find_notebook(stem: str, nbs_dir: Path) -> Path | None:
     "The notebook `<stem>.ipynb` (or one whose name starts with `<stem>`) in `nbs_dir`."
     exact = nbs_dir / f"{stem}.ipynb"
-    if exact.exists(): return exact
+    if exact.exists():
+        return exact
     found = sorted(nbs_dir.glob(f"{stem}*.ipynb"))
     return found[0] if found else None
 
 # %% ../notebooks/12b_cli.ipynb #467a0b03
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "tuple": (list, tuple)}
 
+
 def _annotation_types(node) -> tuple | None:
     "The types an annotation admits (`int | None` → `(int, NoneType)`); None when it names something else."
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left, right = _annotation_types(node.left), _annotation_types(node.right)
         return None if left is None or right is None else left + right
-    if isinstance(node, ast.Constant) and node.value is None: return (type(None),)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return (type(None),)
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("Optional", "Union"):
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]   # papermill's form of `X | None`
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]  # papermill's form of `X | None`
         found = [_annotation_types(p) for p in parts] + ([(type(None),)] if node.value.id == "Optional" else [])
         return None if None in found else tuple(t for f in found for t in f)
-    if isinstance(node, ast.Subscript): node = node.value                  # list[int] → list
+    if isinstance(node, ast.Subscript):
+        node = node.value  # list[int] → list
     if isinstance(node, ast.Name) and node.id in _TYPE_NAMES:
         t = _TYPE_NAMES[node.id]
         return t if isinstance(t, tuple) else (t,)
     return None
 
+
 def notebook_parameter_types(nb_path: Path) -> dict[str, tuple | None]:
     "`{name: admitted types or None (anything)}` for the names the notebook's `parameters` cell assigns, in order."
     nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
     for cell in nb.get("cells", []):
-        if "parameters" not in cell.get("metadata", {}).get("tags", []): continue
+        if "parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         out = {}
         for node in ast.parse(src, filename=f"{nb_path} (parameters cell)").body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 out[node.target.id] = _annotation_types(node.annotation)
             elif isinstance(node, ast.Assign):
-                try: default = ast.literal_eval(node.value)
-                except ValueError: default = None
-                kind = None if default is None else (list, tuple) if isinstance(default, (list, tuple)) else (type(default),)
+                try:
+                    default = ast.literal_eval(node.value)
+                except ValueError:
+                    default = None
+                kind = (
+                    None
+                    if default is None
+                    else (list, tuple)
+                    if isinstance(default, (list, tuple))
+                    else (type(default),)
+                )
                 out.update({t.id: kind for t in node.targets if isinstance(t, ast.Name)})
         return out
     return {}
+
 
 def notebook_parameters(nb_path: Path) -> list[str]:
     "The names assigned in the notebook's `parameters`-tagged cell (empty when it has none)."
     return list(notebook_parameter_types(nb_path))
 
+
 def _admits(types: tuple | None, value) -> bool:
-    if types is None or value is None: return True
-    if isinstance(value, bool): return bool in types
-    if isinstance(value, int) and float in types: return True
+    if types is None or value is None:
+        return True
+    if isinstance(value, bool):
+        return bool in types
+    if isinstance(value, int) and float in types:
+        return True
     return isinstance(value, types)
 
 # %% ../notebooks/12b_cli.ipynb #cdddf023
@@ -120,12 +161,23 @@ def parameters_for(nb_path: Path, parameters: dict) -> dict:
     declared = set(notebook_parameters(nb_path)) | set(COMMON_PARAMETERS)
     return {k: v for k, v in parameters.items() if k in declared}
 
+
 def _type_words(types: tuple) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list", tuple: "a list",
-             dict: "an object", type(None): "null"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        bool: "true or false",
+        list: "a list",
+        tuple: "a list",
+        dict: "an object",
+        type(None): "null",
+    }
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
+
 COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir": (str, type(None))}
+
 
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
     """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored) and a value of
@@ -134,117 +186,172 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
     names = set(COMMON_PARAMETERS).union(*declared.values())
     unknown = sorted(set(parameters) - names)
     if unknown:
-        raise RunnerUsageError(f"parameter(s) {', '.join(unknown)} are not declared by any notebook of this run "
-                               f"({', '.join(nb.stem for nb in notebooks)}); declared: {', '.join(sorted(names))}")
+        raise RunnerUsageError(
+            f"parameter(s) {', '.join(unknown)} are not declared by any notebook of this run "
+            f"({', '.join(nb.stem for nb in notebooks)}); declared: {', '.join(sorted(names))}"
+        )
     for nb, types in declared.items():
         types = {**types, **{k: t for k, t in COMMON_PARAMETER_TYPES.items() if types.get(k) is None}}
         for name, value in parameters.items():
             if name in types and not _admits(types[name], value):
-                raise RunnerUsageError(f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
-                                       f"(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, \"text\", [0, 1])")
+                raise RunnerUsageError(
+                    f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
+                    f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
+                )
 
 # %% ../notebooks/12b_cli.ipynb #4d691612
 KERNEL_NAME = "indicipr"
 KERNEL_ENV = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
+
 def ensure_kernel(name: str = KERNEL_NAME) -> str:
     "Register a Jupyter kernel for *this* Python (in its prefix) so papermill runs the same environment."
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
     try:
         spec = KernelSpecManager().get_kernel_spec(name)
-        if Path(spec.argv[0]).resolve() == Path(sys.executable).resolve(): return name
-    except NoSuchKernel: pass
+        if Path(spec.argv[0]).resolve() == Path(sys.executable).resolve():
+            return name
+    except NoSuchKernel:
+        pass
     from ipykernel.kernelspec import install
+
     install(kernel_name=name, display_name=f"Python ({name})", prefix=sys.prefix)
     return name
+
 
 def _quiet_kernel_config():
     "Kernel-manager config: CurveZMQ keys for the kernel's sockets where pyzmq and jupyter_client support them."
     import zmq
     from jupyter_client.manager import KernelManager
     from traitlets.config import Config
+
     config = Config()
     if zmq.has("curve") and "transport_encryption" in KernelManager.class_trait_names():
         config.KernelManager.transport_encryption = "auto"
     return config
 
+
 def _kernel_manager_logging_to(log_path: Path):
     "A kernel-manager class whose kernels write their own log (their stderr) to `log_path` instead of the terminal."
     from jupyter_client import AsyncKernelManager
+
     class KernelManagerWithLog(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(log_path, "ab") as log:                   # the kernel process keeps its own handle
+            with open(log_path, "ab") as log:  # the kernel process keeps its own handle
                 return await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": log})
+
     return KernelManagerWithLog
 
+
 _CLIENT_LOGGERS = ("traitlets", "papermill", "nbclient", "jupyter_client")
+
 
 @contextlib.contextmanager
 def _client_logs_to(log_path: Path | None):
     """Within the block, what the notebook client logs in this process goes to `log_path`, not the terminal; with
     `None`, nothing changes."""
-    if log_path is None: yield; return
-    log_path = Path(log_path); log_path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_path, encoding="utf-8", delay=True)    # no file unless something is logged
+    if log_path is None:
+        yield
+        return
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_path, encoding="utf-8", delay=True)  # no file unless something is logged
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     loggers = [logging.getLogger(n) for n in _CLIENT_LOGGERS]
     saved = [lg.propagate for lg in loggers]
-    for lg in loggers: lg.addHandler(handler); lg.propagate = False
-    try: yield
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False
+    try:
+        yield
     finally:
-        for lg, propagate in zip(loggers, saved): lg.removeHandler(handler); lg.propagate = propagate
+        for lg, propagate in zip(loggers, saved):
+            lg.removeHandler(handler)
+            lg.propagate = propagate
         handler.close()
+
 
 class _environ:
     "Set environment variables for the duration of a `with` block (the kernel inherits them), then restore them."
-    def __init__(self, **values: str): self.values, self.saved = values, {}
+
+    def __init__(self, **values: str):
+        self.values, self.saved = values, {}
+
     def __enter__(self):
-        for k, v in self.values.items(): self.saved[k] = os.environ.get(k); os.environ[k] = v
+        for k, v in self.values.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+
     def __exit__(self, *exc):
         for k, v in self.saved.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 # %% ../notebooks/12b_cli.ipynb #1edfd4e7
 def _failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
     "1-based position (in the source notebook), cell count and first code line of the cell that raised."
     import nbformat
-    try: nb = nbformat.read(output_nb, as_version=4)
-    except Exception: return None, 0, ""
+
+    try:
+        nb = nbformat.read(output_nb, as_version=4)
+    except Exception:
+        return None, 0, ""
     added_by_papermill = {"injected-parameters", "papermill-error-cell-tag"}
     cells = [c for c in nb.cells if not added_by_papermill & set(c.get("metadata", {}).get("tags", []))]
     for pos, cell in enumerate(cells, 1):
         if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-            first = next((l for l in cell.source.splitlines() if l.strip() and not l.startswith("#|")), "")
+            first = next((line for line in cell.source.splitlines() if line.strip() and not line.startswith("#|")), "")
             return pos, len(cells), first.strip()
     return None, len(cells), ""
 
-def run_notebook(nb_path: Path, out_path: Path, parameters: dict, kernel_name: str, kernel_log: Path | None = None) -> None:
+
+def run_notebook(
+    nb_path: Path, out_path: Path, parameters: dict, kernel_name: str, kernel_log: Path | None = None
+) -> None:
     """Execute one notebook with papermill (its working directory is the notebooks folder), quietly: the kernel's own
     log and the client's log messages go to `kernel_log`."""
     import papermill as pm
+
     extra = {"kernel_manager_class": _kernel_manager_logging_to(Path(kernel_log))} if kernel_log else {}
     shown, secret_env = kernel_parameters(parameters_for(nb_path, parameters))
     with _client_logs_to(kernel_log), _environ(**secret_env):
-        pm.execute_notebook(str(nb_path), str(out_path), parameters=shown,
-                            kernel_name=kernel_name, cwd=str(nb_path.parent), language="python", progress_bar=False,
-                            log_output=False, config=_quiet_kernel_config(), **extra)
+        pm.execute_notebook(
+            str(nb_path),
+            str(out_path),
+            parameters=shown,
+            kernel_name=kernel_name,
+            cwd=str(nb_path.parent),
+            language="python",
+            progress_bar=False,
+            log_output=False,
+            config=_quiet_kernel_config(),
+            **extra,
+        )
+
 
 def run_figures_dir(parameters: dict, run_dir: str | os.PathLike, partial: bool = False) -> str | None:
     """Where a run's tables and figures go: the committed `figures/` (`None`) belong to the main job, all notebooks under
     the offline profile on the sample; any other run (paper profile, official files, a rebuild, `partial`: only some
     notebooks) writes into `<run_dir>/figures` unless `figures_dir` is given."""
-    if parameters.get("figures_dir") is not None: return str(parameters["figures_dir"])
-    main_job = parameters.get("profile", "offline") == "offline" and str(parameters.get("data_source", "sample")) == "sample"
+    if parameters.get("figures_dir") is not None:
+        return str(parameters["figures_dir"])
+    main_job = (
+        parameters.get("profile", "offline") == "offline" and str(parameters.get("data_source", "sample")) == "sample"
+    )
     return None if main_job and not partial else str(Path(run_dir) / "figures")
 
 # %% ../notebooks/12b_cli.ipynb #e858a84a
 def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
     "`{INDICIPR_MAIN_JOB: '1'}` when these parameters and notebooks make the main job (`run_figures_dir` gives `None`), else `{}`."
     params = {"data_source": "sample", "profile": "offline", "figures_dir": None, **parameters}
-    return {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
+    return (
+        {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
+    )
 
 # %% ../notebooks/12b_cli.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
@@ -259,78 +366,111 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         pos, total, src = _failing_cell(out)
         where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
         detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
-        result = StageResult(nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}")
-    for written in (out, kernel_log): scrub_file(written, _secret_parts(parameters))
-    if result.error: result.error = core.mask_secrets(result.error)
-    if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()
+        result = StageResult(
+            nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}"
+        )
+    for written in (out, kernel_log):
+        scrub_file(written, _secret_parts(parameters))
+    if result.error:
+        result.error = core.mask_secrets(result.error)
+    if kernel_log.exists() and not kernel_log.stat().st_size:
+        kernel_log.unlink()
     result.timings = core.read_timings(run_dir)[recorded_before:]
     return result
 
+
 def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
     "What the runner prints when a notebook ended."
-    if r.status == "missing": return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
-    if r.status == "ok": return f"{tag}: ok in {format_seconds(r.seconds)} | elapsed {format_seconds(elapsed)}"
+    if r.status == "missing":
+        return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
+    if r.status == "ok":
+        return f"{tag}: ok in {format_seconds(r.seconds)} | elapsed {format_seconds(elapsed)}"
     log = Path(r.output).with_suffix("").with_suffix(".kernel.log") if r.output else None
-    return (f"{tag}: FAILED after {format_seconds(r.seconds)}\n  {r.error}\n  executed copy: {r.output}"
-            + (f"\n  kernel log: {log}" if log is not None and log.exists() and log.stat().st_size else ""))
+    return f"{tag}: FAILED after {format_seconds(r.seconds)}\n  {r.error}\n  executed copy: {r.output}" + (
+        f"\n  kernel log: {log}" if log is not None and log.exists() and log.stat().st_size else ""
+    )
 
 # %% ../notebooks/12b_cli.ipynb #e9c31a16
-def run_pipeline(parameters: dict | None = None, run_dir: str | os.PathLike | None = None,
-                 notebooks: str | list[str] | None = None, nbs_dir: str | os.PathLike | None = None,
-                 report: bool = True, echo=print) -> list[StageResult]:
+def run_pipeline(
+    parameters: dict | None = None,
+    run_dir: str | os.PathLike | None = None,
+    notebooks: str | list[str] | None = None,
+    nbs_dir: str | os.PathLike | None = None,
+    report: bool = True,
+    echo=print,
+) -> list[StageResult]:
     "Run the notebooks in order; write executed copies, `timings.jsonl` and the HTML report to `run_dir`."
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
-    names = select_notebooks(notebooks)                        # before anything runs or is written
+    names = select_notebooks(notebooks)  # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
     check_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
     echo = tolerant_echo(echo)
-    run_dir = Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
+    run_dir = (
+        Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
+    )
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     timings_file = run_dir / core.TIMINGS_FILE
-    if timings_file.exists(): timings_file.unlink()            # this run's durations only
+    if timings_file.exists():
+        timings_file.unlink()  # this run's durations only
     kernel = ensure_kernel()
     results, start, failure = [], time.time(), None
-    echo(core.mask_secrets(f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
-                           f"data_source={parameters['data_source']}, run folder {run_dir}, "
-                           f"tables and figures in {parameters['figures_dir'] or figures_path()}"))
+    echo(
+        core.mask_secrets(
+            f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
+            f"data_source={parameters['data_source']}, run folder {run_dir}, "
+            f"tables and figures in {parameters['figures_dir'] or figures_path()}"
+        )
+    )
     for i, name in enumerate(names, 1):
         tag = f"[{i}/{len(names)}] {name}"
         if failure is not None:
-            results.append(StageResult(name, "not run")); continue
+            results.append(StageResult(name, "not run"))
+            continue
         nb = _find_notebook(name, nbs_dir)
-        if nb is None: result = StageResult(name, "missing", error="notebook not found")
+        if nb is None:
+            result = StageResult(name, "missing", error="notebook not found")
         else:
             echo(f"{tag}: running ...")
             result = _run_one(nb, run_dir, parameters, kernel)
-        if result.status == "failed": failure = result.error
+        if result.status == "failed":
+            failure = result.error
         echo(_stage_line(tag, result, nbs_dir, time.time() - start))
         results.append(result)
     duration = time.time() - start
-    if report: echo(f"report: {write_report(run_dir, results, core.mask_secrets(parameters), duration)}")
+    if report:
+        echo(f"report: {write_report(run_dir, results, core.mask_secrets(parameters), duration)}")
     missing = [r.name for r in results if r.status == "missing"]
-    echo(f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
-         f"{len(missing)} missing{' (' + ', '.join(missing) + ')' if missing else ''}"
-         + (", 1 failed" if failure else ""))
-    if failure: raise PipelineError(failure)
+    echo(
+        f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
+        f"{len(missing)} missing{' (' + ', '.join(missing) + ')' if missing else ''}"
+        + (", 1 failed" if failure else "")
+    )
+    if failure:
+        raise PipelineError(failure)
     return results
 
 # %% ../notebooks/12b_cli.ipynb #37a09cc0
 from papermill.translators import PythonTranslator, papermill_translators
 
-SECRET_PARAMETER_ENV = "INDICIPR_PARAMETER_"      # + the parameter's name: its real value, as JSON, for the kernel only
+SECRET_PARAMETER_ENV = "INDICIPR_PARAMETER_"  # + the parameter's name: its real value, as JSON, for the kernel only
+
 
 class _SecretParameter(str):
     "A parameter value shown (and recorded) masked; the kernel reads the real one from `env` in its environment."
+
     env: str
+
 
 class _MaskingTranslator(PythonTranslator):
     "papermill's Python translator, except that a `_SecretParameter` becomes a read of the kernel's environment."
+
     @classmethod
     def translate(cls, val):
         if isinstance(val, _SecretParameter):
             return f'__import__("json").loads(__import__("os").environ[{val.env!r}])  # {str(val)!r}'.replace("\n", " ")
         return super().translate(val)
+
 
 def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
     """`(parameters for papermill, environment for the kernel)`: each value holding a secret becomes its masked text,
@@ -338,128 +478,214 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
     papermill_translators.register(KERNEL_NAME, _MaskingTranslator)
     shown, env = {}, {}
     for name, value in parameters.items():
-        if not core.has_secret(value): shown[name] = value; continue
+        if not basics.has_secret(value):
+            shown[name] = value
+            continue
         masked = core.mask_secrets(value)
         shown[name] = _SecretParameter(masked if isinstance(masked, str) else json.dumps(masked))
         shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
         env[shown[name].env] = json.dumps(value)
     return shown, env
 
+
 def _secret_parts(parameters: dict) -> set[str]:
     "The secret substrings of the parameters' values (what masking removes), as written and as JSON escapes them."
     parts = set()
     for value in parameters.values():
         for text in _strings(value):
-            parts |= core.secret_parts(text)
+            parts |= basics.secret_parts(text)
     return {p for s in parts for p in (s, json.dumps(s)[1:-1])} - {""}
 
+
 def _strings(value) -> list[str]:
-    if isinstance(value, str): return [value]
-    if isinstance(value, dict): return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
-    if isinstance(value, (list, tuple)): return [s for v in value for s in _strings(v)]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
     return []
+
 
 def scrub_file(path: Path, parts: set[str]) -> bool:
     "Replace every secret part in the text file `path` by `***` (atomically); whether anything was replaced."
     path = Path(path)
-    if not parts or not path.is_file(): return False
+    if not parts or not path.is_file():
+        return False
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
     clean = text
-    for p in sorted(parts, key=len, reverse=True): clean = clean.replace(p, "***")
-    if clean == text: return False
-    core.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace")); return True
+    for p in sorted(parts, key=len, reverse=True):
+        clean = clean.replace(p, "***")
+    if clean == text:
+        return False
+    core.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    return True
+
 
 def new_run_dir(parent: Path, name: str) -> Path:
     "Create `parent/name` exclusively; when taken, `name-2`, `name-3`, … (two runs in the same second never share one)."
     parent.mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
         folder = parent / (name if n == 1 else f"{name}-{n}")
-        try: folder.mkdir(); return folder
-        except FileExistsError: continue
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
     raise RunnerUsageError(f"{parent}: no free run folder name for {name}")
+
 
 def tolerant_echo(echo=print):
     "`echo` that stops printing, and nothing else, once the reader of standard output has gone (`| head`)."
     state = {"open": True}
+
     def say(*a, **k):
-        if not state["open"]: return
-        try: echo(*a, **k); sys.stdout.flush()
+        if not state["open"]:
+            return
+        try:
+            echo(*a, **k)
+            sys.stdout.flush()
         except (BrokenPipeError, ValueError):
             state["open"] = False
-            with contextlib.suppress(OSError, ValueError): os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
     return say
 
 # %% ../notebooks/12b_cli.ipynb #f1987682
 def _parse_value(v: str):
     "Papermill-style value parsing for `-p key value`: JSON if it parses, else the string."
-    try: return json.loads(v)
-    except ValueError: return v
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
 
 def _add_reproduce(sub) -> None:
     r = sub.add_parser("reproduce", help="run notebooks 00-12 in order with papermill and write the HTML report")
-    r.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
-    r.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES),
-                   help="offline (default): everything local, on the embedded sample; paper: the card's models and data")
-    r.add_argument("--figures-dir", default=None, help="where figures/tables go (default: figures/ for the main job, else the run folder)")
+    r.add_argument(
+        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
+    )
+    r.add_argument(
+        "--profile",
+        default="offline",
+        choices=list(core.PROFILE_NAMES),
+        help="offline (default): everything local, on the embedded sample; paper: the card's models and data",
+    )
+    r.add_argument(
+        "--figures-dir",
+        default=None,
+        help="where figures/tables go (default: figures/ for the main job, else the run folder)",
+    )
     r.add_argument("--run-dir", default=None, help="where executed notebooks and the report go (default: runs/<time>)")
-    r.add_argument("--only", default=None, help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
-                                                f"order (default: all {len(NOTEBOOKS)}): {', '.join(NOTEBOOKS)}")
-    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="extra notebook parameter (repeatable), as papermill's -p; VALUE is read as JSON when it parses")
-    r.add_argument("--strict", action="store_true", help="any problem record of the data source is an error (default: listed, the rest runs)")
+    r.add_argument(
+        "--only",
+        default=None,
+        help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
+        f"order (default: all {len(NOTEBOOKS)}): {', '.join(NOTEBOOKS)}",
+    )
+    r.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="extra notebook parameter (repeatable), as papermill's -p; VALUE is read as JSON when it parses",
+    )
+    r.add_argument(
+        "--strict",
+        action="store_true",
+        help="any problem record of the data source is an error (default: listed, the rest runs)",
+    )
+
 
 def _add_build(sub) -> None:
-    b = sub.add_parser("build", help="rebuild a benchmark from statutes: notebooks 01-04 with rebuild=True; the four "
-                                     "official files go to data/build/<tag>/ (never data/sample/)")
+    b = sub.add_parser(
+        "build",
+        help="rebuild a benchmark from statutes: notebooks 01-04 with rebuild=True; the four "
+        "official files go to data/build/<tag>/ (never data/sample/)",
+    )
     b.add_argument("--tag", required=True, help="name of the build: data/build/<tag>/ (letters, digits, . _ -)")
-    b.add_argument("--statutes", default=None, help="a folder of <act>.pdf (India Code PDFs) or a section JSONL "
-                                                    "(default: the profile's: offline the section JSONL, paper data/statutes/pdf/)")
-    b.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES),
-                   help="offline: SmolLM2 on the local server, 70/10/20 split; paper: the card's GPT-4o and 83.1/9.1/7.7")
+    b.add_argument(
+        "--statutes",
+        default=None,
+        help="a folder of <act>.pdf (India Code PDFs) or a section JSONL "
+        "(default: the profile's: offline the section JSONL, paper data/statutes/pdf/)",
+    )
+    b.add_argument(
+        "--profile",
+        default="offline",
+        choices=list(core.PROFILE_NAMES),
+        help="offline: SmolLM2 on the local server, 70/10/20 split; paper: the card's GPT-4o and 83.1/9.1/7.7",
+    )
     b.add_argument("--yes", action="store_true", help="confirm a paid generation run above the cost threshold")
-    b.add_argument("--figures-dir", default=None, help="where the build's figures/tables go (default: data/build/<tag>/figures)")
+    b.add_argument(
+        "--figures-dir", default=None, help="where the build's figures/tables go (default: data/build/<tag>/figures)"
+    )
     b.add_argument("--run-dir", default=None, help="where executed notebooks go (default: runs/build-<tag>-<time>)")
     b.add_argument("--then-score", action="store_true", help="then run the score job of 01-05 on the new folder")
-    b.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'")
+    b.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'",
+    )
 
 # %% ../notebooks/12b_cli.ipynb #810a33a5
 _PATH_PARAMETERS = ("figures_dir", "data_source", "statutes_path", "audit_folder")
 
+
 def user_path(value):
     "A path given on the command line, absolute from the user's directory (`sample`, `hub`, `None` and non-strings as they are)."
-    if not isinstance(value, str) or value in ("sample", "hub", "") or value.startswith(("http://", "https://")): return value
+    if not isinstance(value, str) or value in ("sample", "hub", "") or value.startswith(("http://", "https://")):
+        return value
     p = Path(value).expanduser()
-    if p.is_absolute(): return str(p)
-    if p.exists() or not (project_root() / p).exists(): return str(Path.cwd() / p)
-    return value                                           # the project's own folder, e.g. data/benchmark from elsewhere
+    if p.is_absolute():
+        return str(p)
+    if p.exists() or not (project_root() / p).exists():
+        return str(Path.cwd() / p)
+    return value  # the project's own folder, e.g. data/benchmark from elsewhere
+
 
 def user_paths(parameters: dict) -> dict:
     "`parameters` with the path-valued ones resolved by `user_path`."
     return {k: user_path(v) if k in _PATH_PARAMETERS else v for k, v in parameters.items()}
 
+
 def check_count(option: str, value: int | None, low: int = 1, high: int | None = None, what: str = "") -> None:
     "Refuse a number option outside `low..high` (None: no bound) with one sentence."
-    if value is None: return
+    if value is None:
+        return
     if value < low or (high is not None and value > high):
         bound = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
         raise RunnerUsageError(f"{option} {value}: give a number {bound}{' ' + what if what else ''}")
+
 
 def data_source_files(data_source) -> list[Path]:
     "The official files of a local data source (to keep an output off them); none for the hub."
     kind, folder = core.resolve_source(data_source)
     return [] if folder is None else [folder / n for n in core.OFFICIAL_FILES.values()]
 
+
 def check_device(device: str | None) -> None:
     "Refuse a `--device` torch cannot use here, with one sentence."
-    if device is None: return
+    if device is None:
+        return
     import torch
-    try: d = torch.device(device)
+
+    try:
+        d = torch.device(device)
     except (RuntimeError, ValueError):
         raise RunnerUsageError(f"--device {device!r}: not a device (cpu, cuda, cuda:N, mps)") from None
     if d.type == "cuda" and (not torch.cuda.is_available() or (d.index or 0) >= torch.cuda.device_count()):
-        raise RunnerUsageError(f"--device {device}: no such CUDA device on this machine "
-                               f"({torch.cuda.device_count()} visible); use --device cpu or leave it out")
+        raise RunnerUsageError(
+            f"--device {device}: no such CUDA device on this machine "
+            f"({torch.cuda.device_count()} visible); use --device cpu or leave it out"
+        )
     if d.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise RunnerUsageError(f"--device {device}: MPS is not available here; use --device cpu or leave it out")
     if d.type not in ("cpu", "cuda", "mps"):
@@ -470,75 +696,151 @@ def _add_data_commands(sub) -> None:
     f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
     f.add_argument("--dest", default=None, help="folder for the four official files (default: data/benchmark/)")
     i = sub.add_parser("info", help="show what a data source holds")
-    i.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
+    i.add_argument(
+        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
+    )
     i.add_argument("--strict", action="store_true", help="any problem record is an error (default: listed on stderr)")
     e = sub.add_parser("evaluate", help="score predictions exactly as the IndicIPR-QA paper does")
-    e.add_argument("--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file")
-    e.add_argument("--pred", required=True, help="predictions: JSONL/JSON {id, prediction_text} records, a JSON {id: text} object, an lm-eval samples_*.jsonl, or a CSV/TSV with id and prediction columns")
+    e.add_argument(
+        "--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file"
+    )
+    e.add_argument(
+        "--pred",
+        required=True,
+        help="predictions: JSONL/JSON {id, prediction_text} records, a JSON {id: text} object, an lm-eval samples_*.jsonl, or a CSV/TSV with id and prediction columns",
+    )
     e.add_argument("--against", nargs="*", default=[], help="other prediction files for paired-bootstrap tests")
-    e.add_argument("--data-source", default="sample", help="benchmark of the split names: sample, hub, or a folder (default: sample)")
-    e.add_argument("--out", default=None, help="write the Markdown report here; a .html name writes the error explorer (every question in its context) instead")
-    e.add_argument("--resamples", type=int, default=core.CARD["significance"]["n_resamples"],
-                   help=f"bootstrap resamples (default: the card's {core.CARD['significance']['n_resamples']:,})")
+    e.add_argument(
+        "--data-source",
+        default="sample",
+        help="benchmark of the split names: sample, hub, or a folder (default: sample)",
+    )
+    e.add_argument(
+        "--out",
+        default=None,
+        help="write the Markdown report here; a .html name writes the error explorer (every question in its context) instead",
+    )
+    e.add_argument(
+        "--resamples",
+        type=int,
+        default=core.CARD["significance"]["n_resamples"],
+        help=f"bootstrap resamples (default: the card's {core.CARD['significance']['n_resamples']:,})",
+    )
     e.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    e.add_argument("--char-f1", choices=["multiset", "lcs"], default="multiset", help="Char-F1 variant (default multiset)")
+    e.add_argument(
+        "--char-f1", choices=["multiset", "lcs"], default="multiset", help="Char-F1 variant (default multiset)"
+    )
     e.add_argument("--strict", action="store_true", help="any problem record of the gold files is an error")
+
 
 def _add_encoder_commands(sub) -> None:
     p = sub.add_parser("predict", help="predict a split with a fine-tuned QA encoder")
-    p.add_argument("--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)")
-    p.add_argument("--split", default="test", choices=["train", "validation", "test"], help="the split to predict (default: test)")
+    p.add_argument(
+        "--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)"
+    )
+    p.add_argument(
+        "--split", default="test", choices=["train", "validation", "test"], help="the split to predict (default: test)"
+    )
     p.add_argument("--data-source", default="sample", help="'sample', 'hub' or a folder with the official files")
-    p.add_argument("--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
+    p.add_argument(
+        "--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)"
+    )
     p.add_argument("--batch-size", type=int, default=None, help="windows per batch (default: 4 on CPU, 64 on GPU)")
-    p.add_argument("--span-score", default="logits", choices=["logits", "window_probs"],
-                   help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)")
+    p.add_argument(
+        "--span-score",
+        default="logits",
+        choices=["logits", "window_probs"],
+        help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)",
+    )
     p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: the model's qa_config.json)")
-    p.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)")
-    t = sub.add_parser("train", help="notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)")
-    t.add_argument("--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files")
-    t.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES),
-                   help="whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)")
-    t.add_argument("--models", nargs="+", default=None, help="model names or hub ids to fine-tune (default: the profile's)")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)",
+    )
+    t = sub.add_parser(
+        "train",
+        help="notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)",
+    )
+    t.add_argument(
+        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
+    )
+    t.add_argument(
+        "--profile",
+        default="offline",
+        choices=list(core.PROFILE_NAMES),
+        help="whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)",
+    )
+    t.add_argument(
+        "--models", nargs="+", default=None, help="model names or hub ids to fine-tune (default: the profile's)"
+    )
     t.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the profile's)")
-    t.add_argument("--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)")
+    t.add_argument(
+        "--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)"
+    )
     t.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
     t.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
-    t.add_argument("--no-intermediate", action="store_true",
-                   help="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given")
-    t.add_argument("--fp32", action="store_true",
-                   help="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)")
+    t.add_argument(
+        "--no-intermediate",
+        action="store_true",
+        help="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
+    )
+    t.add_argument(
+        "--fp32",
+        action="store_true",
+        help="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)",
+    )
 
 # %% ../notebooks/12b_cli.ipynb #352caec9
 def _add_quality_commands(sub) -> None:
-    a = sub.add_parser("audit", help="the human-audit kit (card: Human Quality Audit): export blank sheets, score filled ones")
+    a = sub.add_parser(
+        "audit", help="the human-audit kit (card: Human Quality Audit): export blank sheets, score filled ones"
+    )
     asub = a.add_subparsers(dest="audit_command", required=True)
     e = asub.add_parser("export", help="draw test pairs stratified by Act and write one blank sheet per annotator")
     e.add_argument("--data-source", default="sample", help="sample | hub | folder with the official files")
-    e.add_argument("--split", default="test", choices=["train", "validation", "test"], help="the split the pairs are drawn from (default: test)")
+    e.add_argument(
+        "--split",
+        default="test",
+        choices=["train", "validation", "test"],
+        help="the split the pairs are drawn from (default: test)",
+    )
     e.add_argument("-n", "--n", type=int, default=core.CARD["audit"]["test_pairs"], help="pairs to draw (all if fewer)")
     e.add_argument("--seed", type=int, default=0, help="seed of the stratified draw (default 0)")
-    e.add_argument("--annotators", nargs="+", default=["A", "B"], help="annotator names, one blank sheet each (default: A B)")
+    e.add_argument(
+        "--annotators", nargs="+", default=["A", "B"], help="annotator names, one blank sheet each (default: A B)"
+    )
     e.add_argument("--out", default=None, help="kit folder (default data/audit/<source>/)")
     s = asub.add_parser("score", help="validate two filled sheets and compute the audit table")
     s.add_argument("sheets", nargs=2, metavar="SHEET", help="the two annotators' filled sheets (CSV)")
     s.add_argument("--figures-dir", default=None, help="also save the table under <figures_dir>/tables")
     s.add_argument("--json", action="store_true", help="print the statistics as JSON")
-    c = sub.add_parser("cleaner-check", help="the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)")
-    c.add_argument("sources", nargs="*", help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)")
+    c = sub.add_parser(
+        "cleaner-check",
+        help="the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)",
+    )
+    c.add_argument(
+        "sources",
+        nargs="*",
+        help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)",
+    )
     c.add_argument("--show", type=int, default=20, help="findings to list per source (default 20)")
+
 
 def build_parser() -> argparse.ArgumentParser:
     "The `indicipr` command line: every subcommand of the compendium."
     from indicipr import __version__
+
     p = argparse.ArgumentParser(prog="indicipr", description="IndicIPR-QA research compendium")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_reproduce, _add_build, _add_data_commands, _add_encoder_commands, _add_quality_commands): add(sub)
+    for add in (_add_reproduce, _add_build, _add_data_commands, _add_encoder_commands, _add_quality_commands):
+        add(sub)
     return p
 
 # %% ../notebooks/12b_cli.ipynb #8e8c5d4e
 RESULT_LINES = ("report: ", "done in ")
+
 
 def echo_result_or_progress(line: str) -> None:
     "How `reproduce` and `build` print the runner's lines: results (where the report is, the summary) on stdout, progress on stderr."
@@ -548,23 +850,40 @@ def echo_result_or_progress(line: str) -> None:
 BUILD_NOTEBOOKS = ["01_corpus", "02_generate", "03_filters", "04_split"]
 SCORE_NOTEBOOKS = ["01_corpus", "02_generate", "03_filters", "04_split", "05_stats"]
 _BUILD_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-RESERVED_BUILD_TAGS = ("replay", "live", "sample")   # the sample's own builds, and the sample itself
+RESERVED_BUILD_TAGS = ("replay", "live", "sample")  # the sample's own builds, and the sample itself
+
 
 def check_build_tag(tag: str) -> str:
     "A build tag names one folder under `data/build/`: no path, not one of the sample's own builds."
     if not _BUILD_TAG.fullmatch(tag or "") or tag in RESERVED_BUILD_TAGS:
-        raise RunnerUsageError(f"build tag {tag!r}: use letters, digits, '.', '_' or '-' (at most 64), "
-                               f"not {', '.join(RESERVED_BUILD_TAGS)}")
+        raise RunnerUsageError(
+            f"build tag {tag!r}: use letters, digits, '.', '_' or '-' (at most 64), "
+            f"not {', '.join(RESERVED_BUILD_TAGS)}"
+        )
     return tag
 
-def build_parameters(tag: str, profile: str = "offline", statutes: str | None = None, yes: bool = False,
-                     figures_dir: str | None = None, extra: dict | None = None) -> dict:
+
+def build_parameters(
+    tag: str,
+    profile: str = "offline",
+    statutes: str | None = None,
+    yes: bool = False,
+    figures_dir: str | None = None,
+    extra: dict | None = None,
+) -> dict:
     "The notebook parameters of `indicipr build`: the rebuild job of 01-04 for `data/build/<tag>/`."
-    if statutes is not None and not Path(statutes).exists(): raise RunnerUsageError(f"--statutes {statutes}: no such file or folder")
-    params = {"data_source": "sample", "profile": profile, "rebuild": True, "build_tag": check_build_tag(tag),
-              "figures_dir": str(figures_dir or core.data_dir() / "build" / tag / "figures"),
-              "statutes_path": str(Path(statutes).resolve()) if statutes else None}
-    if yes: params["confirm_cost"] = True
+    if statutes is not None and not Path(statutes).exists():
+        raise RunnerUsageError(f"--statutes {statutes}: no such file or folder")
+    params = {
+        "data_source": "sample",
+        "profile": profile,
+        "rebuild": True,
+        "build_tag": check_build_tag(tag),
+        "figures_dir": str(figures_dir or core.data_dir() / "build" / tag / "figures"),
+        "statutes_path": str(Path(statutes).resolve()) if statutes else None,
+    }
+    if yes:
+        params["confirm_cost"] = True
     return {**params, **(extra or {})}
 
 # %% ../notebooks/12b_cli.ipynb #c5075990
@@ -573,132 +892,225 @@ def reproduce_command(args) -> int:
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: _parse_value(v) for k, v in args.parameter}})
     try:
-        with _environ(**({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))):
-            results = run_pipeline(params, run_dir=user_path(args.run_dir), notebooks=select_notebooks(args.only), echo=echo_result_or_progress)
+        with _environ(
+            **({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
+        ):
+            results = run_pipeline(
+                params,
+                run_dir=user_path(args.run_dir),
+                notebooks=select_notebooks(args.only),
+                echo=echo_result_or_progress,
+            )
     except PipelineError as e:
-        print(f"indicipr reproduce: stopped: {e}", file=sys.stderr); return 1
+        print(f"indicipr reproduce: stopped: {e}", file=sys.stderr)
+        return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
-        print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr); return 1
-    if main_job_env(params, select_notebooks(args.only)):                  # the main job: its outputs into the notebooks
+        print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if main_job_env(params, select_notebooks(args.only)):  # the main job: its outputs into the notebooks
         changed = write_back_outputs(r.output for r in results if r.status == "ok")
         print(f"outputs: {len(changed)} of {len(results)} notebooks changed (committed outputs of the main job)")
     return 0
 
+
 def build_command(args) -> int:
     "`indicipr build`: 0 when the build (and the score run asked for) ran, 1 when a notebook failed, 2 for a usage error."
     extra = user_paths({k: _parse_value(v) for k, v in args.parameter})
-    params = build_parameters(args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra)
-    run_dir = user_path(args.run_dir) or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    params = build_parameters(
+        args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra
+    )
+    run_dir = (
+        user_path(args.run_dir)
+        or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    )
     try:
         with _environ(**({"INDICIPR_YES": "1"} if args.yes else {})):
             run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS, echo=echo_result_or_progress)
         folder = build_dir(args.tag)
         print(f"indicipr build: the four official files are in {folder}")
         if not args.then_score:
-            print(f"score them with: indicipr reproduce --profile {args.profile} --data-source {folder}"); return 0
-        score_params = {"data_source": str(folder), "profile": args.profile, "figures_dir": str(Path(params["figures_dir"]) / "score"),
-                        **{k: v for k, v in extra.items() if k != "statutes_path"}}
-        run_pipeline(score_params, run_dir=Path(run_dir) / "score", notebooks=SCORE_NOTEBOOKS, echo=echo_result_or_progress)
+            print(f"score them with: indicipr reproduce --profile {args.profile} --data-source {folder}")
+            return 0
+        score_params = {
+            "data_source": str(folder),
+            "profile": args.profile,
+            "figures_dir": str(Path(params["figures_dir"]) / "score"),
+            **{k: v for k, v in extra.items() if k != "statutes_path"},
+        }
+        run_pipeline(
+            score_params, run_dir=Path(run_dir) / "score", notebooks=SCORE_NOTEBOOKS, echo=echo_result_or_progress
+        )
         return 0
     except PipelineError as e:
-        print(f"indicipr build: stopped: {e}", file=sys.stderr); return 1
+        print(f"indicipr build: stopped: {e}", file=sys.stderr)
+        return 1
+
 
 def fetch_command(args) -> int:
     counts = core.fetch_benchmark(user_path(args.dest))
-    print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items())); return 0
+    print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    return 0
+
 
 def info_command(args) -> int:
     dd = core.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
-    for name, ds in dd.items(): print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
+    for name, ds in dd.items():
+        print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
     return 0
 
 # %% ../notebooks/12b_cli.ipynb #3d299e44
-MAX_RESAMPLES = 1_000_000        # a hundred times the card's count; more takes minutes and gigabytes
+MAX_RESAMPLES = 1_000_000  # a hundred times the card's count; more takes minutes and gigabytes
+
 
 def metrics_split_names() -> tuple:
     from indicipr.metrics import SPLIT_ALIASES
+
     return tuple(SPLIT_ALIASES)
+
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
     from indicipr import errors
+
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
     data_source = user_path(args.data_source)
-    gold = args.gold if str(args.gold) in metrics_split_names() and not Path(args.gold).is_file() else user_path(args.gold)
+    gold = (
+        args.gold if str(args.gold) in metrics_split_names() and not Path(args.gold).is_file() else user_path(args.gold)
+    )
     for other in args.against:
-        if core.same_file(other, args.pred): raise RunnerUsageError(f"--against {other}: is the --pred file itself; compare with another system's predictions")
+        if core.same_file(other, args.pred):
+            raise RunnerUsageError(
+                f"--against {other}: is the --pred file itself; compare with another system's predictions"
+            )
     if args.out is not None:
         gold_files = [gold] if gold not in metrics_split_names() else data_source_files(data_source)
         core.check_output(args.out, {"--pred": args.pred, "--against": args.against, "--gold": gold_files})
-    page = args.out is not None and str(args.out).lower().endswith((".html", ".htm"))   # the error explorer instead of Markdown
-    report = errors.evaluate_files(gold, args.pred, args.against, None if page else args.out, data_source, args.resamples, args.seed,
-                                   args.char_f1, strict=args.strict or None)
+    page = args.out is not None and str(args.out).lower().endswith(
+        (".html", ".htm")
+    )  # the error explorer instead of Markdown
+    report = errors.evaluate_files(
+        gold,
+        args.pred,
+        args.against,
+        None if page else args.out,
+        data_source,
+        args.resamples,
+        args.seed,
+        args.char_f1,
+        strict=args.strict or None,
+    )
     print(report)
-    if page: print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
+    if page:
+        print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
     return 0
+
 
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
     from indicipr import explorer, metrics
+
     paths = [args.pred, *args.against]
     names = [metrics.system_name(p) for p in paths]
-    if len(set(names)) < len(names): names = [str(p) for p in paths]
+    if len(set(names)) < len(names):
+        names = [str(p) for p in paths]
     gold = metrics.load_gold(gold, data_source, strict=args.strict or None)
-    return explorer.write_explorer(args.out, gold, dict(zip(names, map(str, paths))), names[0], names[1] if len(names) > 1 else None,
-                                   title=f"Error explorer: {names[0]} on {args.gold}", char_variant=args.char_f1)
+    return explorer.write_explorer(
+        args.out,
+        gold,
+        dict(zip(names, map(str, paths))),
+        names[0],
+        names[1] if len(names) > 1 else None,
+        title=f"Error explorer: {names[0]} on {args.gold}",
+        char_variant=args.char_f1,
+    )
+
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
     from indicipr import encoders, metrics
+
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
     check_device(args.device)
     model_dir, data_source = Path(user_path(args.model)), user_path(args.data_source)
-    if args.out: core.check_output(args.out, {"--model": [p for p in model_dir.glob("*") if p.is_file()] if model_dir.is_dir() else [],
-                                              "--data-source": data_source_files(data_source)})
-    encoders.check_finetuned(model_dir)            # a folder that is not a fine-tuned QA model is named before the data loads
+    if args.out:
+        core.check_output(
+            args.out,
+            {
+                "--model": [p for p in model_dir.glob("*") if p.is_file()] if model_dir.is_dir() else [],
+                "--data-source": data_source_files(data_source),
+            },
+        )
+    encoders.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in core.load_benchmark(data_source)[args.split]]
-    preds = encoders.predict_split(model_dir, records, args.batch_size, args.max_answer_length, args.device,
-                                   span_score=args.span_score)
-    if args.out: path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
-    else: path = metrics.write_predictions(preds, model_dir.resolve().name, data_source, family="encoder",
-                                        model=str(model_dir), split=args.split)
+    preds = encoders.predict_split(
+        model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
+    )
+    if args.out:
+        path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
+    else:
+        path = metrics.write_predictions(
+            preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
+        )
     _, summary = metrics.score_predictions(records, preds)
-    print(f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}")
+    print(
+        f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
+    )
     return 0
+
 
 def check_model_reachable(name: str) -> None:
     "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
     from indicipr import qa_model
+
     ref = qa_model.MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:") or Path(ref).is_dir(): return
+    if ref.startswith("package:") or Path(ref).is_dir():
+        return
     if Path(name).exists() or name.startswith((".", "/")):
         raise RunnerUsageError(f"--models {name}: not a model folder (no config.json there)")
     try:
         from huggingface_hub import try_to_load_from_cache
-        if isinstance(try_to_load_from_cache(ref, "config.json"), str): return
-    except Exception: pass
+
+        if isinstance(try_to_load_from_cache(ref, "config.json"), str):
+            return
+    except Exception:
+        pass
     if not core._hub_reachable():
-        raise RunnerUsageError(f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
-                               f"cached hub model, and the hub ({core.mask_secrets(core.hub_endpoint())}) cannot be reached")
+        raise RunnerUsageError(
+            f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
+            f"cached hub model, and the hub ({core.mask_secrets(core.hub_endpoint())}) cannot be reached"
+        )
+
 
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     from indicipr import encoders
-    for name in args.models or []: check_model_reachable(name)
-    rows = encoders.run_encoders(user_path(args.data_source), args.profile, models=args.models, seeds=args.seeds, epochs=args.epochs,
-                                 max_steps=args.max_steps, max_answer_length=args.max_answer_length,
-                                 intermediate=False if args.no_intermediate else None, cpu_bf16=False if args.fp32 else None)
+
+    for name in args.models or []:
+        check_model_reachable(name)
+    rows = encoders.run_encoders(
+        user_path(args.data_source),
+        args.profile,
+        models=args.models,
+        seeds=args.seeds,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        max_answer_length=args.max_answer_length,
+        intermediate=False if args.no_intermediate else None,
+        cpu_bf16=False if args.fp32 else None,
+    )
     if encoders.is_main_process():
-        for r in rows: print(json.dumps(r))
+        for r in rows:
+            print(json.dumps(r))
     return 0
 
 # %% ../notebooks/12b_cli.ipynb #0baada73
 def audit_command(args) -> int:
     "`indicipr audit export|score`."
     from indicipr import quality
+
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
         data_source = user_path(args.data_source)
@@ -706,101 +1118,144 @@ def audit_command(args) -> int:
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
         records = core.load_benchmark(data_source)[args.split].to_list()
         m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
-        print(f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
-              f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}")
+        print(
+            f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
+            f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
+        )
         return 0
     if args.figures_dir:
         for ext in ("csv", "md", "tex"):
-            core.check_output(Path(user_path(args.figures_dir)) / "tables" / f"audit_results.{ext}", {"SHEET": args.sheets}, option="--figures-dir")
+            core.check_output(
+                Path(user_path(args.figures_dir)) / "tables" / f"audit_results.{ext}",
+                {"SHEET": args.sheets},
+                option="--figures-dir",
+            )
     _, table = quality.score_sheets(*args.sheets)
-    if args.figures_dir: core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
+    if args.figures_dir:
+        core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
     return 0
+
 
 def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
     from indicipr import corpus
+
     failed = False
     for src in [user_path(s) for s in args.sources] or corpus.project_statute_sources():
-        try: text, found = corpus.cleaner_check_report(src, args.show)
-        except corpus.StatuteFormatError as e: raise InputError(f"{e} (cleaner-check reads section JSONL files or folders of <act>.pdf)") from None
-        print(text); failed |= found
+        try:
+            text, found = corpus.cleaner_check_report(src, args.show)
+        except corpus.StatuteFormatError as e:
+            raise InputError(f"{e} (cleaner-check reads section JSONL files or folders of <act>.pdf)") from None
+        print(text)
+        failed |= found
     print("\ncleaner check:", "FAILED (see the findings above)" if failed else "0 leftovers and 0 lost statutory words")
     return int(failed)
 
 # %% ../notebooks/12b_cli.ipynb #7b02a1dd
-COMMANDS = {"reproduce": reproduce_command, "build": build_command, "fetch": fetch_command, "info": info_command,
-            "evaluate": evaluate_command, "predict": predict_command, "train": train_command, "audit": audit_command,
-            "cleaner-check": cleaner_check_command}
+COMMANDS = {
+    "reproduce": reproduce_command,
+    "build": build_command,
+    "fetch": fetch_command,
+    "info": info_command,
+    "evaluate": evaluate_command,
+    "predict": predict_command,
+    "train": train_command,
+    "audit": audit_command,
+    "cleaner-check": cleaner_check_command,
+}
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
+
 
 def _bad_input_message(e: BaseException) -> str:
     "One sentence for a bad-input error: the project's own messages as they are, OS errors with the file they name."
-    if isinstance(e, OSError) and e.filename is not None: return f"{e.filename}: {e.strerror or e}"
-    if isinstance(e, UnicodeDecodeError): return f"a file is not UTF-8 text ({e.reason} at byte {e.start})"
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    if isinstance(e, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({e.reason} at byte {e.start})"
     return str(e)
+
 
 def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        core.strict_mode()                        # an INDICIPR_STRICT that is no switch is refused before anything runs
+        core.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
         status = COMMANDS[args.command](args)
-        sys.stdout.flush()                        # a closed pipe shows here, not at exit
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(core.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr); return 2
-    except BrokenPipeError:                       # `indicipr … | head`: the reader left; not an error of ours
-        with contextlib.suppress(OSError, ValueError): os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(core.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `indicipr … | head`: the reader left; not an error of ours
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
-if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli": sys.exit(main())
+
+if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli":
+    sys.exit(main())
 
 # %% ../notebooks/12b_cli.ipynb #aafaa601
 NOTEBOOK_METADATA = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
 _TYPING_NAMES = ("Optional", "Union")
 _IMPORT_TYPING = re.compile(r"^from typing import ([\w, ]+)$")
-_NONE_DEFAULTS = {"figures_dir": "Optional[str]"}     # a common parameter whose `None` default says nothing of its type
+_NONE_DEFAULTS = {"figures_dir": "Optional[str]"}  # a common parameter whose `None` default says nothing of its type
+
 
 def _literal_annotation(node) -> str | None:
     "The annotation a literal default implies (`15` → `int`); None for a `None` default or anything not a literal."
-    try: value = ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError): return None
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", tuple: "tuple"}.get(type(value))
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", tuple: "tuple"}.get(
+        type(value)
+    )
+
 
 def _plain_annotation(node) -> str:
     "`node` (an annotation) as names, brackets and commas: `int | None` → `Optional[int]`, `str | list | None` → `Union[str, list, None]`."
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         members = [_plain_annotation(node.left), _plain_annotation(node.right)]
         members = [m for part in members for m in (part[6:-1].split(", ") if part.startswith("Union[") else [part])]
-        if len(members) == 2 and "None" in members: return f"Optional[{next(m for m in members if m != 'None')}]"
+        if len(members) == 2 and "None" in members:
+            return f"Optional[{next(m for m in members if m != 'None')}]"
         return f"Union[{', '.join(members)}]"
     if isinstance(node, ast.Subscript):
         inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return f"{_plain_annotation(node.value)}[{', '.join(_plain_annotation(n) for n in inner)}]"
     return ast.unparse(node)
 
+
 def papermill_parameters_source(src: str) -> str:
     """A parameters cell as papermill's `--help-notebook` reads it: each one-line parameter annotated with names, brackets and
     commas (its annotation rewritten, else its literal default's type; a bare `None` default stays bare but for `figures_dir`), with the `typing`
     names it uses imported on the cell's first line. Values and comments are kept."""
     lines = src.split("\n")
-    kept = [l for l in lines if not _IMPORT_TYPING.match(l.strip())]
+    kept = [lineine_ for lineine_ in lines if not _IMPORT_TYPING.match(lineine_.strip())]
     offset = len(lines) - len(kept)
-    if offset and all(_IMPORT_TYPING.match(l.strip()) for l in lines[:offset]): lines = kept
-    else: offset = 0
+    if offset and all(_IMPORT_TYPING.match(line_.strip()) for line_ in lines[:offset]):
+        lines = kept
+    else:
+        offset = 0
     used = set()
     for node in ast.parse("\n".join(lines)).body:
-        if node.lineno != node.end_lineno: continue
+        if node.lineno != node.end_lineno:
+            continue
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             name, ann = node.target.id, _plain_annotation(node.annotation)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             ann = _literal_annotation(node.value) or _NONE_DEFAULTS.get(name)
-            if ann is None: continue
-        else: continue
-        raw = lines[node.lineno - 1].encode("utf-8")               # ast offsets count bytes
-        lines[node.lineno - 1] = (raw[:node.col_offset] + f"{name}: {ann} = ".encode() + raw[node.value.col_offset:]).decode("utf-8")
+            if ann is None:
+                continue
+        else:
+            continue
+        raw = lines[node.lineno - 1].encode("utf-8")  # ast offsets count bytes
+        lines[node.lineno - 1] = (
+            raw[: node.col_offset] + f"{name}: {ann} = ".encode() + raw[node.value.col_offset :]
+        ).decode("utf-8")
         used |= {t for t in _TYPING_NAMES if f"{t}[" in ann}
     head = [f"from typing import {', '.join(sorted(used))}"] if used else []
     return "\n".join(head + lines)
@@ -809,12 +1264,19 @@ def papermill_parameters_source(src: str) -> str:
 def _notebooks(nbs_dir=None) -> list[Path]:
     return sorted(Path(nbs_dir or project_root() / "notebooks").glob("*.ipynb"))
 
+
 def _nb_text(nb: dict) -> str:
     "A notebook as nbdev writes it (sorted keys, one-space indent), so that `nbdev_clean` leaves the file as it is."
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
-def _text(value) -> str: return "".join(value) if isinstance(value, list) else value
-def _source(cell) -> str: return _text(cell["source"])
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def _source(cell) -> str:
+    return _text(cell["source"])
+
 
 def normalize_notebook(path) -> bool:
     "Give the notebook `NOTEBOOK_METADATA` and a parameters cell papermill reads (`papermill_parameters_source`); True when it changed."
@@ -825,55 +1287,74 @@ def normalize_notebook(path) -> bool:
     for cell in nb["cells"]:
         if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
             src = _source(cell)
-            if papermill_parameters_source(src) != src: cell["source"] = papermill_parameters_source(src).splitlines(True)
-    if _nb_text(nb) == text: return False
-    core.write_text_atomic(path, _nb_text(nb)); return True
+            if papermill_parameters_source(src) != src:
+                cell["source"] = papermill_parameters_source(src).splitlines(True)
+    if _nb_text(nb) == text:
+        return False
+    core.write_text_atomic(path, _nb_text(nb))
+    return True
+
 
 def normalize_notebooks(nbs_dir=None) -> list[Path]:
     "`normalize_notebook` on every notebook of `nbs_dir` (default: the project's); the ones it changed."
     return [p for p in _notebooks(nbs_dir) if normalize_notebook(p)]
 
+
 def notebook_door_problems(nbs_dir=None) -> list[str]:
     "One sentence per notebook whose metadata is not `NOTEBOOK_METADATA` or whose parameters `papermill --help-notebook` cannot list."
     from papermill.translators import PythonTranslator
+
     problems = []
     for path in _notebooks(nbs_dir):
         nb = json.loads(path.read_text(encoding="utf-8"))
         if nb.get("metadata") != NOTEBOOK_METADATA:
-            problems.append(f"{path}: metadata {json.dumps(nb.get('metadata'))} is not the project's {json.dumps(NOTEBOOK_METADATA)}")
+            problems.append(
+                f"{path}: metadata {json.dumps(nb.get('metadata'))} is not the project's {json.dumps(NOTEBOOK_METADATA)}"
+            )
         cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-        if cell is None: continue
+        if cell is None:
+            continue
         listed = {p.name for p in PythonTranslator.inspect({"source": _source(cell)})}
         unread = [n for n in notebook_parameters(path) if n not in listed]
         if unread or papermill_parameters_source(_source(cell)) != _source(cell):
-            problems.append(f"{path}: papermill --help-notebook " + (f"cannot list {', '.join(unread)}" if unread else "misses types")
-                            + " (annotations with names, brackets and commas only)")
-    if problems: problems.append("fix: python -c 'from indicipr.cli import normalize_notebooks; normalize_notebooks()'")
+            problems.append(
+                f"{path}: papermill --help-notebook "
+                + (f"cannot list {', '.join(unread)}" if unread else "misses types")
+                + " (annotations with names, brackets and commas only)"
+            )
+    if problems:
+        problems.append("fix: python -c 'from indicipr.cli import normalize_notebooks; normalize_notebooks()'")
     return problems
 
 # %% ../notebooks/12b_cli.ipynb #784c2dc8
 _VOLATILE = [
-    (re.compile(r"(<[^<>\n]*?) at 0x[0-9a-fA-F]+>"), r"\1>"),                               # reprs, as nbdev_clean cleans them
-    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x…"),                                              # object addresses
+    (re.compile(r"(<[^<>\n]*?) at 0x[0-9a-fA-F]+>"), r"\1>"),  # reprs, as nbdev_clean cleans them
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x…"),  # object addresses
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),  # dates
-    (re.compile(r"\b\d{8}-\d{6}(?:-\d+)?\b"), "<run>"),                                       # run folder names
-    (re.compile(r"\b\d+(?:\.\d+)?\s?[A-Za-z]+/s\b"), "…/s"),                                 # rates (it/s, questions/s)
-    (re.compile(r"\b(?:\d+h)?\d+m\d+(?:\.\d+)?s\b"), "…"),                                   # 1m15s
-    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes)\b"), "…"),   # 3.2 s, 12 seconds
-    (re.compile(r"(?m)^(timings \(s\):).*$"), r"\1 …"),                                    # a stage's durations, by name
-    (re.compile(r"\b\d+ (model calls?), \d+ (cache hits?)"), r"… \1, … \2"),                 # what the LLM cache held before
+    (re.compile(r"\b\d{8}-\d{6}(?:-\d+)?\b"), "<run>"),  # run folder names
+    (re.compile(r"\b\d+(?:\.\d+)?\s?[A-Za-z]+/s\b"), "…/s"),  # rates (it/s, questions/s)
+    (re.compile(r"\b(?:\d+h)?\d+m\d+(?:\.\d+)?s\b"), "…"),  # 1m15s
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes)\b"), "…"),  # 3.2 s, 12 seconds
+    (re.compile(r"(?m)^(timings \(s\):).*$"), r"\1 …"),  # a stage's durations, by name
+    (re.compile(r"\b\d+ (model calls?), \d+ (cache hits?)"), r"… \1, … \2"),  # what the LLM cache held before
 ]
 _WIDGET = "application/vnd.jupyter.widget-view+json"
+
 
 def scrub_text(text: str, root: str | os.PathLike | None = None) -> str:
     "`text` without what changes from run to run: the checkout's and temporary folders' paths, addresses, dates, run ids, durations."
     import tempfile
+
     for folder, name in ((root or project_root(), ""), (tempfile.gettempdir(), "<tmp>/")):
         folder = str(Path(folder).resolve()).rstrip("/")
-        text = re.sub(re.escape(folder) + r"(?:/[\w.-]+)?/?" if name else re.escape(folder) + "/?",
-                      lambda m: name if name else "", text)
-    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))               # what a terminal shows last
-    for pattern, repl in _VOLATILE: text = pattern.sub(repl, text)
+        text = re.sub(
+            re.escape(folder) + r"(?:/[\w.-]+)?/?" if name else re.escape(folder) + "/?",
+            lambda m: name if name else "",
+            text,
+        )
+    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))  # what a terminal shows last
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
     return text
 
 
@@ -882,29 +1363,37 @@ def scrub_outputs(outputs: list[dict], root: str | os.PathLike | None = None) ->
     kept = []
     for o in outputs:
         kind = o.get("output_type")
-        if kind == "error" or (kind == "stream" and o.get("name") != "stdout"): continue
-        if _WIDGET in o.get("data", {}): continue
+        if kind == "error" or (kind == "stream" and o.get("name") != "stdout"):
+            continue
+        if _WIDGET in o.get("data", {}):
+            continue
         o = json.loads(json.dumps(o))
         if kind == "stream":
             text = _text(o["text"])
-            if kept and kept[-1].get("output_type") == "stream": kept[-1]["text"] += text; continue
+            if kept and kept[-1].get("output_type") == "stream":
+                kept[-1]["text"] += text
+                continue
             o["text"] = text
-        if "execution_count" in o: o["execution_count"] = None
+        if "execution_count" in o:
+            o["execution_count"] = None
         for mime, value in o.get("data", {}).items():
             if mime.startswith("text/"):
                 o["data"][mime] = scrub_text(_text(value), root)
         kept.append(o)
     for o in kept:
-        if o.get("output_type") == "stream": o["text"] = scrub_text(o["text"], root)
+        if o.get("output_type") == "stream":
+            o["text"] = scrub_text(o["text"], root)
     return [o for o in kept if o.get("output_type") != "stream" or o["text"].strip()]
+
 
 def notebook_with_outputs(source: dict, executed: dict, root: str | os.PathLike | None = None) -> dict:
     """`source` (a notebook) with the scrubbed outputs of `executed` (papermill's run of it), matched cell by cell (by id, else
     in order without papermill's injected cell); sources and metadata are `source`'s, cleaned as `nbdev_clean` cleans."""
-    from nbdev.clean import clean_nb
     import nbformat
-    from nbformat.v4.rwbase import split_lines
+    from nbdev.clean import clean_nb
     from nbdev.config import get_config
+    from nbformat.v4.rwbase import split_lines
+
     ran = [c for c in executed["cells"] if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
     by_id = {c.get("id"): c for c in ran}
     if len(ran) != len(source["cells"]) and not all(c.get("id") in by_id for c in source["cells"]):
@@ -912,11 +1401,18 @@ def notebook_with_outputs(source: dict, executed: dict, root: str | os.PathLike 
     nb = json.loads(json.dumps(source))
     for i, cell in enumerate(nb["cells"]):
         twin = by_id.get(cell.get("id")) or ran[i]
-        if _text(twin["source"]) != _text(cell["source"]): raise ValueError(f"cell {i + 1}: the executed notebook's source differs")
-        if cell["cell_type"] == "code": cell["outputs"], cell["execution_count"] = scrub_outputs(twin.get("outputs", []), root), None
+        if _text(twin["source"]) != _text(cell["source"]):
+            raise ValueError(f"cell {i + 1}: the executed notebook's source differs")
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = scrub_outputs(twin.get("outputs", []), root), None
     cfg = get_config(path=Path(root or project_root()))
-    clean_nb(nb, False, cfg.get("allowed_metadata_keys", "").split(), cfg.get("allowed_cell_metadata_keys", "").split(), True)
-    return json.loads(json.dumps(split_lines(nbformat.from_dict(nb))))      # multi-line texts as lists of lines, as Jupyter saves them
+    clean_nb(
+        nb, False, cfg.get("allowed_metadata_keys", "").split(), cfg.get("allowed_cell_metadata_keys", "").split(), True
+    )
+    return json.loads(
+        json.dumps(split_lines(nbformat.from_dict(nb)))
+    )  # multi-line texts as lists of lines, as Jupyter saves them
+
 
 def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.PathLike | None = None) -> list[Path]:
     "Write the scrubbed outputs of executed notebooks (the run's copies) into the source notebooks of the same name; the ones that changed."
@@ -924,8 +1420,13 @@ def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.
     changed = []
     for ran in map(Path, executed):
         src = nbs_dir / ran.name
-        if not (src.is_file() and ran.is_file()): continue
+        if not (src.is_file() and ran.is_file()):
+            continue
         text = src.read_text(encoding="utf-8")
-        new = _nb_text(notebook_with_outputs(json.loads(text), json.loads(ran.read_text(encoding="utf-8")), nbs_dir.parent))
-        if new != text: core.write_text_atomic(src, new); changed.append(src)
+        new = _nb_text(
+            notebook_with_outputs(json.loads(text), json.loads(ran.read_text(encoding="utf-8")), nbs_dir.parent)
+        )
+        if new != text:
+            core.write_text_atomic(src, new)
+            changed.append(src)
     return changed

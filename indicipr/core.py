@@ -18,9 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .basics import (SECRET_ENV, clean_stale_temps, current_umask, flat_paths, glob_escape, has_secret, in_jupyter_kernel,
-                             mask_secrets, new_file_mode, pid_alive, replace_atomic, same_file, secret_parts, show_saved_figure,
-                             swap_folder, tidy_swap_leftovers, write_target, write_text_atomic)
+from indicipr.basics import (
+    clean_stale_temps,
+    current_umask,
+    flat_paths,
+    in_jupyter_kernel,
+    mask_secrets,
+    new_file_mode,
+    replace_atomic,
+    same_file,
+    show_saved_figure,
+    swap_folder,
+    tidy_swap_leftovers,
+    write_text_atomic,
+)
 
 # %% auto #0
 __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
@@ -46,21 +57,29 @@ class InputError(ValueError):
 def _has_settings(folder: Path) -> bool:
     return (folder / "settings.ini").is_file() and (folder / "indicipr").is_dir()
 
+
 def project_root() -> Path:
     "The compendium's root folder (the one holding `settings.ini`)."
     env = os.environ.get("INDICIPR_ROOT")
-    if env: return Path(env).resolve()
+    if env:
+        return Path(env).resolve()
     here = Path(__file__).resolve().parent.parent if "__file__" in globals() else None
-    if here is not None and _has_settings(here): return here
+    if here is not None and _has_settings(here):
+        return here
     cwd = Path.cwd().resolve()
     for folder in [cwd, *cwd.parents]:
-        if _has_settings(folder): return folder
-    raise FileNotFoundError("cannot find the indicipr project root (a folder with settings.ini); "
-                            "set INDICIPR_ROOT or run from inside the checkout")
+        if _has_settings(folder):
+            return folder
+    raise FileNotFoundError(
+        "cannot find the indicipr project root (a folder with settings.ini); "
+        "set INDICIPR_ROOT or run from inside the checkout"
+    )
+
 
 def data_dir() -> Path:
     "`<root>/data`: everything the pipeline reads and writes."
     return project_root() / "data"
+
 
 def figures_path(figures_dir: str | os.PathLike | None = None) -> Path:
     "Where figures go: `figures_dir` if given, else `default_figures_path()`; created on demand."
@@ -68,17 +87,20 @@ def figures_path(figures_dir: str | os.PathLike | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     return out
 
+
 def tables_path(figures_dir: str | os.PathLike | None = None) -> Path:
     "Where tables go: `<figures_dir>/tables`; created on demand."
     out = figures_path(figures_dir) / "tables"
     out.mkdir(parents=True, exist_ok=True)
     return out
 
+
 def build_dir(tag: str) -> Path:
     "`data/build/<tag>/` for the construction stages' intermediates; created on demand."
     out = data_dir() / "build" / tag
     out.mkdir(parents=True, exist_ok=True)
     return out
+
 
 def shared_dir() -> Path | None:
     "The `shared/` folder beside the checkout (statutes, recorded generations), if present."
@@ -89,13 +111,16 @@ def shared_dir() -> Path | None:
 # %% ../notebooks/00_core.ipynb #c170d106
 MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"
 
+
 def main_job() -> bool:
     "Whether this process runs in the main job (set by `indicipr reproduce` for its kernels), the one run that writes `figures/` and `data/sample/`."
     return os.environ.get(MAIN_JOB_ENV) == "1"
 
+
 def scratch_dir() -> Path:
     "`<root>/runs/interactive`: what a notebook run outside the runner writes (gitignored)."
     return project_root() / "runs" / "interactive"
+
 
 def default_figures_path() -> Path:
     "The figures folder of a run given no `figures_dir`: `figures/` in the main job, `runs/interactive/figures` otherwise."
@@ -104,31 +129,62 @@ def default_figures_path() -> Path:
 # %% ../notebooks/00_core.ipynb #9b1cafca
 @dataclass(frozen=True)
 class Act:
-    key: str            # short key used throughout the compendium
-    title: str          # full title of the Act
-    short: str          # the name used in the card's tables
+    key: str  # short key used throughout the compendium
+    title: str  # full title of the Act
+    short: str  # the name used in the card's tables
     year: int
-    prefix: str         # id prefix of the official files, e.g. "cop" in "cop_000001"
+    prefix: str  # id prefix of the official files, e.g. "cop" in "cop_000001"
     aliases: tuple = field(default_factory=tuple)  # other prefixes accepted when reading ids
 
-ACTS: "OrderedDict[str, Act]" = OrderedDict((a.key, a) for a in [
-    Act("patents", "The Patents Act, 1970", "Patents", 1970, "pat", ("patent", "patents", "pa")),
-    Act("trademarks", "The Trade Marks Act, 1999", "Trade Marks", 1999, "tm", ("tma", "trademark", "trademarks", "trade_marks")),
-    Act("copyright", "The Copyright Act, 1957", "Copyright", 1957, "cop", ("copy", "copyright", "ca")),
-    Act("designs", "The Designs Act, 2000", "Designs", 2000, "des", ("design", "designs", "da")),
-    Act("gi", "The Geographical Indications of Goods (Registration and Protection) Act, 1999",
-        "Geographical Indications", 1999, "gi", ("geo", "gia", "geographical_indications")),
-    Act("semiconductor", "The Semiconductor Integrated Circuits Layout-Design Act, 2000",
-        "Semiconductor", 2000, "sic", ("semi", "semicon", "semiconductor", "sicld", "layout")),
-    Act("plant_varieties", "The Protection of Plant Varieties and Farmers' Rights Act, 2001",
-        "Plant Varieties", 2001, "pvf", ("ppv", "ppvfr", "pvfr", "plant", "plant_varieties", "pv")),
-])
-UNKNOWN_ACT = "Unknown"     # the per-Act tables' row for records whose Act cannot be told
+
+ACTS: "OrderedDict[str, Act]" = OrderedDict(
+    (a.key, a)
+    for a in [
+        Act("patents", "The Patents Act, 1970", "Patents", 1970, "pat", ("patent", "patents", "pa")),
+        Act(
+            "trademarks",
+            "The Trade Marks Act, 1999",
+            "Trade Marks",
+            1999,
+            "tm",
+            ("tma", "trademark", "trademarks", "trade_marks"),
+        ),
+        Act("copyright", "The Copyright Act, 1957", "Copyright", 1957, "cop", ("copy", "copyright", "ca")),
+        Act("designs", "The Designs Act, 2000", "Designs", 2000, "des", ("design", "designs", "da")),
+        Act(
+            "gi",
+            "The Geographical Indications of Goods (Registration and Protection) Act, 1999",
+            "Geographical Indications",
+            1999,
+            "gi",
+            ("geo", "gia", "geographical_indications"),
+        ),
+        Act(
+            "semiconductor",
+            "The Semiconductor Integrated Circuits Layout-Design Act, 2000",
+            "Semiconductor",
+            2000,
+            "sic",
+            ("semi", "semicon", "semiconductor", "sicld", "layout"),
+        ),
+        Act(
+            "plant_varieties",
+            "The Protection of Plant Varieties and Farmers' Rights Act, 2001",
+            "Plant Varieties",
+            2001,
+            "pvf",
+            ("ppv", "ppvfr", "pvfr", "plant", "plant_varieties", "pv"),
+        ),
+    ]
+)
+UNKNOWN_ACT = "Unknown"  # the per-Act tables' row for records whose Act cannot be told
 UNKNOWN_ACT_KEY = "unknown"
+
 
 def id_prefix(qid: str) -> str:
     "The Act prefix of an official id: `cop_000001` → `cop`."
     return str(qid).rsplit("_", 1)[0].lower()
+
 
 def _act_names() -> dict[str, Act]:
     "Every name that denotes an Act, lower-cased: its key, prefix, aliases, short name and title (with and without 'The')."
@@ -138,88 +194,164 @@ def _act_names() -> dict[str, Act]:
             index[name.lower()] = act
     return index
 
+
 def act_for_key(key: str) -> Act:
     "The Act a name denotes: a registry key, prefix, alias, the card's short name or the title (`'Copyright'` → Copyright)."
     act = ACTS.get(key) or _act_names().get(str(key).strip().lower())
-    if act is None: raise KeyError(f"unknown Act {key!r}; known keys: {', '.join(ACTS)}")
+    if act is None:
+        raise KeyError(f"unknown Act {key!r}; known keys: {', '.join(ACTS)}")
     return act
+
 
 def act_for_id(qid: str, strict: bool = True) -> Act | None:
     "The registry's Act of an official id's prefix (`cop_000001` → Copyright); `None` (or `KeyError` if `strict`) when unknown."
     act = _act_names().get(id_prefix(qid))
     if act is None and strict:
-        raise KeyError(f"id {qid!r}: unknown Act prefix {id_prefix(qid)!r} (known: {', '.join(a.prefix for a in ACTS.values())}); "
-                       "load the data with load_benchmark (it infers the Acts of other prefixes), or set "
-                       "INDICIPR_ACT_MAP='prefix=act_key,…'")
+        raise KeyError(
+            f"id {qid!r}: unknown Act prefix {id_prefix(qid)!r} (known: {', '.join(a.prefix for a in ACTS.values())}); "
+            "load the data with load_benchmark (it infers the Acts of other prefixes), or set "
+            "INDICIPR_ACT_MAP='prefix=act_key,…'"
+        )
     return act
+
 
 def record_act(record: Mapping) -> str:
     "The Act key of a record: the one it carries (`record['act']`), else its id prefix's; `UNKNOWN_ACT_KEY` when neither tells."
     carried = record.get("act")
-    if carried in ACTS or carried == UNKNOWN_ACT_KEY: return carried
+    if carried in ACTS or carried == UNKNOWN_ACT_KEY:
+        return carried
     act = act_for_id(record.get("id", ""), strict=False)
     return act.key if act else UNKNOWN_ACT_KEY
 
 # %% ../notebooks/00_core.ipynb #56e6e47d
-CARD = {   # the dataset card's published numbers, once (see the prose above for each one's place in the card)
-    "construction": {"initial_contexts": 1173, "raw_candidates": 5721, "filtered_candidates": 4689,
-                     "final_qa_pairs": 4462, "retained_contexts": 1116},
+CARD = {  # the dataset card's published numbers, once (see the prose above for each one's place in the card)
+    "construction": {
+        "initial_contexts": 1173,
+        "raw_candidates": 5721,
+        "filtered_candidates": 4689,
+        "final_qa_pairs": 4462,
+        "retained_contexts": 1116,
+    },
     "splits": {"train": 3710, "validation": 408, "test": 344},
-    "per_act": {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
-                "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)},     # (full dataset, test set)
+    "per_act": {
+        "designs": (173, 24),
+        "patents": (1143, 69),
+        "semiconductor": (585, 47),
+        "trademarks": (1106, 88),
+        "gi": (551, 51),
+        "copyright": (349, 25),
+        "plant_varieties": (555, 40),
+    },  # (full dataset, test set)
     "average_words": {"context": 171.3, "question": 11.9, "answer": 35.6},
-    "generation": {"temperature": None, "pairs_per_context": 5},       # None: API default, not explicitly set
+    "generation": {"temperature": None, "pairs_per_context": 5},  # None: API default, not explicitly set
     "filters": {"count": 9, "most_exclusions": ("F3", "F4")},
     "question_patterns": {"unique": 4118, "openings": {"what does": 1157, "under section": 960, "what is": 875}},
-    "unseen_vocabulary": {"answers": 11.1, "questions": 15.3, "contexts": 13.7},   # % of unique test tokens
-    "train_test_jaccard": 0.0,                                                     # for each of the seven Acts
-    "bm25": {"bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
-             "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23}},
-    "encoders": {"bert-base": {"EM": 63.66, "F1": 83.33, "Char-F1": 86.38},
-                 "legalbert-us": {"EM": 65.12, "F1": 84.66, "Char-F1": 86.67},
-                 "incaselawbert": {"EM": 63.08, "F1": 84.37, "Char-F1": 86.40},
-                 "inlegalbert": {"EM": 63.66, "F1": 85.02, "Char-F1": 87.26}},
-    "llms": {"mistral:7b": {"zero-shot": {"EM": 18.31, "F1": 67.11, "Char-F1": 75.07},
-                            "3-shot": {"EM": 24.71, "F1": 68.83, "Char-F1": 76.01}},
-             "llama3.1:8b": {"zero-shot": {"EM": 33.43, "F1": 74.78, "Char-F1": 79.61},
-                             "3-shot": {"EM": 33.43, "F1": 77.02, "Char-F1": 79.78}},
-             "qwen2.5:7b": {"zero-shot": {"EM": 29.94, "F1": 77.59, "Char-F1": 81.04},
-                            "3-shot": {"EM": 34.30, "F1": 76.39, "Char-F1": 78.60}}},
-    "system_names": {"bm25_retrieval": "BM25 Retrieval", "bm25_oracle_window": "BM25 Oracle Window",
-                     "bert-base": "BERT-base", "legalbert-us": "LegalBERT-US", "incaselawbert": "InCaseLawBERT",
-                     "inlegalbert": "InLegalBERT", "mistral:7b": "Mistral 7B", "llama3.1:8b": "Llama 3.1:8B",
-                     "qwen2.5:7b": "Qwen2.5:7B"},
-    "significance": {"focus_system": "inlegalbert", "compare_family": "encoder", "n_resamples": 10_000,
-                     "correction": "Holm", "significant_differences": 0},
-    "per_act_f1": {"designs": 100.00, "patents": 98.40, "semiconductor": 91.53, "trademarks": 83.83, "gi": 83.66,
-                   "copyright": 79.41, "plant_varieties": 53.20},           # InLegalBERT, test split
+    "unseen_vocabulary": {"answers": 11.1, "questions": 15.3, "contexts": 13.7},  # % of unique test tokens
+    "train_test_jaccard": 0.0,  # for each of the seven Acts
+    "bm25": {
+        "bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
+        "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23},
+    },
+    "encoders": {
+        "bert-base": {"EM": 63.66, "F1": 83.33, "Char-F1": 86.38},
+        "legalbert-us": {"EM": 65.12, "F1": 84.66, "Char-F1": 86.67},
+        "incaselawbert": {"EM": 63.08, "F1": 84.37, "Char-F1": 86.40},
+        "inlegalbert": {"EM": 63.66, "F1": 85.02, "Char-F1": 87.26},
+    },
+    "llms": {
+        "mistral:7b": {
+            "zero-shot": {"EM": 18.31, "F1": 67.11, "Char-F1": 75.07},
+            "3-shot": {"EM": 24.71, "F1": 68.83, "Char-F1": 76.01},
+        },
+        "llama3.1:8b": {
+            "zero-shot": {"EM": 33.43, "F1": 74.78, "Char-F1": 79.61},
+            "3-shot": {"EM": 33.43, "F1": 77.02, "Char-F1": 79.78},
+        },
+        "qwen2.5:7b": {
+            "zero-shot": {"EM": 29.94, "F1": 77.59, "Char-F1": 81.04},
+            "3-shot": {"EM": 34.30, "F1": 76.39, "Char-F1": 78.60},
+        },
+    },
+    "system_names": {
+        "bm25_retrieval": "BM25 Retrieval",
+        "bm25_oracle_window": "BM25 Oracle Window",
+        "bert-base": "BERT-base",
+        "legalbert-us": "LegalBERT-US",
+        "incaselawbert": "InCaseLawBERT",
+        "inlegalbert": "InLegalBERT",
+        "mistral:7b": "Mistral 7B",
+        "llama3.1:8b": "Llama 3.1:8B",
+        "qwen2.5:7b": "Qwen2.5:7B",
+    },
+    "significance": {
+        "focus_system": "inlegalbert",
+        "compare_family": "encoder",
+        "n_resamples": 10_000,
+        "correction": "Holm",
+        "significant_differences": 0,
+    },
+    "per_act_f1": {
+        "designs": 100.00,
+        "patents": 98.40,
+        "semiconductor": 91.53,
+        "trademarks": 83.83,
+        "gi": 83.66,
+        "copyright": 79.41,
+        "plant_varieties": 53.20,
+    },  # InLegalBERT, test split
     "errors": {"span_boundary": 100, "low_overlap": 20, "minor_word": 2, "partial_overlap": 2, "completely_wrong": 1},
-    "answer_structure": {"median_answer_words": 33,
-                         "groups": {"Short": ("F1", 86.24), "Long": ("F1", 83.78), "Single-clause": ("EM", 66.03),
-                                    "Multi-clause": ("EM", 56.10), "Earlier": ("F1", 85.83), "Later": ("F1", 84.21)}},
-    "audit": {"test_pairs": 200, "annotators": 2,
-              "criteria": {"Question Clarity": {"joint_acceptability": 99.0, "kappa": -0.008, "quadratic_kappa": 0.051},
-                           "Answer Correctness": {"joint_acceptability": 95.0, "kappa": 0.117, "quadratic_kappa": 0.328},
-                           "Answer Minimality": {"joint_acceptability": 75.5, "kappa": 0.312, "quadratic_kappa": 0.613}},
-              "minimality_either_annotator": 82.0, "non_minimal_both": 36},
-    "models": {"generation": ["gpt-4o"], "qa": ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"],
-               "judge": ["gemma3:12b", "llama3.1:8b", "mistral:7b"]},
+    "answer_structure": {
+        "median_answer_words": 33,
+        "groups": {
+            "Short": ("F1", 86.24),
+            "Long": ("F1", 83.78),
+            "Single-clause": ("EM", 66.03),
+            "Multi-clause": ("EM", 56.10),
+            "Earlier": ("F1", 85.83),
+            "Later": ("F1", 84.21),
+        },
+    },
+    "audit": {
+        "test_pairs": 200,
+        "annotators": 2,
+        "criteria": {
+            "Question Clarity": {"joint_acceptability": 99.0, "kappa": -0.008, "quadratic_kappa": 0.051},
+            "Answer Correctness": {"joint_acceptability": 95.0, "kappa": 0.117, "quadratic_kappa": 0.328},
+            "Answer Minimality": {"joint_acceptability": 75.5, "kappa": 0.312, "quadratic_kappa": 0.613},
+        },
+        "minimality_either_annotator": 82.0,
+        "non_minimal_both": 36,
+    },
+    "models": {
+        "generation": ["gpt-4o"],
+        "qa": ["mistral:7b", "llama3.1:8b", "qwen2.5:7b"],
+        "judge": ["gemma3:12b", "llama3.1:8b", "mistral:7b"],
+    },
 }
 
-CARD_PER_ACT = CARD["per_act"]      # {act_key: (full, test)}, the card's per-Act table
+CARD_PER_ACT = CARD["per_act"]  # {act_key: (full, test)}, the card's per-Act table
+
 
 def _card_glance() -> dict:
     "The card's 'Dataset at a Glance' rows, labelled as `stats.glance_table` labels its computed rows."
     c, w = CARD["construction"], CARD["average_words"]
-    return {"Total QA pairs": c["final_qa_pairs"], "Initial statutory contexts": c["initial_contexts"],
-            "Retained statutory contexts": c["retained_contexts"], "Acts covered": len(CARD["per_act"]),
-            "Training samples": CARD["splits"]["train"], "Validation samples": CARD["splits"]["validation"],
-            "Test samples": CARD["splits"]["test"], "Average context length (words)": w["context"],
-            "Average question length (words)": w["question"], "Average answer length (words)": w["answer"],
-            "Generation model": CARD["models"]["generation"][0], "Human audit (test QA pairs)": CARD["audit"]["test_pairs"]}
+    return {
+        "Total QA pairs": c["final_qa_pairs"],
+        "Initial statutory contexts": c["initial_contexts"],
+        "Retained statutory contexts": c["retained_contexts"],
+        "Acts covered": len(CARD["per_act"]),
+        "Training samples": CARD["splits"]["train"],
+        "Validation samples": CARD["splits"]["validation"],
+        "Test samples": CARD["splits"]["test"],
+        "Average context length (words)": w["context"],
+        "Average question length (words)": w["question"],
+        "Average answer length (words)": w["answer"],
+        "Generation model": CARD["models"]["generation"][0],
+        "Human audit (test QA pairs)": CARD["audit"]["test_pairs"],
+    }
+
 
 CARD_GLANCE = _card_glance()
-
 
 # %% ../notebooks/00_core.ipynb #3cbb1c50
 def act_keys_in_card_order(present: Iterable[str] = ()) -> list[str]:
@@ -227,28 +359,51 @@ def act_keys_in_card_order(present: Iterable[str] = ()) -> list[str]:
     keys = [*CARD_PER_ACT, *(k for k in ACTS if k not in CARD_PER_ACT)]
     return keys + [UNKNOWN_ACT_KEY] if UNKNOWN_ACT_KEY in set(present) else keys
 
+
 def act_label(key: str) -> str:
     "The card's short name of an Act key (`UNKNOWN_ACT` for `UNKNOWN_ACT_KEY` or any key the registry does not hold)."
     return ACTS[key].short if key in ACTS else UNKNOWN_ACT
 
 # %% ../notebooks/00_core.ipynb #69fa6641
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
-OFFICIAL_FILES = {"train": "train_squad.jsonl", "validation": "val_squad.jsonl",
-                  "test": "test_squad.jsonl", "merged": "merged_ip_qa.jsonl"}
-OFFICIAL_COUNTS = {**CARD["splits"], "merged": CARD["construction"]["final_qa_pairs"]}   # the card's file sizes
+OFFICIAL_FILES = {
+    "train": "train_squad.jsonl",
+    "validation": "val_squad.jsonl",
+    "test": "test_squad.jsonl",
+    "merged": "merged_ip_qa.jsonl",
+}
+OFFICIAL_COUNTS = {**CARD["splits"], "merged": CARD["construction"]["final_qa_pairs"]}  # the card's file sizes
 SPLITS = ("train", "validation", "test")
 
 # %% ../notebooks/00_core.ipynb #1d0a3b97
-_ACT_CUES = {   # phrases that name an Act or its own institutions (lower-cased text)
+_ACT_CUES = {  # phrases that name an Act or its own institutions (lower-cased text)
     "patents": [r"\bpatents? act\b", r"\bpatents?\b", r"\bcontroller\b", r"\binvention", r"\bpatentee"],
-    "trademarks": [r"\btrade marks? act\b", r"\btrade ?marks?\b", r"\bregistrar of trade marks\b", r"\bcollective marks?\b"],
-    "copyright": [r"\bcopyright", r"\bregistrar of copyrights\b", r"\bauthor\b", r"\bperformers?\b", r"\bcinematograph"],
+    "trademarks": [
+        r"\btrade marks? act\b",
+        r"\btrade ?marks?\b",
+        r"\bregistrar of trade marks\b",
+        r"\bcollective marks?\b",
+    ],
+    "copyright": [
+        r"\bcopyright",
+        r"\bregistrar of copyrights\b",
+        r"\bauthor\b",
+        r"\bperformers?\b",
+        r"\bcinematograph",
+    ],
     "designs": [r"\bdesigns act\b", r"(?<!layout-)\bdesigns?\b(?!-)", r"\bproprietor of (?:a|the) design\b"],
     "gi": [r"\bgeographical indications?\b", r"\bauthori[sz]ed users?\b", r"\bregistrar of geographical"],
     "semiconductor": [r"\bsemiconductor\b", r"\blayout-designs?\b", r"\bintegrated circuits?\b"],
-    "plant_varieties": [r"\bplant variet", r"\bfarmers?['’]? rights?\b", r"\bbreeders?\b", r"\bfarmers?\b", r"\bextant variet"],
+    "plant_varieties": [
+        r"\bplant variet",
+        r"\bfarmers?['’]? rights?\b",
+        r"\bbreeders?\b",
+        r"\bfarmers?\b",
+        r"\bextant variet",
+    ],
 }
 _CUE_RX = {k: [re.compile(p) for p in ps] for k, ps in _ACT_CUES.items()}
+
 
 def _text_act_votes(record: dict) -> dict[str, float]:
     "One record's vote: the Act(s) whose cues its title and context mention most (ties share the vote)."
@@ -258,61 +413,80 @@ def _text_act_votes(record: dict) -> dict[str, float]:
     winners = [k for k, n in hits.items() if n == top and n > 0]
     return {k: 1 / len(winners) for k in winners}
 
+
 def _prefix_evidence(records: Iterable[dict], card_counts: dict[str, int] | None = None) -> dict[str, dict[str, float]]:
     "Per prefix, per Act key: the share of text votes, +1 when the prefix's count equals the card's, +0.25 for the registry."
-    texts: dict[str, Counter] = {}     # prefix → how many records share each (title, context): each is read once
-    for r in records: texts.setdefault(id_prefix(r["id"]), Counter())[(r.get("title", ""), r.get("context", ""))] += 1
+    texts: dict[str, Counter] = {}  # prefix → how many records share each (title, context): each is read once
+    for r in records:
+        texts.setdefault(id_prefix(r["id"]), Counter())[(r.get("title", ""), r.get("context", ""))] += 1
     evidence = {}
     for prefix, shared in texts.items():
         score, n_recs = dict.fromkeys(ACTS, 0.0), sum(shared.values())
         for (title, context), times in shared.items():
-            for k, v in _text_act_votes({"title": title, "context": context}).items(): score[k] += v * times / n_recs
+            for k, v in _text_act_votes({"title": title, "context": context}).items():
+                score[k] += v * times / n_recs
         for k, n in (card_counts or {}).items():
-            if n == n_recs: score[k] += 1.0
-        if (known := act_for_id(f"{prefix}_0", strict=False)) is not None: score[known.key] += 0.25
+            if n == n_recs:
+                score[k] += 1.0
+        if (known := act_for_id(f"{prefix}_0", strict=False)) is not None:
+            score[known.key] += 0.25
         evidence[prefix] = score
     return evidence
 
-def infer_act_mapping(records: Iterable[dict], card_counts: dict[str, int] | None = None,
-                      min_evidence: float = 0.2) -> dict[str, str | None]:
+
+def infer_act_mapping(
+    records: Iterable[dict], card_counts: dict[str, int] | None = None, min_evidence: float = 0.2
+) -> dict[str, str | None]:
     "Prefix → Act key matched one to one by the best total evidence; `None` where the evidence is below `min_evidence`."
     import numpy as np
     from scipy.optimize import linear_sum_assignment
+
     evidence = _prefix_evidence(records, card_counts)
     prefixes, keys = sorted(evidence), list(ACTS)
-    if not prefixes: return {}
+    if not prefixes:
+        return {}
     cost = -np.array([[evidence[p][k] for k in keys] for p in prefixes])
     rows, cols = linear_sum_assignment(cost)
     mapping = dict.fromkeys(prefixes)
     for i, j in zip(rows, cols):
-        if -cost[i, j] >= min_evidence: mapping[prefixes[i]] = keys[j]
+        if -cost[i, j] >= min_evidence:
+            mapping[prefixes[i]] = keys[j]
     return mapping
 
 # %% ../notebooks/00_core.ipynb #1c1c8ad3
 ACT_MAP_ENV = "INDICIPR_ACT_MAP"
-_ACT_COLUMNS = ("act", "Act", "act_name", "statute")      # what an Act column of a release may be called
+_ACT_COLUMNS = ("act", "Act", "act_name", "statute")  # what an Act column of a release may be called
+
 
 def parse_act_mapping(text: str | None) -> dict[str, str]:
     "`'pat=patents, tmk=trademarks'` → `{'pat': 'patents', 'tmk': 'trademarks'}` (Act keys or any name of an Act)."
     out = {}
     for item in filter(None, (s.strip() for s in (text or "").split(","))):
-        if "=" not in item: raise InputError(f"{ACT_MAP_ENV} item {item!r}: expected prefix=act_key")
+        if "=" not in item:
+            raise InputError(f"{ACT_MAP_ENV} item {item!r}: expected prefix=act_key")
         prefix, key = (s.strip() for s in item.split("=", 1))
-        try: out[prefix.lower()] = act_for_key(key).key
-        except KeyError as e: raise InputError(f"{ACT_MAP_ENV} item {item!r}: {e.args[0]}") from None
+        try:
+            out[prefix.lower()] = act_for_key(key).key
+        except KeyError as e:
+            raise InputError(f"{ACT_MAP_ENV} item {item!r}: {e.args[0]}") from None
     return out
+
 
 def _act_column_value(record: Mapping) -> str | None:
     "The Act key an Act column of a release names (`'Patents'`, `'The Patents Act, 1970'`, `'pat'` …), or None."
     for col in _ACT_COLUMNS:
         value = record.get(col)
         if isinstance(value, str) and value.strip():
-            try: return act_for_key(value).key
-            except KeyError: return None
+            try:
+                return act_for_key(value).key
+            except KeyError:
+                return None
     return None
 
-def attach_acts(records: list[dict], card_counts: dict[str, int] | None = None,
-                override: str | None = None) -> tuple[list[dict], dict[str, str | None], str]:
+
+def attach_acts(
+    records: list[dict], card_counts: dict[str, int] | None = None, override: str | None = None
+) -> tuple[list[dict], dict[str, str | None], str]:
     """Each record with its `act`: an Act column when every record has a readable one, else the prefix mapping inferred
     from the data with `override` (`INDICIPR_ACT_MAP`'s syntax) on top. Returns the records, the prefix mapping used
     (empty for an Act column) and how it was decided."""
@@ -323,6 +497,7 @@ def attach_acts(records: list[dict], card_counts: dict[str, int] | None = None,
     out = [{**r, "act": mapping.get(id_prefix(r["id"])) or UNKNOWN_ACT_KEY} for r in records]
     return out, mapping, "inferred from the records" + (f" ({ACT_MAP_ENV} on top)" if override else "")
 
+
 def act_mapping_report(records: list[dict], mapping: dict[str, str | None], how: str) -> str:
     "The lines the loader prints: each prefix, its count and Act, and the ids whose Act cannot be told."
     counts = Counter(id_prefix(r["id"]) for r in records)
@@ -332,8 +507,11 @@ def act_mapping_report(records: list[dict], mapping: dict[str, str | None], how:
         lines.append(f"  {p:>8}: {counts[p]:>5} records → {', '.join(act_label(a) for a in acts)}")
     unknown = [r["id"] for r in records if r["act"] == UNKNOWN_ACT_KEY]
     if unknown:
-        lines.append(f"  {len(unknown)} records whose Act cannot be told (reported as {UNKNOWN_ACT!r}): "
-                     + ", ".join(unknown[:20]) + (" …" if len(unknown) > 20 else ""))
+        lines.append(
+            f"  {len(unknown)} records whose Act cannot be told (reported as {UNKNOWN_ACT!r}): "
+            + ", ".join(unknown[:20])
+            + (" …" if len(unknown) > 20 else "")
+        )
     return "\n".join(lines)
 
 # %% ../notebooks/00_core.ipynb #d80947b7
@@ -343,21 +521,28 @@ def seed_everything(seed: int) -> int:
     os.environ["PYTHONHASHSEED"] = str(seed)
     try:
         import numpy as np
+
         np.random.seed(seed)
-    except ImportError: pass
+    except ImportError:
+        pass
     try:
         import torch
+
         torch.manual_seed(seed)
-        if torch.cuda.is_available(): torch.cuda.manual_seed_all(seed)
-    except ImportError: pass
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+    except ImportError:
+        pass
     return seed
 
 # %% ../notebooks/00_core.ipynb #bf052b09
 PROFILE_NAMES = ("offline", "paper")
 
+
 def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dict:
     "A deep copy of `defaults[profile]` with the non-`None` `overrides` applied; an unknown profile names the known ones."
     import copy
+
     if profile not in defaults:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(defaults)}")
     settings = copy.deepcopy(defaults[profile])
@@ -367,15 +552,16 @@ def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dic
 # %% ../notebooks/00_core.ipynb #19f2a93d
 @dataclass(frozen=True)
 class ConstructionPlan:
-    job: str                              # "rebuild" | "score"
+    job: str  # "rebuild" | "score"
     data_source: str = "sample"
     profile: str = "offline"
-    build_tag: str | None = None          # a tagged rebuild (`indicipr build`): data/build/<tag>/ only
-    builds: tuple | None = None           # the sample's rebuild: the builds 03-04 process (None: every build with candidates)
-    publish: bool = True                  # the sample's rebuild: 04 copies the replay build's files into data/sample/
+    build_tag: str | None = None  # a tagged rebuild (`indicipr build`): data/build/<tag>/ only
+    builds: tuple | None = None  # the sample's rebuild: the builds 03-04 process (None: every build with candidates)
+    publish: bool = True  # the sample's rebuild: 04 copies the replay build's files into data/sample/
 
     @property
-    def rebuild(self) -> bool: return self.job == "rebuild"
+    def rebuild(self) -> bool:
+        return self.job == "rebuild"
 
     @property
     def of_sample(self) -> bool:
@@ -389,47 +575,72 @@ class ConstructionPlan:
 
     def builds_among(self, available: Iterable[str]) -> list[str]:
         "The builds notebooks 03-04 process, of those that have candidates (`available`)."
-        if not self.rebuild: return []
-        if self.build_tag is not None: return [self.build_tag]
+        if not self.rebuild:
+            return []
+        if self.build_tag is not None:
+            return [self.build_tag]
         return [t for t in available if self.builds is None or t in self.builds]
 
     def publishes_sample(self, processed: Iterable[str]) -> bool:
         "Whether notebook 04 copies the replay build into `data/sample/` after splitting `processed`."
         return self.of_sample and self.publish and "replay" in set(processed)
 
+
 def may_publish_sample(profile: str, data_source) -> bool:
     "Only the offline rebuild of the embedded sample (profile 'offline', data source 'sample') may write `data/sample/`."
     return profile == "offline" and str(data_source) == "sample"
 
-def construction_plan(data_source: str | os.PathLike = "sample", profile: str = "offline", rebuild: bool | None = None,
-                      build_tag: str | None = None, builds: Iterable[str] | None = None, publish: bool | None = None) -> ConstructionPlan:
+
+def construction_plan(
+    data_source: str | os.PathLike = "sample",
+    profile: str = "offline",
+    rebuild: bool | None = None,
+    build_tag: str | None = None,
+    builds: Iterable[str] | None = None,
+    publish: bool | None = None,
+) -> ConstructionPlan:
     "The plan notebooks 01-04 follow for these parameters (see above); `publish=None`: only in the main job (`main_job()`)."
-    job = ("rebuild" if rebuild else "score") if rebuild is not None else \
-          ("rebuild" if may_publish_sample(profile, data_source) else "score")
-    return ConstructionPlan(job, str(data_source), profile, build_tag, None if builds is None else tuple(builds),
-                            main_job() if publish is None else bool(publish))
+    job = (
+        ("rebuild" if rebuild else "score")
+        if rebuild is not None
+        else ("rebuild" if may_publish_sample(profile, data_source) else "score")
+    )
+    return ConstructionPlan(
+        job,
+        str(data_source),
+        profile,
+        build_tag,
+        None if builds is None else tuple(builds),
+        main_job() if publish is None else bool(publish),
+    )
 
 # %% ../notebooks/00_core.ipynb #1bf197e2
 def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool:
     """Whether the card's figures may stand beside computed ones: not the embedded sample, and, for the `sizes` given
     (`{split: count or records}`), the card's sizes. Without sizes, the data source alone decides."""
-    if str(data_source) == "sample": return False
+    if str(data_source) == "sample":
+        return False
     counts = {s: v if isinstance(v, int) else len(v) for s, v in (sizes or {}).items()}
     return all(n == OFFICIAL_COUNTS[s] for s, n in counts.items() if s in OFFICIAL_COUNTS)
 
 # %% ../notebooks/00_core.ipynb #7d88c2b2
-def check_output(out: str | os.PathLike, inputs: Mapping[str, Any], option: str = "--out", folder: bool = False) -> Path:
+def check_output(
+    out: str | os.PathLike, inputs: Mapping[str, Any], option: str = "--out", folder: bool = False
+) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
     regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
     out = Path(out)
     for opt, paths in inputs.items():
         for p in flat_paths(paths):
             if Path(p).exists() and same_file(out, p):
-                raise InputError(f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)")
+                raise InputError(
+                    f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)"
+                )
     for parent in ([out] if folder else []) + list(out.parents if folder else [out.parent, *out.parent.parents]):
         if parent.exists() and not parent.is_dir():
             raise InputError(f"{option} {out}: {parent} is a file, not a folder")
-    if not folder and out.is_dir(): raise InputError(f"{option} {out}: a folder; give a file name")
+    if not folder and out.is_dir():
+        raise InputError(f"{option} {out}: a folder; give a file name")
     return out
 
 # %% ../notebooks/00_core.ipynb #1f66c5d8
@@ -441,9 +652,11 @@ def _dumps_record(record: Any) -> str:
     "One JSONL line: UTF-8 kept as is, keys in insertion order."
     return json.dumps(record, ensure_ascii=False)
 
+
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> Path:
     "Atomically write `records` as JSONL (all or nothing)."
     return write_text_atomic(path, "".join(_dumps_record(r) + "\n" for r in records))
+
 
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:
     "Append one record and sync it to disk (for caches and logs that must survive a kill)."
@@ -454,12 +667,15 @@ def append_jsonl(path: str | os.PathLike, record: Any) -> None:
         f.flush()
         os.fsync(f.fileno())
 
+
 def read_text(path: str | os.PathLike) -> str:
     "A text file's content, UTF-8 with or without a byte-order mark; a file that is not UTF-8 text is named."
     path = Path(path)
-    try: return path.read_text(encoding="utf-8-sig")
+    try:
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
+
 
 def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[Any]:
     "Stream the JSON objects of a JSONL file (BOM and CRLF accepted, blank lines skipped); `with_lines` yields `(line_no, obj)`."
@@ -467,8 +683,10 @@ def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[An
     try:
         with open(path, encoding="utf-8-sig") as f:
             for line_no, line in enumerate(f, 1):
-                if not line.strip(): continue
-                try: obj = json.loads(line)
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
                 if not isinstance(obj, dict):
@@ -480,88 +698,136 @@ def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[An
 # %% ../notebooks/00_core.ipynb #98ec24fa
 QA_FIELDS = {"id": str, "title": str, "context": str, "question": str, "answers": dict}
 
+
 class QAFormatError(InputError):
     "A QA record breaks the official schema; the message names where (`file:line`) and the id."
 
+
 @dataclass(frozen=True)
 class QAProblem:
-    where: str                 # file:line (or another description of the record's place)
+    where: str  # file:line (or another description of the record's place)
     id: str | None
-    kind: str                  # "offset" (kept), "unusable" (left out), "duplicate" (left out), "leak", "merged"
+    kind: str  # "offset" (kept), "unusable" (left out), "duplicate" (left out), "leak", "merged"
     message: str
-    def __str__(self) -> str: return f"{self.where}" + (f" (id {self.id!r})" if self.id is not None else "") + f": {self.message}"
 
-def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+    def __str__(self) -> str:
+        return f"{self.where}" + (f" (id {self.id!r})" if self.id is not None else "") + f": {self.message}"
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
 
 class _Unreadable(str):
     "A line of a QA file that is not JSON at all: it stands in the record's place, and says why."
 
+
 def _shape_problem(rec: Any) -> str | None:
     "Why a record cannot be used at all (None when its shape is right)."
-    if isinstance(rec, _Unreadable): return str(rec)
-    if not isinstance(rec, dict): return f"expected an object, got {type(rec).__name__}"
+    if isinstance(rec, _Unreadable):
+        return str(rec)
+    if not isinstance(rec, dict):
+        return f"expected an object, got {type(rec).__name__}"
     for name, typ in QA_FIELDS.items():
-        if name not in rec: return f"missing field {name!r}"
-        if not isinstance(rec[name], typ): return f"field {name!r} should be {typ.__name__}, got {type(rec[name]).__name__}"
-    if not rec["context"].strip(): return "empty context"
-    if not rec["question"].strip(): return "empty question"
+        if name not in rec:
+            return f"missing field {name!r}"
+        if not isinstance(rec[name], typ):
+            return f"field {name!r} should be {typ.__name__}, got {type(rec[name]).__name__}"
+    if not rec["context"].strip():
+        return "empty context"
+    if not rec["question"].strip():
+        return "empty question"
     ans = rec["answers"]
     for name in ("text", "answer_start"):
-        if not isinstance(ans.get(name), list): return f"answers.{name} should be a list, got {type(ans.get(name)).__name__}"
+        if not isinstance(ans.get(name), list):
+            return f"answers.{name} should be a list, got {type(ans.get(name)).__name__}"
     texts, starts = ans["text"], ans["answer_start"]
-    if not texts: return "no gold answer"
-    if len(texts) != len(starts): return f"{len(texts)} answer texts but {len(starts)} answer_start values"
+    if not texts:
+        return "no gold answer"
+    if len(texts) != len(starts):
+        return f"{len(texts)} answer texts but {len(starts)} answer_start values"
     for i, (text, start) in enumerate(zip(texts, starts)):
-        if not isinstance(text, str) or not text: return f"answers.text[{i}] should be a non-empty string"
-        if not _is_int(start): return f"answers.answer_start[{i}] should be an int, got {start!r}"
+        if not isinstance(text, str) or not text:
+            return f"answers.text[{i}] should be a non-empty string"
+        if not _is_int(start):
+            return f"answers.answer_start[{i}] should be an int, got {start!r}"
     return None
+
 
 def occurrences(text: str, context: str) -> list[int]:
     "Every offset where `text` occurs in `context` (overlapping ones included)."
     out, i = [], context.find(text)
-    while i >= 0: out.append(i); i = context.find(text, i + 1)
+    while i >= 0:
+        out.append(i)
+        i = context.find(text, i + 1)
     return out
+
 
 def _offset_problems(rec: dict) -> list[str]:
     "For each gold answer whose `answer_start` does not point at its text: what is wrong, with the right offset."
     out = []
     for i, (text, start) in enumerate(zip(rec["answers"]["text"], rec["answers"]["answer_start"])):
-        if start >= 0 and rec["context"][start:start + len(text)] == text: continue
+        if start >= 0 and rec["context"][start : start + len(text)] == text:
+            continue
         found = occurrences(text, rec["context"])
-        where = (f"the text occurs at {found[0]}" if len(found) == 1 else
-                 f"the text occurs at {', '.join(map(str, found[:5]))}" if found else "the text does not occur in the context")
+        where = (
+            f"the text occurs at {found[0]}"
+            if len(found) == 1
+            else f"the text occurs at {', '.join(map(str, found[:5]))}"
+            if found
+            else "the text does not occur in the context"
+        )
         out.append(f"answers.text[{i}] does not match context[{start}:{start + len(text)}] ({where})")
     return out
+
 
 def check_qa_record(rec: Any, where: str = "record") -> tuple[dict | None, list[QAProblem]]:
     "The record (None when it cannot be used at all) and its problems."
     rid = rec.get("id") if isinstance(rec, dict) and isinstance(rec.get("id"), str) else None
     shape = _shape_problem(rec)
-    if shape is not None: return None, [QAProblem(where, rid, "unusable", shape)]
+    if shape is not None:
+        return None, [QAProblem(where, rid, "unusable", shape)]
     return rec, [QAProblem(where, rid, "offset", m) for m in _offset_problems(rec)]
+
 
 def validate_qa_record(rec: Any, where: str = "record") -> dict:
     "Check one record against the official schema; return it or raise `QAFormatError` (what the project's own writers use)."
     rec_ok, problems = check_qa_record(rec, where)
-    if problems: raise QAFormatError(str(problems[0]))
+    if problems:
+        raise QAFormatError(str(problems[0]))
     return rec_ok
 
 # %% ../notebooks/00_core.ipynb #b4b955fe
-QA_FORMS = ("JSONL of official records (one per line)", "a JSON list of them",
-            'SQuAD v1.1 nested JSON ({"data": [{"title", "paragraphs": [{"context", "qas"}]}]})',
-            'flat records with "answer" (text) and "answer_start" (int) instead of "answers"')
+QA_FORMS = (
+    "JSONL of official records (one per line)",
+    "a JSON list of them",
+    'SQuAD v1.1 nested JSON ({"data": [{"title", "paragraphs": [{"context", "qas"}]}]})',
+    'flat records with "answer" (text) and "answer_start" (int) instead of "answers"',
+)
+
 
 def _flat_to_official(rec: dict) -> dict:
     "A flat `answer` / `answer_start` record (or a SQuAD `answers` list) in the official `answers` form; others as they are."
     if "answers" not in rec and "answer" in rec:
         text, start = rec["answer"], rec.get("answer_start", -1)
         rec = {k: v for k, v in rec.items() if k not in ("answer", "answer_start")}
-        return {**rec, "answers": {"text": text if isinstance(text, list) else [text],
-                                   "answer_start": start if isinstance(start, list) else [start]}}
-    if isinstance(rec.get("answers"), list) and all(isinstance(a, dict) for a in rec["answers"]):   # SQuAD's own
-        return {**rec, "answers": {"text": [a.get("text") for a in rec["answers"]],
-                                   "answer_start": [a.get("answer_start") for a in rec["answers"]]}}
+        return {
+            **rec,
+            "answers": {
+                "text": text if isinstance(text, list) else [text],
+                "answer_start": start if isinstance(start, list) else [start],
+            },
+        }
+    if isinstance(rec.get("answers"), list) and all(isinstance(a, dict) for a in rec["answers"]):  # SQuAD's own
+        return {
+            **rec,
+            "answers": {
+                "text": [a.get("text") for a in rec["answers"]],
+                "answer_start": [a.get("answer_start") for a in rec["answers"]],
+            },
+        }
     return rec
+
 
 def _squad_nested(obj: dict, path: Path) -> Iterator[tuple[str, dict]]:
     "The questions of a SQuAD v1.1 file, flattened: the article's title, the paragraph's context."
@@ -569,92 +835,139 @@ def _squad_nested(obj: dict, path: Path) -> Iterator[tuple[str, dict]]:
         for p, para in enumerate(article.get("paragraphs", []) if isinstance(article, dict) else []):
             for q, qa in enumerate(para.get("qas", []) if isinstance(para, dict) else []):
                 if isinstance(qa, dict):
-                    rec = {"id": qa.get("id"), "title": article.get("title", ""), "context": para.get("context"),
-                           "question": qa.get("question"), "answers": qa.get("answers")}
+                    rec = {
+                        "id": qa.get("id"),
+                        "title": article.get("title", ""),
+                        "context": para.get("context"),
+                        "question": qa.get("question"),
+                        "answers": qa.get("answers"),
+                    }
                     yield f"{path} (data[{a}].paragraphs[{p}].qas[{q}])", _flat_to_official(rec)
+
 
 def json_or_jsonl(path: Path, text: str) -> tuple[str, Any]:
     "('json', the object) when the whole text is one JSON value, else ('jsonl', None)."
-    if not text.strip(): return "jsonl", None
-    try: return "json", json.loads(text)
+    if not text.strip():
+        return "jsonl", None
+    try:
+        return "json", json.loads(text)
     except json.JSONDecodeError as e:
-        if e.msg == "Extra data": return "jsonl", None          # JSONL, whatever the file is called
+        if e.msg == "Extra data":
+            return "jsonl", None  # JSONL, whatever the file is called
         if path.suffix.lower() == ".json" and "\n" not in text.strip():
             raise JSONLError(f"{path}:{e.lineno}: malformed JSON: {e.msg} (column {e.colno})") from None
         return "jsonl", None
 
+
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     "Each line of a JSONL text as `(where, record)`; a line that is not JSON stands as an `_Unreadable` reason (reported, not fatal)."
     for line_no, line in enumerate(text.split("\n"), 1):
-        if not line.strip(): continue
-        try: obj = json.loads(line)
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
         except json.JSONDecodeError as e:
-            yield f"{path}:{line_no}", _Unreadable(f"malformed JSON: {e.msg} (column {e.colno})"); continue
+            yield f"{path}:{line_no}", _Unreadable(f"malformed JSON: {e.msg} (column {e.colno})")
+            continue
         yield f"{path}:{line_no}", _flat_to_official(obj) if isinstance(obj, dict) else obj
+
 
 def _qa_records(path: Path) -> Iterator[tuple[str, Any]]:
     text = read_text(path)
     form, obj = json_or_jsonl(path, text)
-    if form == "jsonl": yield from _jsonl_records(path, text)
-    elif isinstance(obj, dict) and isinstance(obj.get("data"), list): yield from _squad_nested(obj, path)
-    elif isinstance(obj, list): yield from ((f"{path} (item {i})", _flat_to_official(r) if isinstance(r, dict) else r) for i, r in enumerate(obj))
-    elif isinstance(obj, dict) and obj.keys() & {"id", "question", "context", "answers", "answer"}: yield from _jsonl_records(path, text)
-    else: raise JSONLError(f"{path}: cannot tell the form of this file; accepted: " + "; ".join(QA_FORMS))
+    if form == "jsonl":
+        yield from _jsonl_records(path, text)
+    elif isinstance(obj, dict) and isinstance(obj.get("data"), list):
+        yield from _squad_nested(obj, path)
+    elif isinstance(obj, list):
+        yield from (
+            (f"{path} (item {i})", _flat_to_official(r) if isinstance(r, dict) else r) for i, r in enumerate(obj)
+        )
+    elif isinstance(obj, dict) and obj.keys() & {"id", "question", "context", "answers", "answer"}:
+        yield from _jsonl_records(path, text)
+    else:
+        raise JSONLError(f"{path}: cannot tell the form of this file; accepted: " + "; ".join(QA_FORMS))
+
 
 def qa_records_in(path: str | os.PathLike, label: str | None = None) -> Iterator[tuple[str, Any]]:
     "`(where, record)` for every QA record of a file in any of `QA_FORMS`, in the official shape; `label` names the file."
     path = Path(path)
     name = label or str(path)
     try:
-        for where, rec in _qa_records(path): yield name + where[len(str(path)):], rec
-    except JSONLError as e: raise JSONLError(str(e).replace(str(path), name, 1)) from None
+        for where, rec in _qa_records(path):
+            yield name + where[len(str(path)) :], rec
+    except JSONLError as e:
+        raise JSONLError(str(e).replace(str(path), name, 1)) from None
 
 # %% ../notebooks/00_core.ipynb #c6218658
 @dataclass
 class QAFile:
     path: Path
-    label: str                      # the name its problems are reported under (the path, or the hub's file name)
-    records: list                   # the usable records, in file order
-    problems: list                  # QAProblem, in file order
-    extra_columns: tuple = ()       # fields beyond the schema that some record carries
+    label: str  # the name its problems are reported under (the path, or the hub's file name)
+    records: list  # the usable records, in file order
+    problems: list  # QAProblem, in file order
+    extra_columns: tuple = ()  # fields beyond the schema that some record carries
+
 
 def load_qa_file(path: str | os.PathLike, label: str | None = None) -> QAFile:
     "Every usable record of a QA file (any of `QA_FORMS`) and every problem, each once, by file (or `label`), line and id."
     path = Path(path)
-    if not path.is_file(): raise FileNotFoundError(2, "no such QA file", str(path))
+    if not path.is_file():
+        raise FileNotFoundError(2, "no such QA file", str(path))
     records, problems, seen, extra = [], [], {}, Counter()
     for where, rec in qa_records_in(path, label):
         kept, found = check_qa_record(rec, where)
         problems += found
-        if kept is None: continue
+        if kept is None:
+            continue
         if kept["id"] in seen:
-            problems.append(QAProblem(where, kept["id"], "duplicate", f"duplicate id, first seen at {seen[kept['id']]} (left out)"))
+            problems.append(
+                QAProblem(where, kept["id"], "duplicate", f"duplicate id, first seen at {seen[kept['id']]} (left out)")
+            )
             continue
         seen[kept["id"]] = where
         extra.update(k for k in kept if k not in QA_FIELDS)
         records.append(kept)
     return QAFile(path, label or str(path), records, problems, tuple(sorted(extra)))
 
+
 def read_qa_file(path: str | os.PathLike) -> list[dict]:
     "The records of a QA file, all valid, or `QAFormatError` naming the first problem (for the project's own files)."
     f = load_qa_file(path)
-    if f.problems: raise QAFormatError(str(f.problems[0]) + (f" (and {len(f.problems) - 1} more problems)" if len(f.problems) > 1 else ""))
+    if f.problems:
+        raise QAFormatError(
+            str(f.problems[0]) + (f" (and {len(f.problems) - 1} more problems)" if len(f.problems) > 1 else "")
+        )
     return f.records
 
-def make_qa_record(qid: str, title: str, context: str, question: str, answer: str, answer_start: int | None = None) -> dict:
+
+def make_qa_record(
+    qid: str, title: str, context: str, question: str, answer: str, answer_start: int | None = None
+) -> dict:
     "An official-format record; `answer_start` is found in the context when not given."
     start = context.find(answer) if answer_start is None else answer_start
-    if start < 0: raise QAFormatError(f"id {qid!r}: answer not found in its context")
-    return validate_qa_record({"id": qid, "title": title, "context": context, "question": question,
-                               "answers": {"text": [answer], "answer_start": [start]}}, f"record {qid}")
+    if start < 0:
+        raise QAFormatError(f"id {qid!r}: answer not found in its context")
+    return validate_qa_record(
+        {
+            "id": qid,
+            "title": title,
+            "context": context,
+            "question": question,
+            "answers": {"text": [answer], "answer_start": [start]},
+        },
+        f"record {qid}",
+    )
 
 # %% ../notebooks/00_core.ipynb #15fea30c
 _TITLE_SECTION = re.compile(r"^\s*Section\s+(\d+[A-Z]{0,3})\b", re.I)
+
 
 def section_of_title(title: str | None) -> str | None:
     "The section number of an official title (`Section 12A: Heading` → `12A`), or None."
     m = _TITLE_SECTION.match(title or "")
     return m.group(1) if m else None
+
 
 def record_section(record: Mapping) -> str:
     "A record's section: the number of its title, else the title itself."
@@ -665,10 +978,13 @@ def gold_starts(record: Mapping) -> list[int]:
     "Each gold answer's offset in the context: the record's when right, else the nearest occurrence, else -1."
     out = []
     for text, start in zip(record["answers"]["text"], record["answers"]["answer_start"]):
-        if start >= 0 and record["context"][start:start + len(text)] == text: out.append(start); continue
+        if start >= 0 and record["context"][start : start + len(text)] == text:
+            out.append(start)
+            continue
         found = occurrences(text, record["context"])
         out.append(min(found, key=lambda i: abs(i - start)) if found else -1)
     return out
+
 
 def training_records(records: Iterable[Mapping]) -> tuple[list[dict], int, int]:
     "(records with trustworthy offsets, how many were repaired, how many were left out) for training."
@@ -676,10 +992,14 @@ def training_records(records: Iterable[Mapping]) -> tuple[list[dict], int, int]:
     for r in records:
         starts, fixed = [], False
         for text, start in zip(r["answers"]["text"], r["answers"]["answer_start"]):
-            if start >= 0 and r["context"][start:start + len(text)] == text: starts.append(start); continue
+            if start >= 0 and r["context"][start : start + len(text)] == text:
+                starts.append(start)
+                continue
             found = occurrences(text, r["context"])
-            if len(found) != 1: break
-            starts.append(found[0]); fixed = True
+            if len(found) != 1:
+                break
+            starts.append(found[0])
+            fixed = True
         else:
             out.append({**r, "answers": {**r["answers"], "answer_start": starts}} if fixed else dict(r))
             repaired += fixed
@@ -691,69 +1011,100 @@ def training_records(records: Iterable[Mapping]) -> tuple[list[dict], int, int]:
 class BenchmarkUnavailable(InputError, RuntimeError):
     "The benchmark cannot be loaded from where it was asked for; the message says what to do."
 
+
 def resolve_source(source: str | os.PathLike) -> tuple[str, Path | None]:
     "`('hub', None)`, `('sample', data/sample)`, or `('local', folder)` for a data source."
-    if str(source) == "hub": return "hub", None
-    if str(source) == "sample": return "sample", data_dir() / "sample"
+    if str(source) == "hub":
+        return "hub", None
+    if str(source) == "sample":
+        return "sample", data_dir() / "sample"
     folder = Path(source)
-    if not folder.is_absolute() and not folder.exists(): folder = project_root() / folder
+    if not folder.is_absolute() and not folder.exists():
+        folder = project_root() / folder
     return "local", folder
+
 
 def source_tag(source: str | os.PathLike) -> str:
     "A short name for a data source, used in output paths (`sample`, `hub`, or the folder's name)."
     kind, folder = resolve_source(source)
     return kind if kind in ("hub", "sample") else re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name) or "local"
 
+
 def _split_names(merged: bool = False) -> list[str]:
     return [*SPLITS] + (["merged"] if merged else [])
+
 
 def hub_endpoint() -> str:
     "The hub the Hugging Face clients talk to: `HF_ENDPOINT` (a mirror, or a stand-in) or huggingface.co."
     return os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
 
+
 def _hub_reachable(endpoint: str | None = None, timeout: float = 3.0) -> bool:
     "Whether the hub (`hub_endpoint()`) answers a TCP connection quickly (offline settings count as unreachable)."
     from urllib.parse import urlsplit
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"): return False
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
     url = urlsplit(endpoint or hub_endpoint())
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
-        with socket.create_connection((url.hostname, port), timeout=timeout): return True
-    except (OSError, TypeError): return False
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except (OSError, TypeError):
+        return False
+
 
 def _hub_help() -> str:
-    return (f"cannot reach the Hugging Face hub ({mask_secrets(hub_endpoint())}) for {HUB_ID}. Offline, place the official files "
-            f"({', '.join(OFFICIAL_FILES.values())}) in data/benchmark/ — `indicipr fetch` does it on a "
-            f"machine with network, or download them from https://huggingface.co/datasets/{HUB_ID} "
-            "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'.")
+    return (
+        f"cannot reach the Hugging Face hub ({mask_secrets(hub_endpoint())}) for {HUB_ID}. Offline, place the official files "
+        f"({', '.join(OFFICIAL_FILES.values())}) in data/benchmark/ — `indicipr fetch` does it on a "
+        f"machine with network, or download them from https://huggingface.co/datasets/{HUB_ID} "
+        "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'."
+    )
 
 # %% ../notebooks/00_core.ipynb #6b16b539
 def _hub_file(name: str) -> tuple[Path, str]:
     "A file of the hub's dataset repo, downloaded (or from the local cache), and the name its problems are reported under."
     from huggingface_hub import hf_hub_download
-    try: return Path(hf_hub_download(HUB_ID, filename=f"data/{name}", repo_type="dataset")), f"{HUB_ID}:data/{name}"
-    except OSError as e:                           # the hub client's errors are OSErrors (requests' HTTPError)
-        why = {"RepositoryNotFoundError": f"the hub ({mask_secrets(hub_endpoint())}) has no dataset {HUB_ID}",
-               "EntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
-               "RemoteEntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}"}.get(
-                   type(e).__name__, f"data/{name} of {HUB_ID} could not be downloaded ({mask_secrets(str(e).splitlines()[0])[:200]})")
+
+    try:
+        return Path(hf_hub_download(HUB_ID, filename=f"data/{name}", repo_type="dataset")), f"{HUB_ID}:data/{name}"
+    except OSError as e:  # the hub client's errors are OSErrors (requests' HTTPError)
+        why = {
+            "RepositoryNotFoundError": f"the hub ({mask_secrets(hub_endpoint())}) has no dataset {HUB_ID}",
+            "EntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
+            "RemoteEntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
+        }.get(
+            type(e).__name__,
+            f"data/{name} of {HUB_ID} could not be downloaded ({mask_secrets(str(e).splitlines()[0])[:200]})",
+        )
         raise BenchmarkUnavailable(f"{why}; " + _hub_help().split(". ", 1)[1]) from None
+
 
 def _official_files(source: str | os.PathLike, merged: bool = True) -> dict[str, QAFile]:
     "`{split: QAFile}` of the official files of a data source (the merged file only when there and `merged`)."
     kind, folder = resolve_source(source)
     if kind == "hub":
-        if not _hub_reachable(): raise BenchmarkUnavailable(_hub_help())
+        if not _hub_reachable():
+            raise BenchmarkUnavailable(_hub_help())
         located = {s: _hub_file(OFFICIAL_FILES[s]) for s in _split_names(merged)}
     else:
         if not folder.is_dir():
-            raise BenchmarkUnavailable(f"{folder}: no such folder" + (
-                " (the embedded sample is built by notebooks 01–04)" if kind == "sample" else ""))
+            raise BenchmarkUnavailable(
+                f"{folder}: no such folder"
+                + (" (the embedded sample is built by notebooks 01–04)" if kind == "sample" else "")
+            )
         missing = [OFFICIAL_FILES[s] for s in SPLITS if not (folder / OFFICIAL_FILES[s]).is_file()]
         if missing:
-            raise BenchmarkUnavailable(f"{folder}: missing {', '.join(missing)} (expected the official files "
-                                       f"{', '.join(OFFICIAL_FILES.values())})")
-        located = {s: (folder / OFFICIAL_FILES[s], None) for s in _split_names(merged) if (folder / OFFICIAL_FILES[s]).is_file()}
+            raise BenchmarkUnavailable(
+                f"{folder}: missing {', '.join(missing)} (expected the official files "
+                f"{', '.join(OFFICIAL_FILES.values())})"
+            )
+        located = {
+            s: (folder / OFFICIAL_FILES[s], None)
+            for s in _split_names(merged)
+            if (folder / OFFICIAL_FILES[s]).is_file()
+        }
     return {s: load_qa_file(path, label) for s, (path, label) in located.items()}
 
 # %% ../notebooks/00_core.ipynb #aa8eaa19
@@ -763,48 +1114,86 @@ def _split_problems(files: Mapping[str, QAFile]) -> list[QAProblem]:
     if "train" in files and "test" in files:
         test_ids = {r["id"]: r for r in files["test"].records}
         for r in files["train"].records:
-            if r["id"] in test_ids: out.append(QAProblem(f"{files['train'].path.name} and {files['test'].path.name}", r["id"],
-                                                         "leak", "the same id is in train and test"))
+            if r["id"] in test_ids:
+                out.append(
+                    QAProblem(
+                        f"{files['train'].path.name} and {files['test'].path.name}",
+                        r["id"],
+                        "leak",
+                        "the same id is in train and test",
+                    )
+                )
         shared = {r["context"] for r in files["train"].records} & {r["context"] for r in files["test"].records}
         if shared:
             ids = sorted(r["id"] for r in files["test"].records if r["context"] in shared)
-            out.append(QAProblem(files["test"].path.name, None, "leak", f"{len(shared)} source context(s) of the test split are "
-                                 f"also in train ({len(ids)} test questions, e.g. {', '.join(ids[:3])})"))
+            out.append(
+                QAProblem(
+                    files["test"].path.name,
+                    None,
+                    "leak",
+                    f"{len(shared)} source context(s) of the test split are "
+                    f"also in train ({len(ids)} test questions, e.g. {', '.join(ids[:3])})",
+                )
+            )
     if "merged" in files:
         union = Counter(r["id"] for s in SPLITS if s in files for r in files[s].records)
         merged = Counter(r["id"] for r in files["merged"].records)
         only_merged, only_splits = sorted(merged - union), sorted(union - merged)
         if only_merged or only_splits:
-            out.append(QAProblem(files["merged"].path.name, None, "merged", "the merged file is not the union of train, validation "
-                                 f"and test: {len(only_merged)} ids only in it (e.g. {', '.join(only_merged[:3]) or '-'}), "
-                                 f"{len(only_splits)} only in the splits (e.g. {', '.join(only_splits[:3]) or '-'})"))
+            out.append(
+                QAProblem(
+                    files["merged"].path.name,
+                    None,
+                    "merged",
+                    "the merged file is not the union of train, validation "
+                    f"and test: {len(only_merged)} ids only in it (e.g. {', '.join(only_merged[:3]) or '-'}), "
+                    f"{len(only_splits)} only in the splits (e.g. {', '.join(only_splits[:3]) or '-'})",
+                )
+            )
     return out
 
 # %% ../notebooks/00_core.ipynb #af44ae78
 @dataclass
 class Benchmark:
     source: str
-    splits: dict                   # split → records (each with its `act`)
-    problems: list                 # QAProblem: the files' own, then leaks and the merged check
-    acts_how: str                  # how the Acts were decided
-    act_mapping: dict              # prefix → Act key (empty when the registry or an Act column decided)
-    extra_columns: dict            # split → fields beyond the schema
+    splits: dict  # split → records (each with its `act`)
+    problems: list  # QAProblem: the files' own, then leaks and the merged check
+    acts_how: str  # how the Acts were decided
+    act_mapping: dict  # prefix → Act key (empty when the registry or an Act column decided)
+    extra_columns: dict  # split → fields beyond the schema
 
     def dataset_dict(self):
         "The splits as a `datasets.DatasetDict` with the official columns and `act`."
         from datasets import Dataset, DatasetDict
+
         feats = _features()
-        columns = lambda recs: {c: [r[c] for r in recs] for c in feats}      # by column: an empty split keeps its schema
-        return DatasetDict({name: Dataset.from_dict(columns(recs), features=feats) for name, recs in self.splits.items()})
+
+        def columns(recs):
+            return {c: [r[c] for r in recs] for c in feats}  # by column: an empty split keeps its schema
+
+        return DatasetDict(
+            {name: Dataset.from_dict(columns(recs), features=feats) for name, recs in self.splits.items()}
+        )
+
 
 def _features():
     from datasets import Features, Value
-    try: from datasets import List            # datasets >= 4
-    except ImportError: from datasets import Sequence as List
-    return Features({"id": Value("string"), "title": Value("string"), "context": Value("string"),
-                     "question": Value("string"),
-                     "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))},
-                     "act": Value("string")})
+
+    try:
+        from datasets import List  # datasets >= 4
+    except ImportError:
+        from datasets import Sequence as List
+    return Features(
+        {
+            "id": Value("string"),
+            "title": Value("string"),
+            "context": Value("string"),
+            "question": Value("string"),
+            "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))},
+            "act": Value("string"),
+        }
+    )
+
 
 def read_benchmark(source: str | os.PathLike = "sample", merged: bool = False) -> Benchmark:
     "The benchmark of a data source with every problem found, the Acts attached (see `load_benchmark`)."
@@ -813,14 +1202,23 @@ def read_benchmark(source: str | os.PathLike = "sample", merged: bool = False) -
         raise BenchmarkUnavailable(f"{resolve_source(source)[1]}: missing {OFFICIAL_FILES['merged']}")
     problems = [p for f in files.values() for p in f.problems] + _split_problems(files)
     base = [r for s in SPLITS for r in files[s].records]
-    if resolve_source(source)[0] == "sample":          # the sample's ids use the registry's prefixes
+    if resolve_source(source)[0] == "sample":  # the sample's ids use the registry's prefixes
         by_id, mapping, how = {r["id"]: record_act({"id": r["id"]}) for r in base}, {}, "the registry's prefixes"
     else:
-        attached, mapping, how = attach_acts(base, {k: full for k, (full, _) in CARD_PER_ACT.items()}, os.environ.get(ACT_MAP_ENV))
+        attached, mapping, how = attach_acts(
+            base, {k: full for k, (full, _) in CARD_PER_ACT.items()}, os.environ.get(ACT_MAP_ENV)
+        )
         by_id = {r["id"]: r["act"] for r in attached}
-    act_of = lambda r: by_id.get(r["id"]) or _act_column_value(r) or mapping.get(id_prefix(r["id"])) or record_act({"id": r["id"]})
+
+    def act_of(r):
+        return (
+            by_id.get(r["id"]) or _act_column_value(r) or mapping.get(id_prefix(r["id"])) or record_act({"id": r["id"]})
+        )
+
     splits = {s: [{**r, "act": act_of(r)} for r in files[s].records] for s in _split_names(merged)}
-    return Benchmark(str(source), splits, problems, how, mapping, {s: f.extra_columns for s, f in files.items() if f.extra_columns})
+    return Benchmark(
+        str(source), splits, problems, how, mapping, {s: f.extra_columns for s, f in files.items() if f.extra_columns}
+    )
 
 # %% ../notebooks/00_core.ipynb #e2edfc2f
 def problem_lines(problems: list[QAProblem], limit: int = 50) -> list[str]:
@@ -828,44 +1226,68 @@ def problem_lines(problems: list[QAProblem], limit: int = 50) -> list[str]:
     lines = [f"  {p}" for p in problems[:limit]]
     return lines + ([f"  … and {len(problems) - limit} more"] if len(problems) > limit else [])
 
+
 def benchmark_diagnostics(b: Benchmark) -> str:
     "What the loader says on stderr: the problems, the extra columns and how the Acts were decided."
     lines = []
     if b.problems:
         kinds = Counter(p.kind for p in b.problems)
-        lines.append(f"{b.source}: {len(b.problems)} problem(s) in the official files ("
-                     + ", ".join(f"{n} {k}" for k, n in kinds.items()) + "); misaligned offsets are kept (scoring compares texts; "
-                     "training repairs or leaves them out), unusable and repeated records are left out; strict=True / --strict "
-                     "makes any of them an error:")
+        lines.append(
+            f"{b.source}: {len(b.problems)} problem(s) in the official files ("
+            + ", ".join(f"{n} {k}" for k, n in kinds.items())
+            + "); misaligned offsets are kept (scoring compares texts; "
+            "training repairs or leaves them out), unusable and repeated records are left out; strict=True / --strict "
+            "makes any of them an error:"
+        )
         lines += problem_lines(b.problems)
     for s, cols in b.extra_columns.items():
         used = [c for c in cols if c in _ACT_COLUMNS]
-        lines.append(f"{b.source}: {OFFICIAL_FILES[s]} has columns beyond the schema: {', '.join(cols)}"
-                     + (f" ({', '.join(used)}: read as the Act where every record has one; the rest ignored)" if used else " (ignored)"))
+        lines.append(
+            f"{b.source}: {OFFICIAL_FILES[s]} has columns beyond the schema: {', '.join(cols)}"
+            + (
+                f" ({', '.join(used)}: read as the Act where every record has one; the rest ignored)"
+                if used
+                else " (ignored)"
+            )
+        )
     if b.act_mapping or b.acts_how == "the files' Act column":
-        lines.append(act_mapping_report([r for s in SPLITS if s in b.splits for r in b.splits[s]], b.act_mapping, b.acts_how))
+        lines.append(
+            act_mapping_report([r for s in SPLITS if s in b.splits for r in b.splits[s]], b.act_mapping, b.acts_how)
+        )
     return "\n".join(lines)
 
-STRICT_ENV = "INDICIPR_STRICT"       # `indicipr reproduce --strict` sets it for every notebook of the run
+
+STRICT_ENV = "INDICIPR_STRICT"  # `indicipr reproduce --strict` sets it for every notebook of the run
 
 _ON, _OFF = ("1", "true", "yes", "on", "y", "t"), ("", "0", "false", "no", "off", "n", "f")
 
+
 def strict_mode(strict: bool | None = None) -> bool:
     "`strict` when given, else `INDICIPR_STRICT` read as a switch (1/0, true/false, yes/no, on/off); another value is refused."
-    if strict is not None: return bool(strict)
+    if strict is not None:
+        return bool(strict)
     value = os.environ.get(STRICT_ENV, "").strip().lower()
-    if value in _ON: return True
-    if value in _OFF: return False
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
     raise InputError(f"{STRICT_ENV}={os.environ[STRICT_ENV]!r}: use 1/0, true/false, yes/no or on/off")
 
-def load_benchmark(source: str | os.PathLike = "sample", merged: bool = False, strict: bool | None = None, verbose: bool = True):
+
+def load_benchmark(
+    source: str | os.PathLike = "sample", merged: bool = False, strict: bool | None = None, verbose: bool = True
+):
     """The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request), every record with its
     `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (default:
     `INDICIPR_STRICT`) makes any problem a `QAFormatError`."""
     b = read_benchmark(source, merged)
     if strict_mode(strict) and b.problems:
-        raise QAFormatError(f"{source}: {len(b.problems)} problem(s) in the official files (strict):\n" + "\n".join(problem_lines(b.problems, 20)))
-    if verbose and (text := benchmark_diagnostics(b)): print(text, file=sys.stderr)
+        raise QAFormatError(
+            f"{source}: {len(b.problems)} problem(s) in the official files (strict):\n"
+            + "\n".join(problem_lines(b.problems, 20))
+        )
+    if verbose and (text := benchmark_diagnostics(b)):
+        print(text, file=sys.stderr)
     return b.dataset_dict()
 
 # %% ../notebooks/00_core.ipynb #f7bc83dc
@@ -873,27 +1295,36 @@ def verify_benchmark(folder: str | os.PathLike, expected: dict | None = OFFICIAL
     """Check the four files in `folder`: their sizes against `expected`, no unusable or repeated record, no leak, the merged
     file the union of the splits (misaligned offsets are listed on stderr but do not fail). Returns the counts."""
     files = _official_files(folder, merged=True)
-    if "merged" not in files: raise BenchmarkUnavailable(f"{folder}: missing {OFFICIAL_FILES['merged']}")
+    if "merged" not in files:
+        raise BenchmarkUnavailable(f"{folder}: missing {OFFICIAL_FILES['merged']}")
     counts = {s: len(f.records) for s, f in files.items()}
     problems = [p for f in files.values() for p in f.problems] + _split_problems(files)
     fatal = [p for p in problems if p.kind != "offset"]
-    if fatal: raise BenchmarkUnavailable(f"{folder}: {len(fatal)} problem(s):\n" + "\n".join(problem_lines(fatal, 20)))
+    if fatal:
+        raise BenchmarkUnavailable(f"{folder}: {len(fatal)} problem(s):\n" + "\n".join(problem_lines(fatal, 20)))
     if expected:
         wrong = {s: (counts[s], n) for s, n in expected.items() if counts.get(s) != n}
         if wrong:
             detail = "; ".join(f"{s}: {got} records, expected {n}" for s, (got, n) in wrong.items())
             raise BenchmarkUnavailable(f"{folder}: counts differ from the official release ({detail})")
-    if problems: print(f"{folder}: {len(problems)} misaligned answer offset(s), kept:\n" + "\n".join(problem_lines(problems)), file=sys.stderr)
+    if problems:
+        print(
+            f"{folder}: {len(problems)} misaligned answer offset(s), kept:\n" + "\n".join(problem_lines(problems)),
+            file=sys.stderr,
+        )
     return counts
+
 
 def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
     """Download the four official files from the hub into a new folder beside `dest` (default `data/benchmark/`), verify
     them there, then swap the folder in as a whole: a killed fetch leaves `dest` all old or all new (other files of
     `dest` are carried over)."""
     import shutil
+
     dest = Path(dest) if dest else data_dir() / "benchmark"
     check_output(dest, {}, option="--dest", folder=True)
-    if not _hub_reachable(): raise BenchmarkUnavailable(_hub_help())
+    if not _hub_reachable():
+        raise BenchmarkUnavailable(_hub_help())
     dest.parent.mkdir(parents=True, exist_ok=True)
     tidy_swap_leftovers(dest)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.fetch.{os.getpid()}."))
@@ -901,36 +1332,54 @@ def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
         for name in OFFICIAL_FILES.values():
             write_text_atomic(tmp / name, read_text(_hub_file(name)[0]))
         counts = verify_benchmark(tmp)
-        if not dest.exists(): os.chmod(tmp, 0o777 & ~current_umask())
+        if not dest.exists():
+            os.chmod(tmp, 0o777 & ~current_umask())
         swap_folder(tmp, dest, replaced=OFFICIAL_FILES.values())
     finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     return counts
 
 # %% ../notebooks/00_core.ipynb #aabcd99a
-_TIMING_COLUMN = re.compile(r"(?i)^(seconds?|secs?|time|duration|elapsed|wall|runtime)(\b|_|\s|$)|(_s|_secs?|_seconds|\(s\))$")
-_FIGURE_METADATA = {"png": {"Software": "indicipr"},
-                   "pdf": {"Creator": "indicipr", "Producer": "indicipr", "CreationDate": None}}
+_TIMING_COLUMN = re.compile(
+    r"(?i)^(seconds?|secs?|time|duration|elapsed|wall|runtime)(\b|_|\s|$)|(_s|_secs?|_seconds|\(s\))$"
+)
+_FIGURE_METADATA = {
+    "png": {"Software": "indicipr"},
+    "pdf": {"Creator": "indicipr", "Producer": "indicipr", "CreationDate": None},
+}
+
 
 def timing_columns(columns) -> list[str]:
     "The column names that look like durations (they belong in `record_timings`, not in a committed table)."
     return [str(c) for c in columns if _TIMING_COLUMN.search(str(c).strip())]
 
-def save_table(df, name: str, figures_dir: str | os.PathLike | None = None, caption: str | None = None,
-               index: bool = False, floatfmt: str = ".2f"):
+
+def save_table(
+    df,
+    name: str,
+    figures_dir: str | os.PathLike | None = None,
+    caption: str | None = None,
+    index: bool = False,
+    floatfmt: str = ".2f",
+):
     "Write `df` to `tables/<name>.csv|.md|.tex` and return it (so a notebook cell displays it)."
     timed = timing_columns(df.columns)
     if timed:
-        raise ValueError(f"save_table({name!r}): column(s) {timed} look like timings; a committed table holds results "
-                         "only: drop them and pass the durations to indicipr.core.record_timings(stage, **seconds)")
+        raise ValueError(
+            f"save_table({name!r}): column(s) {timed} look like timings; a committed table holds results "
+            "only: drop them and pass the durations to indicipr.core.record_timings(stage, **seconds)"
+        )
     out = tables_path(figures_dir)
     write_text_atomic(out / f"{name}.csv", df.to_csv(index=index))
     md = df.to_markdown(index=index, floatfmt=floatfmt)
     write_text_atomic(out / f"{name}.md", (f"**{caption}**\n\n" if caption else "") + md + "\n")
-    tex = df.to_latex(index=index, float_format=lambda x: format(x, floatfmt), caption=caption,
-                      label=f"tab:{name}", escape=True)
+    tex = df.to_latex(
+        index=index, float_format=lambda x: format(x, floatfmt), caption=caption, label=f"tab:{name}", escape=True
+    )
     write_text_atomic(out / f"{name}.tex", tex)
     return df
+
 
 def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dpi: int = 150) -> list[Path]:
     "Write a matplotlib figure to `<name>.png` and `<name>.pdf`, with fixed metadata (same plot, same bytes)."
@@ -945,7 +1394,8 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
             fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=ext, metadata=_FIGURE_METADATA[ext])
             replace_atomic(tmp, target)
         finally:
-            if os.path.exists(tmp): os.unlink(tmp)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
         paths.append(target)
     show_saved_figure(paths[0])
     return paths
@@ -954,14 +1404,18 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
 RUN_DIR_ENV = "INDICIPR_RUN_DIR"
 TIMINGS_FILE = "timings.jsonl"
 
+
 def record_timings(stage: str, **seconds: float | None) -> Path | None:
     "Append `{stage, name, seconds}` lines to the runner's `timings.jsonl` (no-op outside the runner; `None` values skipped)."
     run_dir = os.environ.get(RUN_DIR_ENV)
-    if not run_dir: return None
+    if not run_dir:
+        return None
     path = Path(run_dir) / TIMINGS_FILE
     for name, s in seconds.items():
-        if s is not None: append_jsonl(path, {"stage": stage, "name": name, "seconds": round(float(s), 3)})
+        if s is not None:
+            append_jsonl(path, {"stage": stage, "name": name, "seconds": round(float(s), 3)})
     return path
+
 
 def read_timings(run_dir: str | os.PathLike) -> list[dict]:
     "The durations the stages of a run recorded (empty when none)."
@@ -972,11 +1426,25 @@ def read_timings(run_dir: str | os.PathLike) -> list[dict]:
 def splits_table(b: Benchmark):
     "QA pairs and distinct contexts per split, beside the published sizes of the full release."
     import pandas as pd
-    return pd.DataFrame([{"Split": s, "QA pairs": len(recs), "Contexts": len({r["context"] for r in recs}),
-                          "Published (full release)": OFFICIAL_COUNTS[s]} for s, recs in b.splits.items()])
+
+    return pd.DataFrame(
+        [
+            {
+                "Split": s,
+                "QA pairs": len(recs),
+                "Contexts": len({r["context"] for r in recs}),
+                "Published (full release)": OFFICIAL_COUNTS[s],
+            }
+            for s, recs in b.splits.items()
+        ]
+    )
+
 
 def problems_table(b: Benchmark):
     "One row per problem record: where, id, kind and what is wrong (empty when the files are clean)."
     import pandas as pd
-    return pd.DataFrame([{"Where": p.where, "Id": p.id or "", "Kind": p.kind, "Problem": p.message} for p in b.problems],
-                        columns=["Where", "Id", "Kind", "Problem"])
+
+    return pd.DataFrame(
+        [{"Where": p.where, "Id": p.id or "", "Kind": p.kind, "Problem": p.message} for p in b.problems],
+        columns=["Where", "Id", "Kind", "Problem"],
+    )

@@ -12,8 +12,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .core import (ACTS, JSONLError, act_for_key, act_keys_in_card_order, act_label, build_dir, data_dir, read_jsonl,
-                           record_act, record_section, shared_dir, stage_settings, write_jsonl)
+from indicipr.core import (
+    ACTS,
+    JSONLError,
+    act_for_key,
+    act_keys_in_card_order,
+    act_label,
+    build_dir,
+    data_dir,
+    read_jsonl,
+    record_act,
+    record_section,
+    shared_dir,
+    stage_settings,
+    write_jsonl,
+)
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
@@ -33,20 +46,46 @@ __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_P
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
-    "patents": {"act_no": "Act No. 39 of 1970", "url": "https://www.indiacode.nic.in/bitstream/123456789/1392/1/A1970-39.pdf"},
-    "trademarks": {"act_no": "Act No. 47 of 1999", "url": "https://www.indiacode.nic.in/bitstream/123456789/1993/1/A1999-47.pdf"},
-    "copyright": {"act_no": "Act No. 14 of 1957", "url": "https://www.indiacode.nic.in/bitstream/123456789/1367/1/A1957-14.pdf"},
-    "designs": {"act_no": "Act No. 16 of 2000", "url": "https://www.indiacode.nic.in/bitstream/123456789/1917/1/A2000-16.pdf"},
-    "gi": {"act_no": "Act No. 48 of 1999", "url": "https://www.indiacode.nic.in/bitstream/123456789/1981/5/A1999-48.pdf"},
+    "patents": {
+        "act_no": "Act No. 39 of 1970",
+        "url": "https://www.indiacode.nic.in/bitstream/123456789/1392/1/A1970-39.pdf",
+    },
+    "trademarks": {
+        "act_no": "Act No. 47 of 1999",
+        "url": "https://www.indiacode.nic.in/bitstream/123456789/1993/1/A1999-47.pdf",
+    },
+    "copyright": {
+        "act_no": "Act No. 14 of 1957",
+        "url": "https://www.indiacode.nic.in/bitstream/123456789/1367/1/A1957-14.pdf",
+    },
+    "designs": {
+        "act_no": "Act No. 16 of 2000",
+        "url": "https://www.indiacode.nic.in/bitstream/123456789/1917/1/A2000-16.pdf",
+    },
+    "gi": {
+        "act_no": "Act No. 48 of 1999",
+        "url": "https://www.indiacode.nic.in/bitstream/123456789/1981/5/A1999-48.pdf",
+    },
     "semiconductor": {"act_no": "Act No. 37 of 2000", "url": None},
     "plant_varieties": {"act_no": "Act No. 53 of 2001", "url": None},
 }
 INDIA_CODE_SEARCH = "https://www.indiacode.nic.in/  (search the Act's title; download 'the Act' PDF)"
 
+
 def statutes_manifest() -> list[dict]:
     "One row per Act: key, title, Act number, India Code URL (None where none is known), local file, `verified` False."
-    return [{"act": k, "title": ACTS[k].title, "act_no": v["act_no"], "url": v["url"] or INDIA_CODE_SEARCH,
-             "file": f"data/statutes/pdf/{k}.pdf", "verified": False} for k, v in INDIA_CODE_PDFS.items()]
+    return [
+        {
+            "act": k,
+            "title": ACTS[k].title,
+            "act_no": v["act_no"],
+            "url": v["url"] or INDIA_CODE_SEARCH,
+            "file": f"data/statutes/pdf/{k}.pdf",
+            "verified": False,
+        }
+        for k, v in INDIA_CODE_PDFS.items()
+    ]
+
 
 def pdf_dir() -> Path:
     "Where the user puts the official PDFs: `data/statutes/pdf/`."
@@ -55,15 +94,21 @@ def pdf_dir() -> Path:
 # %% ../notebooks/01_corpus.ipynb #241da2a4
 SECTION_FIELDS = {"act": str, "section": str, "title": str, "text": str, "source_url": str}
 
+
 class StatuteFormatError(ValueError):
     "A statute record is unusable; the message names `file:line`."
+
 
 def batch_files(folder: str | Path, stem: str) -> list[Path]:
     "The batches of a data set in `folder`: `<stem>.jsonl`, then `<stem>-batch<N>.jsonl` by N (those present)."
     folder = Path(folder)
-    later = {int(m.group(1)): p for p in folder.glob(f"{stem}-batch*.jsonl")
-             if (m := re.fullmatch(rf"{re.escape(stem)}-batch(\d+)\.jsonl", p.name))}
+    later = {
+        int(m.group(1)): p
+        for p in folder.glob(f"{stem}-batch*.jsonl")
+        if (m := re.fullmatch(rf"{re.escape(stem)}-batch(\d+)\.jsonl", p.name))
+    }
     return [p for p in [folder / f"{stem}.jsonl"] if p.is_file()] + [later[n] for n in sorted(later)]
+
 
 def statutes_jsonl_paths() -> list[Path]:
     "The section JSONL batches to read: `../shared/statutes/sections*.jsonl` when present, else the committed copies."
@@ -72,44 +117,65 @@ def statutes_jsonl_paths() -> list[Path]:
         return batch_files(shared / "statutes", "sections")
     return batch_files(sample_statutes_dir(), "sections")
 
+
 def sample_statutes_dir() -> Path:
     "`data/sample/statutes/`: the committed copy of the section JSONL and its README."
     return data_dir() / "sample" / "statutes"
+
 
 def read_sections_jsonl(path: str | Path | Iterable[str | Path]) -> list[dict]:
     "Read and check section records of one file or of several batches (in order); `StatuteFormatError` names the file, line and problem."
     paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
     out, seen = [], {}
-    for path in paths: out += _read_section_file(path, seen)
+    for path in paths:
+        out += _read_section_file(path, seen)
     return out
+
 
 def _read_section_file(path: Path, seen: dict) -> list[dict]:
     "The checked records of one section JSONL; `seen` maps every `(act, section)` read so far to its `file:line`."
     out = []
-    if not path.is_file(): raise FileNotFoundError(f"{path}: no such statutes file")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such statutes file")
     try:
         for line_no, rec in read_jsonl(path, with_lines=True):
             where = f"{path}:{line_no}"
             for name, typ in SECTION_FIELDS.items():
                 if not isinstance(rec.get(name), typ):
-                    raise StatuteFormatError(f"{where}: field {name!r} should be {typ.__name__}, got {rec.get(name)!r:.60}")
+                    raise StatuteFormatError(
+                        f"{where}: field {name!r} should be {typ.__name__}, got {rec.get(name)!r:.60}"
+                    )
             if rec["act"] not in ACTS:
                 raise StatuteFormatError(f"{where}: unknown act {rec['act']!r} (known: {', '.join(ACTS)})")
             if not re.fullmatch(r"\d+[A-Z]{0,3}", rec["section"]):
-                raise StatuteFormatError(f"{where}: section {rec['section']!r} is not a section number like '53' or '107A'")
-            if not rec["text"].strip(): raise StatuteFormatError(f"{where}: empty text")
+                raise StatuteFormatError(
+                    f"{where}: section {rec['section']!r} is not a section number like '53' or '107A'"
+                )
+            if not rec["text"].strip():
+                raise StatuteFormatError(f"{where}: empty text")
             key = (rec["act"], rec["section"])
             if key in seen:
                 other = seen[key]
-                raise StatuteFormatError(f"{where}: {key} already on line {other[1]}" if other[0] == path else f"{where}: {key} already in {other[0]}:{other[1]}")
+                raise StatuteFormatError(
+                    f"{where}: {key} already on line {other[1]}"
+                    if other[0] == path
+                    else f"{where}: {key} already in {other[0]}:{other[1]}"
+                )
             seen[key] = (path, line_no)
-            out.append({**rec, "act_title": rec.get("act_title") or ACTS[rec["act"]].title,
-                        "truncated": bool(rec.get("truncated", False))})
-    except JSONLError as e: raise StatuteFormatError(str(e)) from None
+            out.append(
+                {
+                    **rec,
+                    "act_title": rec.get("act_title") or ACTS[rec["act"]].title,
+                    "truncated": bool(rec.get("truncated", False)),
+                }
+            )
+    except JSONLError as e:
+        raise StatuteFormatError(str(e)) from None
     return out
 
 # %% ../notebooks/01_corpus.ipynb #f8c90a41
 _SPACES = re.compile(r"[\u00a0\u2000-\u200b\u202f\u205f\u3000\t\r\f\v]")
+
 
 def repair_encoding(text: str) -> str:
     "NFC, exotic spaces → ' ', and the `β` mojibake of some pages (’ before a possessive s, else an em dash)."
@@ -119,14 +185,20 @@ def repair_encoding(text: str) -> str:
 
 # %% ../notebooks/01_corpus.ipynb #15d317f3
 _TOC_TITLE = re.compile(r"\b(ARRANGEMENT\s+OF\s+SECTIONS|TABLE\s+OF\s+CONTENTS)\b", re.I)
-_TOC_LINE = re.compile(r"^\s*(?:\d{1,3}[A-Z]{0,2}\.\s+\S.{0,200}|SECTIONS?|CHAPTER\s+[IVXLC]+[A-Z]?|[A-Z][A-Z ,'’&\-]{3,}|\d{1,3})\s*$")
+_TOC_LINE = re.compile(
+    r"^\s*(?:\d{1,3}[A-Z]{0,2}\.\s+\S.{0,200}|SECTIONS?|CHAPTER\s+[IVXLC]+[A-Z]?|[A-Z][A-Z ,'’&\-]{3,}|\d{1,3})\s*$"
+)
+
 
 def is_toc_page(page: str) -> bool:
     "A table-of-contents page: titled so, or mostly short `N. Heading.` lines and no section body (`.—`)."
-    if _TOC_TITLE.search(page): return True
-    lines = [l for l in page.splitlines() if l.strip()]
-    if len(lines) < 5 or re.search(r"\.\s*[—–]", page): return False
-    return sum(bool(_TOC_LINE.match(l)) and len(l) < 120 for l in lines) / len(lines) >= 0.8
+    if _TOC_TITLE.search(page):
+        return True
+    lines = [line for line in page.splitlines() if line.strip()]
+    if len(lines) < 5 or re.search(r"\.\s*[—–]", page):
+        return False
+    return sum(bool(_TOC_LINE.match(line)) and len(line) < 120 for line in lines) / len(lines) >= 0.8
+
 
 def remove_toc_pages(pages: list[str]) -> list[str]:
     "Drop the table-of-contents pages of an Act."
@@ -136,19 +208,25 @@ def remove_toc_pages(pages: list[str]) -> list[str]:
 _EDIT_VERB = r"(?:Subs\.|Ins\.|Inserted|Substituted|[Oo]mitted|[Aa]dded|Rep\.|Renumbered|Amended)"
 _FOOTNOTE_LINE = re.compile(
     rf"^[ \t]*\*?\d{{1,3}}\.?[ \t]+(?:(?=[^\n]{{0,80}}?\b{_EDIT_VERB}[ \t]+(?:by|for|vide|as|w\.e\.f\.)\b)"
-    rf"[^\n]*(?:\bAct\b|\bOrdinance\b|\bRegulation\b|w\.e\.f\.|\b[Ii]bid\b)|[Ii]bid\b)[^\n]*$", re.M)
+    rf"[^\n]*(?:\bAct\b|\bOrdinance\b|\bRegulation\b|w\.e\.f\.|\b[Ii]bid\b)|[Ii]bid\b)[^\n]*$",
+    re.M,
+)
 _FOOTNOTE_HEAD = re.compile(r"^[ \t]*Foot\s*-?\s*notes?[ \t]*[-:—–]*[ \t]*$", re.M | re.I)
 _RULE_LINE = re.compile(r"^[ \t]*[—–\-_=]{5,}[ \t]*$", re.M)
 
+
 def remove_footnote_blocks(text: str) -> str:
     "Remove footnote headers (`Footnote -`), rule lines and footnote lines (`1. Subs. by Act …`, `2. Ibid.`)."
-    for rx in (_FOOTNOTE_HEAD, _RULE_LINE, _FOOTNOTE_LINE): text = rx.sub("", text)
+    for rx in (_FOOTNOTE_HEAD, _RULE_LINE, _FOOTNOTE_LINE):
+        text = rx.sub("", text)
     return text
+
 
 def strip_footnote_zone(page: str) -> str:
     "PDF pages: drop everything from the first footnote line (or footnote rule) to the end of the page."
     starts = [m.start() for rx in (_FOOTNOTE_LINE, _RULE_LINE, _FOOTNOTE_HEAD) for m in [rx.search(page)] if m]
-    return page[:min(starts)] if starts else page
+    return page[: min(starts)] if starts else page
+
 
 def remove_page_numbers(text: str) -> str:
     "Drop lines that hold only a page number (1–3 digits)."
@@ -159,16 +237,21 @@ _GONE = "\x00"  # stands where a note was removed, until `tidy_removed_notes`
 _FN_MARK = r"(?:(?<![\d)\]])\d{1,2}[ \t]?|\*[ \t]?)"  # a footnote marker before a bracket: `1[`, `2 [`, `*[`
 _NOTE_OPEN = re.compile(rf"(?P<bracket>{_FN_MARK}?\[\s*)?\(\s*(?:(?i:Note)\s*:|{_EDIT_VERB}\s+(?:by|vide|for)\b)")
 
+
 def _closing_paren(text: str, start: int) -> int | None:
     "Index of the `)` closing the `(` at `start`, nested pairs counted; None when a `]` or the end of the text comes first."
     depth = 0
     for i in range(start, len(text)):
-        if text[i] == "(": depth += 1
+        if text[i] == "(":
+            depth += 1
         elif text[i] == ")":
             depth -= 1
-            if depth == 0: return i
-        elif text[i] == "]": return None
+            if depth == 0:
+                return i
+        elif text[i] == "]":
+            return None
     return None
+
 
 def _note_end(text: str, m: re.Match) -> int | None:
     "End (exclusive) of the note opened by match `m`; an unbalanced note in a bracket ends at the bracket's last `)`."
@@ -177,8 +260,10 @@ def _note_end(text: str, m: re.Match) -> int | None:
     if close is None and m.group("bracket"):
         bracket_end = text.find("]", paren)
         close = text.rfind(")", paren, bracket_end) if bracket_end > 0 else -1
-        if close < 0: return None
+        if close < 0:
+            return None
     return None if close is None else close + 1
+
 
 def remove_parenthesised_notes(text: str) -> str:
     """Remove notes in parentheses, `(Note: Subs. by Act 38 of 1994, S.16 (w.e.f. …))`, `(Ins. by Act 40 of 2010 …)`,
@@ -188,48 +273,66 @@ def remove_parenthesised_notes(text: str) -> str:
     while m := _NOTE_OPEN.search(text, pos):
         end = _note_end(text, m)
         if end is None:
-            out.append(text[pos:m.end()]); pos = m.end(); continue
+            out.append(text[pos : m.end()])
+            pos = m.end()
+            continue
         rest = re.match(r"\s*\]", text[end:]) if m.group("bracket") else None
-        out += [text[pos:m.start()], _GONE]
+        out += [text[pos : m.start()], _GONE]
         pos = end + (rest.end() if rest else 0)
     return "".join(out) + text[pos:]
 
 # %% ../notebooks/01_corpus.ipynb #bfb5ad11
 _BRACKET_NOTE = re.compile(rf"{_FN_MARK}?\[\s*{_EDIT_VERB}\s+(?:by|vide|w\.e\.f\.)[^\]]*\]")
 _WEF_GROUP = re.compile(r"\(\s*w\.e\.f\.[^()\]]*\)\.?")
-_DATE = r"\d{1,2}[-./ ](?:\d{1,2}|[A-Z][a-z]{2,8})[-./ ,]\s?\d{2,4}"   # 8-7-2013, 21-Jun-2012, 1 April 2005
-_INLINE_NOTE = re.compile(rf"\b{_EDIT_VERB}\s+by\s+[^()\n\[\]]{{0,120}}?\(\s*w\.e\.f\.[^)]*\)\.?"
-                          rf"|\bw\.e\.f\.\s*{_DATE}")
+_DATE = r"\d{1,2}[-./ ](?:\d{1,2}|[A-Z][a-z]{2,8})[-./ ,]\s?\d{2,4}"  # 8-7-2013, 21-Jun-2012, 1 April 2005
+_INLINE_NOTE = re.compile(
+    rf"\b{_EDIT_VERB}\s+by\s+[^()\n\[\]]{{0,120}}?\(\s*w\.e\.f\.[^)]*\)\.?"
+    rf"|\bw\.e\.f\.\s*{_DATE}"
+)
 # an amending Act as notes name it: `Act 38 of 2002`, `the Copyright (Amendment) Act 2012 (No. 27 of 2012)`, `the Tribunals Reforms Ordinance, 2021`
-_AMENDING_ACT = (r"(?:Act\s+(?:No\.\s*)?\d+\s+of\s+\d{4}"
-                 r"|(?:the\s+)?[A-Z][\w’'&]*(?:\s+(?:\([A-Za-z ]+\)|[A-Za-z’'&]+)){0,10}?\s+(?:Act|Ordinance|Regulations?),?\s*\d{4}"
-                 r"(?:\s*\(\s*(?:No\.\s*)?\d+\s+of\s+\d{4}\s*\))?)")
+_AMENDING_ACT = (
+    r"(?:Act\s+(?:No\.\s*)?\d+\s+of\s+\d{4}"
+    r"|(?:the\s+)?[A-Z][\w’'&]*(?:\s+(?:\([A-Za-z ]+\)|[A-Za-z’'&]+)){0,10}?\s+(?:Act|Ordinance|Regulations?),?\s*\d{4}"
+    r"(?:\s*\(\s*(?:No\.\s*)?\d+\s+of\s+\d{4}\s*\))?)"
+)
 # what may follow it: the amending section (`s. 45`, `sec. 11`), the words replaced (`for “tribunal”`), the date
-_NOTE_TAIL = (r"(?:,?\s*(?:s|ss|sec|section)\.?\s*\d+[A-Z]*(?:\s*\(\w+\))*)?"
-              r"(?:,?\s*for\s+(?:the\s+words?\s+)?[“\"‘'][^”\"’'\n]{0,120}[”\"’'])?"
-              rf"(?:\s*\(\s*w\.e\.f\.[^()]*\)|,?\s*w\.e\.f\.\s*{_DATE})?\.?")
-_UNDATED_NOTE = re.compile(rf"\b(?:Subs\.|Ins\.|Rep\.|Inserted|Substituted|Omitted|Added|Renumbered|Amended)\s+by\s+{_AMENDING_ACT}{_NOTE_TAIL}")
-_RENUMBERED = re.compile(rf"(?:\b(?:Section|Sub-section|Clause|Sec\.)\s+[\w()]+\s+)?\b[Rr]enumbered\s+as\s+[^\n\[\]]{{0,80}}?\bby\s+{_AMENDING_ACT}{_NOTE_TAIL}")
-_AMENDMENT_HISTORY = re.compile(r"\b(?:Section|Sec\.?)\s+\d+[A-Z]*\s+of\s+(?:the\s+)?[A-Z][^\n]{0,80}?\b(?:was|were|has\s+been|have\s+been)\s+amended\s+by\b"
-                                r"[^\n]*(?:\n[ \t]*[-–•][^\n]*)*")
+_NOTE_TAIL = (
+    r"(?:,?\s*(?:s|ss|sec|section)\.?\s*\d+[A-Z]*(?:\s*\(\w+\))*)?"
+    r"(?:,?\s*for\s+(?:the\s+words?\s+)?[“\"‘'][^”\"’'\n]{0,120}[”\"’'])?"
+    rf"(?:\s*\(\s*w\.e\.f\.[^()]*\)|,?\s*w\.e\.f\.\s*{_DATE})?\.?"
+)
+_UNDATED_NOTE = re.compile(
+    rf"\b(?:Subs\.|Ins\.|Rep\.|Inserted|Substituted|Omitted|Added|Renumbered|Amended)\s+by\s+{_AMENDING_ACT}{_NOTE_TAIL}"
+)
+_RENUMBERED = re.compile(
+    rf"(?:\b(?:Section|Sub-section|Clause|Sec\.)\s+[\w()]+\s+)?\b[Rr]enumbered\s+as\s+[^\n\[\]]{{0,80}}?\bby\s+{_AMENDING_ACT}{_NOTE_TAIL}"
+)
+_AMENDMENT_HISTORY = re.compile(
+    r"\b(?:Section|Sec\.?)\s+\d+[A-Z]*\s+of\s+(?:the\s+)?[A-Z][^\n]{0,80}?\b(?:was|were|has\s+been|have\s+been)\s+amended\s+by\b"
+    r"[^\n]*(?:\n[ \t]*[-–•][^\n]*)*"
+)
 _OMITTED_BRACKET = re.compile(rf"{_FN_MARK}?\[\s*(?:Omitted|Repealed|Deleted)\s*\.?\s*\]")
 _STARS = re.compile(r"(?:(?<![\w.,])\d{1,2})?(?:\*[ \t]*){3,}")  # omitted text, with its glued footnote number (`2***`)
 
+
 def _bracket_note(m: re.Match) -> str:
     "`[Omitted by …]` goes whole; `[Subs. by Act … (w.e.f. …) <words>]` keeps the words after the note."
-    inner = m.group(0)[m.group(0).index("[") + 1:-1]
+    inner = m.group(0)[m.group(0).index("[") + 1 : -1]
     wef = list(_WEF_GROUP.finditer(inner))
-    words = inner[wef[-1].end():] if wef else ""
+    words = inner[wef[-1].end() :] if wef else ""
     return _GONE + (words if words.strip() else "")
+
 
 def remove_bracket_notes(text: str) -> str:
     "Remove notes that fill a bracket: `[Omitted by …]`, `[Subs. by Act … (w.e.f. …)]` (substituted words after the note stay)."
     return _BRACKET_NOTE.sub(_bracket_note, text)
 
+
 _EMPTY_CLAUSE = re.compile(rf"^[ \t]*\(\w{{1,5}}\)[ \t]*{_GONE}[ \t]*[;.,:]?[ \t]*$", re.M)
 _NOTE_ONLY_BRACKETS = re.compile(rf"(?:{_FN_MARK}?\[|\()[ \t]*(?:{_GONE}[ \t]*)+[\])]")
 _DOUBLED_PUNCT = re.compile(rf"([,;:])[ \t]*(?:{_GONE}[ \t]*)+[,;:](?=\s|$)")
 _EMPTY_BRACKETS = re.compile(r"[ \t]*(?:\(\s*\)|\[\s*\])")
+
 
 def tidy_removed_notes(text: str) -> str:
     """Where notes were removed: brackets that held only notes, clauses an omission left empty (`(d) [Omitted by …];`),
@@ -239,18 +342,23 @@ def tidy_removed_notes(text: str) -> str:
     text = _DOUBLED_PUNCT.sub(r"\1", text)
     return _EMPTY_BRACKETS.sub("", text.replace(_GONE, ""))
 
+
 def remove_editorial_notes(text: str) -> str:
     "Remove every editorial note (in parentheses, in brackets, inline, amendment histories; `[Omitted]`, `***`), keep the statutory words they introduce, tidy up."
     text = remove_parenthesised_notes(text)
     text = remove_bracket_notes(text)
-    for rx in (_AMENDMENT_HISTORY, _RENUMBERED, _UNDATED_NOTE, _INLINE_NOTE, _OMITTED_BRACKET, _STARS): text = rx.sub(_GONE, text)
+    for rx in (_AMENDMENT_HISTORY, _RENUMBERED, _UNDATED_NOTE, _INLINE_NOTE, _OMITTED_BRACKET, _STARS):
+        text = rx.sub(_GONE, text)
     return tidy_removed_notes(text)
 
+
 _MARKER = re.compile(rf"{_FN_MARK}(?=\[)")
+
 
 def unwrap_amendment_brackets(text: str) -> str:
     "Drop amendment markers `1[…]`, `2 […]`, `*[…]` and bare `[…]` wrappers, keeping the statutory words inside."
     return re.sub(r"[\[\]]", "", _MARKER.sub("", text))
+
 
 def remove_glued_footnote_digits(text: str) -> str:
     "Drop footnote numbers glued to the end of a word (`date1` → `date`)."
@@ -260,11 +368,14 @@ def remove_glued_footnote_digits(text: str) -> str:
 def _words_rx(title: str) -> str:
     return r"\W*".join(re.escape(w) for w in re.findall(r"\w+", title))
 
+
 def _section_rx(section: str) -> str:
     m = re.fullmatch(r"(\d+)([A-Z]*)", section)
     return (re.escape(m.group(1)) + (r"\s?" + re.escape(m.group(2)) if m.group(2) else "")) if m else re.escape(section)
 
-_PAGE_ACT = r"(?:The\s+)?[A-Z][A-Za-z]*(?:\s+[A-Z(][A-Za-z()]*){0,6}?\s+Act,?\s*\d{4}"   # an Act named in a page title: `Copy Right Act 1957`
+
+_PAGE_ACT = r"(?:The\s+)?[A-Z][A-Za-z]*(?:\s+[A-Z(][A-Za-z()]*){0,6}?\s+Act,?\s*\d{4}"  # an Act named in a page title: `Copy Right Act 1957`
+
 
 def strip_heading(text: str, section: str, title: str) -> str:
     "Remove the section's own number and heading from the start of its text, in any of the pages' forms."
@@ -274,52 +385,72 @@ def strip_heading(text: str, section: str, title: str) -> str:
     for _ in range(3):  # a heading can come back inside an amendment bracket (Patents 107A)
         before = text
         if re.search(r"\w", title):
-            text = re.sub(rf"^\s*(?:{number})?{_words_rx(title)}{page_act}[\"'”’)]*\s*\.?\s*[-–—:]*\s*(?:{sec}\.\s*(?=\S))?",
-                          "", text, count=1, flags=re.I)
+            text = re.sub(
+                rf"^\s*(?:{number})?{_words_rx(title)}{page_act}[\"'”’)]*\s*\.?\s*[-–—:]*\s*(?:{sec}\.\s*(?=\S))?",
+                "",
+                text,
+                count=1,
+                flags=re.I,
+            )
         text = re.sub(rf"^\s*{number}(?=[(\[A-Z])", "", text, count=1)
-        if text == before: break
+        if text == before:
+            break
     return text
+
 
 def remove_margin_notes(text: str, title: str) -> str:
     "Remove a margin note inside a sentence: the heading glued to the next word, or a heading fragment before a repeated word."
     words = re.findall(r"\w+", title)
-    if len(words) < 2: return text
+    if len(words) < 2:
+        return text
     text = re.sub(rf"[ \t]?{_words_rx(title)}\.(?=[a-z])", " ", text)
     for k in range(len(words) - 1, 1, -1):
         text = re.sub(rf"\b{_words_rx(' '.join(words[:k]))}\s+(?={re.escape(words[k - 1])}\b)", "", text)
     return text
 
+
 def section_title(section: str, heading: str) -> str:
     "The official `title`: `Section N: Heading` (`Section N` without a heading); ALL-CAPS headings in sentence case."
     heading = re.sub(r"\s+", " ", heading).strip().rstrip(".:;,-—– ")
-    if heading.endswith("etc"): heading += "."
-    if heading.isupper(): heading = heading[0] + heading[1:].lower()
+    if heading.endswith("etc"):
+        heading += "."
+    if heading.isupper():
+        heading = heading[0] + heading[1:].lower()
     return f"Section {section}: {heading}" if heading else f"Section {section}"
 
 # %% ../notebooks/01_corpus.ipynb #59c77f26
 _LABEL = re.compile(r"\((\d{1,3})\)|(?<![\w.(])(\d{1,3})[.)](?=\s)")
-_REF_BEFORE = re.compile(r"\b(?:sub-?\s?sec(?:tion)?s?\.?|sections?|clauses?|rules?|and|or|of|under|in|to|Act|paragraph)\s*$", re.I)
+_REF_BEFORE = re.compile(
+    r"\b(?:sub-?\s?sec(?:tion)?s?\.?|sections?|clauses?|rules?|and|or|of|under|in|to|Act|paragraph)\s*$", re.I
+)
+
 
 def subsection_starts(text: str) -> list[int]:
     "Offsets where sub-sections `(1)`, `(2)`, … begin (cross-references skipped)."
     starts, expected = [], 1
     for m in _LABEL.finditer(text):
         n = int(m.group(1) or m.group(2))
-        if not expected <= n <= expected + 2: continue
-        before = text[:m.start()]
+        if not expected <= n <= expected + 2:
+            continue
+        before = text[: m.start()]
         stripped = before.rstrip()
-        at_line_start = stripped == "" or "\n" in before[len(stripped):]
-        if m.group(2) and not at_line_start: continue
-        if not at_line_start and stripped[-1] not in ".:;—–-]": continue
-        if _REF_BEFORE.search(stripped): continue
+        at_line_start = stripped == "" or "\n" in before[len(stripped) :]
+        if m.group(2) and not at_line_start:
+            continue
+        if not at_line_start and stripped[-1] not in ".:;—–-]":
+            continue
+        if _REF_BEFORE.search(stripped):
+            continue
         starts.append(m.start())
         expected = n + 1
     return starts
+
 
 def split_subsections(text: str) -> list[str]:
     "Cut a section body at its sub-section starts; text before `(1)` (a chapeau) is a unit of its own."
     cuts = [0, *subsection_starts(text), len(text)]
     return [u for u in (text[a:b].strip() for a, b in zip(cuts, cuts[1:])) if u]
+
 
 def normalize_subsection_label(unit: str) -> str:
     "Write a leading `1.` / `1)` sub-section label as `(1)`."
@@ -330,6 +461,7 @@ def join_hard_line_breaks(text: str) -> str:
     "Join the page's hard line breaks: `word-\\nword` keeps the hyphen, every other break becomes a space."
     text = re.sub(r"(?<=[A-Za-z])-[ \t]*\n\s*(?=[a-z])", "-", text)
     return re.sub(r"\s*\n\s*", " ", text)
+
 
 def normalize_whitespace(text: str) -> str:
     "Single spaces; none before `, ; : .` or inside `( )`; a space after a label glued to its text."
@@ -343,22 +475,37 @@ def normalize_whitespace(text: str) -> str:
 # %% ../notebooks/01_corpus.ipynb #ccf301a5
 def clean_section_units(text: str, section: str, heading: str) -> list[str]:
     "The cleaned sub-section units of one section's raw text."
-    for step in (repair_encoding, remove_footnote_blocks, remove_page_numbers, remove_editorial_notes,
-                 unwrap_amendment_brackets, remove_glued_footnote_digits):
+    for step in (
+        repair_encoding,
+        remove_footnote_blocks,
+        remove_page_numbers,
+        remove_editorial_notes,
+        unwrap_amendment_brackets,
+        remove_glued_footnote_digits,
+    ):
         text = step(text)
     text = remove_margin_notes(strip_heading(text, section, heading), heading)
-    units = (normalize_whitespace(join_hard_line_breaks(normalize_subsection_label(u))) for u in split_subsections(text))
+    units = (
+        normalize_whitespace(join_hard_line_breaks(normalize_subsection_label(u))) for u in split_subsections(text)
+    )
     return [u for u in units if re.search(r"\w", u)]
+
 
 def clean_section(rec: dict) -> dict:
     "A section record with its `title` in official form and its cleaned `units`."
-    return {"act": rec["act"], "act_title": rec.get("act_title") or ACTS[rec["act"]].title, "section": rec["section"],
-            "title": section_title(rec["section"], rec.get("title", "")),
-            "units": clean_section_units(rec["text"], rec["section"], rec.get("title", "")),
-            "source_url": rec.get("source_url", ""), "truncated": bool(rec.get("truncated", False))}
+    return {
+        "act": rec["act"],
+        "act_title": rec.get("act_title") or ACTS[rec["act"]].title,
+        "section": rec["section"],
+        "title": section_title(rec["section"], rec.get("title", "")),
+        "units": clean_section_units(rec["text"], rec["section"], rec.get("title", "")),
+        "source_url": rec.get("source_url", ""),
+        "truncated": bool(rec.get("truncated", False)),
+    }
 
 # %% ../notebooks/01_corpus.ipynb #d0a33cd1
 _CLAUSE = re.compile(r"(?<=[;:—–\-,])\s+(?=\((?:[a-z]{1,3}|[ivx]{1,5})\)\s)")
+
 
 def pack_units(units: list[str], max_words: int) -> list[list[str]]:
     "Greedy packing of consecutive units into groups of at most `max_words` words (a longer unit is a group of its own)."
@@ -366,16 +513,22 @@ def pack_units(units: list[str], max_words: int) -> list[list[str]]:
     for u in units:
         w = len(u.split())
         if cur and n + w > max_words:
-            groups.append(cur); cur, n = [], 0
-        cur.append(u); n += w
-    if cur: groups.append(cur)
+            groups.append(cur)
+            cur, n = [], 0
+        cur.append(u)
+        n += w
+    if cur:
+        groups.append(cur)
     return groups
+
 
 def split_long_unit(unit: str, max_words: int) -> list[str]:
     "A unit over twice `max_words` words is cut at its clause starts `(a)`, `(b)`, `(i)` and repacked; others are kept whole."
-    if len(unit.split()) <= 2 * max_words: return [unit]
+    if len(unit.split()) <= 2 * max_words:
+        return [unit]
     pieces = _CLAUSE.split(unit)
     return [" ".join(g) for g in pack_units(pieces, max_words)]
+
 
 def section_contexts(sec: dict, max_words: int = 260) -> list[dict]:
     "The context records of one cleaned section (see `clean_section`)."
@@ -384,22 +537,37 @@ def section_contexts(sec: dict, max_words: int = 260) -> list[dict]:
     out = []
     for i, g in enumerate((g for g in groups if g), 1):
         text = " ".join(g)
-        out.append({"context_id": f"{sec['act']}_s{sec['section']}_c{i}", "act": sec["act"], "act_title": sec["act_title"],
-                    "section": sec["section"], "title": sec["title"], "context": text, "n_words": len(text.split()),
-                    "source_url": sec["source_url"], "truncated": sec["truncated"] and i == len(groups)})
+        out.append(
+            {
+                "context_id": f"{sec['act']}_s{sec['section']}_c{i}",
+                "act": sec["act"],
+                "act_title": sec["act_title"],
+                "section": sec["section"],
+                "title": sec["title"],
+                "context": text,
+                "n_words": len(text.split()),
+                "source_url": sec["source_url"],
+                "truncated": sec["truncated"] and i == len(groups),
+            }
+        )
     return out
+
 
 def build_contexts(sections: Iterable[dict], max_words: int = 260) -> list[dict]:
     "Clean raw section records and cut them into contexts, in input order."
     return [c for rec in sections for c in section_contexts(clean_section(rec), max_words)]
 
 # %% ../notebooks/01_corpus.ipynb #6b0b8f50
-_HEADING = re.compile(r"^[ \t]*(?P<num>\d{1,3}[A-Z]{0,3})\.[ \t]+(?P<head>[A-Z][^\n]*?(?:\n[^\n]*?){0,2}?)\.?[ \t]*[—–]", re.M)
+_HEADING = re.compile(
+    r"^[ \t]*(?P<num>\d{1,3}[A-Z]{0,3})\.[ \t]+(?P<head>[A-Z][^\n]*?(?:\n[^\n]*?){0,2}?)\.?[ \t]*[—–]", re.M
+)
 _CHAPTER = re.compile(r"^[ \t]*CHAPTER[ \t]+[IVXLC]+[A-Z]?[ \t]*\n(?:[ \t]*[A-Z][A-Z ,'’&()\-]+[ \t]*\n)?", re.M)
+
 
 def _section_key(num: str) -> tuple:
     m = re.fullmatch(r"(\d+)([A-Z]*)", num)
     return (int(m.group(1)), m.group(2))
+
 
 def split_pdf_sections(text: str) -> list[tuple[str, str, str]]:
     "`(number, heading, text)` for every section heading `N. Heading.—` in an Act's body text, numbers rising."
@@ -407,29 +575,39 @@ def split_pdf_sections(text: str) -> list[tuple[str, str, str]]:
     found, last = [], (0, "")
     for m in _HEADING.finditer(text):
         key = _section_key(m.group("num"))
-        if key <= last or ".—" in m.group("head"): continue
-        found.append(m); last = key
+        if key <= last or ".—" in m.group("head"):
+            continue
+        found.append(m)
+        last = key
     out = []
     for m, nxt in zip(found, found[1:] + [None]):
-        body = text[m.start():nxt.start() if nxt else len(text)]
+        body = text[m.start() : nxt.start() if nxt else len(text)]
         out.append((m.group("num"), re.sub(r"\s+", " ", m.group("head")).strip(), body))
     return out
 
+
 def _first_line(page: str) -> str:
-    return next((l for l in page.splitlines() if l.strip()), "")
+    return next((line for line in page.splitlines() if line.strip()), "")
+
 
 def remove_running_heads(pages: list[str], min_share: float = 0.3) -> list[str]:
     "Drop running heads: a short first line that, digits aside, opens at least 3 pages and `min_share` of them."
-    key = lambda line: re.sub(r"\d+", "#", " ".join(line.split()))
+
+    def key(line):
+        return re.sub(r"\d+", "#", " ".join(line.split()))
+
     firsts = [_first_line(p) for p in pages]
-    counts = Counter(key(l) for l in firsts if l.strip() and len(l) <= 100)
+    counts = Counter(key(line) for line in firsts if line.strip() and len(line) <= 100)
     heads = {k for k, n in counts.items() if n >= 3 and n >= min_share * len(pages)}
     return [p.replace(first, "", 1) if first.strip() and key(first) in heads else p for p, first in zip(pages, firsts)]
+
 
 def read_pdf_pages(path: str | Path) -> list[str]:
     "The extracted text of every page of a PDF (pypdf)."
     from pypdf import PdfReader
+
     return [page.extract_text() or "" for page in PdfReader(str(path)).pages]
+
 
 def read_statute_pdf(path: str | Path, act: str, source_url: str | None = None) -> list[dict]:
     "Section records (the JSONL shape) from an Act's official PDF."
@@ -438,10 +616,24 @@ def read_statute_pdf(path: str | Path, act: str, source_url: str | None = None) 
     pages = [remove_page_numbers(strip_footnote_zone(p)) for p in pages]
     text = unwrap_amendment_brackets(remove_editorial_notes(repair_encoding("\n".join(pages))))
     sections = split_pdf_sections(text)
-    if not sections: raise StatuteFormatError(f"{path}: no section heading like '1. Short title.—' found; is this an India Code PDF of the Act?")
+    if not sections:
+        raise StatuteFormatError(
+            f"{path}: no section heading like '1. Short title.—' found; is this an India Code PDF of the Act?"
+        )
     url = source_url or INDIA_CODE_PDFS.get(act, {}).get("url") or str(path)
-    return [{"act": act, "act_title": ACTS[act].title, "section": num, "title": head, "text": body,
-             "source_url": url, "truncated": False} for num, head, body in sections]
+    return [
+        {
+            "act": act,
+            "act_title": ACTS[act].title,
+            "section": num,
+            "title": head,
+            "text": body,
+            "source_url": url,
+            "truncated": False,
+        }
+        for num, head, body in sections
+    ]
+
 
 def read_official_pdfs(folder: str | Path | None = None, acts: Iterable[str] | None = None) -> list[dict]:
     "Section records of every Act from `data/statutes/pdf/<act>.pdf`; a clear error lists missing files and where to get them."
@@ -449,16 +641,20 @@ def read_official_pdfs(folder: str | Path | None = None, acts: Iterable[str] | N
     acts = list(acts or ACTS)
     missing = [a for a in acts if not (folder / f"{a}.pdf").is_file()]
     if missing:
-        rows = "\n".join(f"  {folder / (a + '.pdf')}  <-  {INDIA_CODE_PDFS[a]['url'] or INDIA_CODE_SEARCH}" for a in missing)
-        raise FileNotFoundError(f"official statute PDFs missing; download them from India Code:\n{rows}\n"
-                                "(or run with profile='offline' for the section JSONL, or pass statutes_path=...)")
+        rows = "\n".join(
+            f"  {folder / (a + '.pdf')}  <-  {INDIA_CODE_PDFS[a]['url'] or INDIA_CODE_SEARCH}" for a in missing
+        )
+        raise FileNotFoundError(
+            f"official statute PDFs missing; download them from India Code:\n{rows}\n"
+            "(or run with profile='offline' for the section JSONL, or pass statutes_path=...)"
+        )
     return [r for a in acts for r in read_statute_pdf(folder / f"{a}.pdf", a)]
 
 # %% ../notebooks/01_corpus.ipynb #972004f5
 LEFTOVER_PATTERNS = {
     "amendment note": r"\b(?:Subs|Ins|Rep)\.\s|\b(?:Inserted|Substituted|Omitted|Renumbered|Amended)\s+(?:by|for|vide|as)\b"
-                      r"|\b(?:omitted|added)\s+by\s+(?:Act|the\s+\w+(?:\s+\(\w+\))?\s+(?:Act|Ordinance)|s\.)"
-                      r"|\brenumbered\s+as\b|\b(?:was|were|has\s+been)\s+amended\s+by\b",
+    r"|\b(?:omitted|added)\s+by\s+(?:Act|the\s+\w+(?:\s+\(\w+\))?\s+(?:Act|Ordinance)|s\.)"
+    r"|\brenumbered\s+as\b|\b(?:was|were|has\s+been)\s+amended\s+by\b",
     "omission marker": r"(?:^|[.;:—]\s)\(\w{1,5}\)\s*(?:Omitted|Repealed|Deleted)\b",
     "w.e.f.": r"\bw\.\s?e\.\s?f\b",
     "Note:": r"\bNote\s*:",
@@ -474,6 +670,7 @@ LEFTOVER_PATTERNS = {
     "punctuation opening a unit": r"^\s*[,;:.)\]]",
 }
 _LEFTOVER_RX = {name: re.compile(rx, re.M) for name, rx in LEFTOVER_PATTERNS.items()}
+
 
 def editorial_leftovers(cleaned_text: str, width: int = 30) -> list[str]:
     "Editorial residue in cleaned text, one `name: …context…` string per finding (see `LEFTOVER_PATTERNS`); [] when clean."
@@ -493,32 +690,39 @@ _NOTE_SPAN_RULES = {  # an independent, deliberately plain description of editor
     "inline note": rf"{_AMEND}[ \t]+by\b[^\n()\[\]]{{0,150}}?\(\s*w\.e\.f\.[^()]*\)\.?|\bw\.e\.f\.\s*[\w./-]+",
     # an undated note naming its Act (`Inserted by Act 38 of 2002, s. 45`, `… by the X (Amendment) Act, 2005 (15 of 2005)`)
     "undated note": rf"{_AMEND}[ \t]+by[ \t]+(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{{4}}|the[ \t][^\n]{{0,100}}?(?:Act|Ordinance)[ \t,]*\d{{4}}(?:[ \t]*\([^()\n]*\))?)"
-                    r"(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?(?:,?[ \t]*for[ \t]+[“\"'‘][^\n]{0,80}?[”\"'’])?",
+    r"(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?(?:,?[ \t]*for[ \t]+[“\"'‘][^\n]{0,80}?[”\"'’])?",
     "renumbering note": r"(?:\b(?:Section|Sub-section|Clause)[ \t]+\S+[ \t]+)?\b[Rr]enumbered[ \t]+as\b[^\n]{0,100}?\bby[ \t]+"
-                        r"(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{4}|the[ \t][^\n]{0,100}?\d{4})(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?",
+    r"(?:Act[ \t]+\d+[ \t]+of[ \t]+\d{4}|the[ \t][^\n]{0,100}?\d{4})(?:,[ \t]*(?:s|sec)\.[ \t]*\d+\w*)?",
     "amendment history": r"\bSec(?:tion)?\.?[ \t]+\d+\w*[ \t]+of[ \t][^\n]{0,100}?\b(?:was|were|has[ \t]+been)[ \t]+amended[ \t]+by\b[^\n]*(?:\n[ \t]*[-–•][^\n]*)*",
     "omission in brackets": r"\[[ \t]*(?:Omitted|Repealed|Deleted)\.?[ \t]*\]",
     "marker before a bracket or stars": r"(?<![\d)\]])\d{1,2}(?=[ \t]?\[|\*)",
     "marker glued to a word": r"(?<=[a-z]{2})\d{1,2}(?![\w])",
 }
 _NOTE_SPAN_RX = {k: re.compile(v, re.M) for k, v in _NOTE_SPAN_RULES.items()}
-_NOTE_START = re.compile(rf"\(\s*(?:(?i:Note)\s*:|{_AMEND}\s+(?:by|for|vide)\b|w\.e\.f\.)|\[\s*{_AMEND}\s+(?:by|vide)\b")
+_NOTE_START = re.compile(
+    rf"\(\s*(?:(?i:Note)\s*:|{_AMEND}\s+(?:by|for|vide)\b|w\.e\.f\.)|\[\s*{_AMEND}\s+(?:by|vide)\b"
+)
+
 
 def _paren_span_end(text: str, i: int) -> int:
     "End of the parenthesised group opening at `text[i]` (at a `]` or the end of the text when it never closes)."
     depth = 0
     for j in range(i, len(text)):
         depth += {"(": 1, ")": -1}.get(text[j], 0)
-        if depth == 0: return j + 1
-        if text[j] == "]": return j
+        if depth == 0:
+            return j + 1
+        if text[j] == "]":
+            return j
     return len(text)
+
 
 def _bracket_note_end(text: str, i: int) -> int:
     "End of a bracket note `[Subs. by …]` at `i`: its `]`, or the end of a `(w.e.f. …)` followed by substituted words."
     close = text.find("]", i)
     close = len(text) if close < 0 else close
     wef = [m.end() for m in re.finditer(r"\(\s*w\.e\.f\.[^()]*\)", text[i:close])]
-    return i + wef[-1] if wef and text[i + wef[-1]:close].strip(" .") else close + 1
+    return i + wef[-1] if wef and text[i + wef[-1] : close].strip(" .") else close + 1
+
 
 def editorial_spans(raw: str, section: str | None = None, title: str = "") -> list[tuple[int, int, str]]:
     """`(start, end, kind)` of the non-statutory parts of a raw section: footnote lines and headers, page numbers,
@@ -534,12 +738,25 @@ def editorial_spans(raw: str, section: str | None = None, title: str = "") -> li
         sep = r"\W{1,3}"
         heading = sep.join(map(re.escape, words))
         for m in re.finditer(heading, raw, re.I):  # at the start (any case), opening a line, or glued (`title.word`)
-            at_start = re.fullmatch(r"\W*(?:Sec(?:tion)?\W*)?(?:\d+\s?[A-Z]{0,3})?(?:\W+[A-Za-z][A-Za-z ]*\bAct\W+\d{4})?\W*", raw[:m.start()])
-            if at_start or re.fullmatch(heading, m.group()) and (re.search(r"(?:^|\n)[ \t]*(?:\d{0,2}\[)?$", raw[:m.start()])
-                                                                or re.match(r"\.[a-z]", raw[m.end():])):
+            at_start = re.fullmatch(
+                r"\W*(?:Sec(?:tion)?\W*)?(?:\d+\s?[A-Z]{0,3})?(?:\W+[A-Za-z][A-Za-z ]*\bAct\W+\d{4})?\W*",
+                raw[: m.start()],
+            )
+            if (
+                at_start
+                or re.fullmatch(heading, m.group())
+                and (
+                    re.search(r"(?:^|\n)[ \t]*(?:\d{0,2}\[)?$", raw[: m.start()])
+                    or re.match(r"\.[a-z]", raw[m.end() :])
+                )
+            ):
                 end = m.end()
-                if at_start and (title_act := re.match(r"[ \t]+[-–—][ \t]+[A-Za-z][A-Za-z ]*\bAct\b,?[ \t]*\d{4}[ \t]*(?=\n|$)", raw[end:])):
-                    end += title_act.end()     # a page title after the heading: `Heading - Copy Right Act 1957`
+                if at_start and (
+                    title_act := re.match(
+                        r"[ \t]+[-–—][ \t]+[A-Za-z][A-Za-z ]*\bAct\b,?[ \t]*\d{4}[ \t]*(?=\n|$)", raw[end:]
+                    )
+                ):
+                    end += title_act.end()  # a page title after the heading: `Heading - Copy Right Act 1957`
                 spans.append((m.start(), end, "heading"))
         for k in range(len(words) - 1, 1, -1):  # a heading fragment before the word it repeats (`Prohibition of of`)
             for m in re.finditer(rf"\b{sep.join(map(re.escape, words[:k]))}\s+(?={re.escape(words[k - 1])}\b)", raw):
@@ -548,22 +765,36 @@ def editorial_spans(raw: str, section: str | None = None, title: str = "") -> li
         num = re.match(r"(\d+)([A-Z]*)", section)
         blank = _blank(raw, spans)
         suffix = rf"\s?{num.group(2)}" if num and num.group(2) else ""
-        m = re.match(rf"[\s#.:—–-]*(?:Sec(?:tion)?\b[\s.-]*)?{num.group(1)}{suffix}(?![\dA-Za-z])(?:,[^\n:]*?\bAct\b,?\s*\d{{4}}\s*:)?", blank) if num else None
-        if m: spans.append((0, m.end(), "heading"))
+        m = (
+            re.match(
+                rf"[\s#.:—–-]*(?:Sec(?:tion)?\b[\s.-]*)?{num.group(1)}{suffix}(?![\dA-Za-z])(?:,[^\n:]*?\bAct\b,?\s*\d{{4}}\s*:)?",
+                blank,
+            )
+            if num
+            else None
+        )
+        if m:
+            spans.append((0, m.end(), "heading"))
     blank = _blank(raw, spans)
     for m in re.finditer(r"^[ \t]*\(\w{1,5}\)[ \t]*[\W_]*$", blank, re.M):  # a clause whose whole text was a note
         if any(s < m.end() and e > m.start() for s, e, _ in spans):
             spans.append((m.start(), m.end(), "omitted clause"))
     return sorted(spans)
 
+
 def _blank(text: str, spans) -> str:
     "`text` with every span replaced by spaces (offsets kept)."
     chars = list(text)
-    for s, e, *_ in spans: chars[s:e] = " " * (e - s)
+    for s, e, *_ in spans:
+        chars[s:e] = " " * (e - s)
     return "".join(chars)
 
-_TOKEN = re.compile(r"(?P<enumerator>\((?:\d{1,3}[A-Z]{1,2}|[a-z]{1,2}|[ivxl]{1,6}|[A-Z])\))"
-                    r"|(?P<number>\d+)|(?P<word>[A-Za-z\u00C0-\u024F]+)|(?P<symbol>[&%§₹$])")
+
+_TOKEN = re.compile(
+    r"(?P<enumerator>\((?:\d{1,3}[A-Z]{1,2}|[a-z]{1,2}|[ivxl]{1,6}|[A-Z])\))"
+    r"|(?P<number>\d+)|(?P<word>[A-Za-z\u00C0-\u024F]+)|(?P<symbol>[&%§₹$])"
+)
+
 
 def statutory_tokens(text: str) -> Counter:
     """Word types of a text, counted: `enumerator` (a clause label `(a)`, `(iv)`, `(A)`, `(2A)`), `number` (a run of digits,
@@ -572,14 +803,17 @@ def statutory_tokens(text: str) -> Counter:
     and spacing are not counted."""
     return Counter((m.lastgroup, m.group().strip(" \t()")) for m in _TOKEN.finditer(text))
 
+
 def statutory_text(raw: str, section: str | None = None, title: str = "") -> str:
     "The raw text with its `editorial_spans` blanked out: what a cleaner must keep, word for word."
     return _blank(raw, editorial_spans(raw, section, title))
+
 
 def lost_statutory_words(raw: str, cleaned: str, section: str | None = None, title: str = "") -> Counter:
     """Statutory word tokens of the raw text (its words outside `editorial_spans`) missing from the cleaned text:
     a multiset difference, keyed `(word type, token)` (see `statutory_tokens`). Empty when nothing was lost."""
     return statutory_tokens(statutory_text(raw, section, title)) - statutory_tokens(cleaned)
+
 
 def kept_editorial_tokens(raw: str, cleaned: str, section: str | None = None, title: str = "") -> Counter:
     "The other direction: tokens of the cleaned text that are no statutory word of the raw text (a footnote number left behind, a note's words)."
@@ -588,6 +822,7 @@ def kept_editorial_tokens(raw: str, cleaned: str, section: str | None = None, ti
 # %% ../notebooks/01_corpus.ipynb #3b52b7b5
 WORD_TYPES = ("word", "number", "enumerator", "symbol")
 
+
 def check_section(rec: dict) -> dict:
     "Clean one raw section record and check it: editorial `leftovers` (strings) and `lost` statutory words (a Counter)."
     sec = clean_section(rec)
@@ -595,31 +830,48 @@ def check_section(rec: dict) -> dict:
     args = (rec["text"], cleaned, rec["section"], rec.get("title", ""))
     leftovers = [f"{sec['title']}: {f}" for f in editorial_leftovers(sec["title"])]
     leftovers += [f for u in sec["units"] for f in editorial_leftovers(u)]
-    leftovers += [f"not a statutory word of the raw text ({t}): {w!r}" for (t, w), n in kept_editorial_tokens(*args).items() for _ in range(n)]
+    leftovers += [
+        f"not a statutory word of the raw text ({t}): {w!r}"
+        for (t, w), n in kept_editorial_tokens(*args).items()
+        for _ in range(n)
+    ]
     return {"act": rec["act"], "section": rec["section"], "leftovers": leftovers, "lost": lost_statutory_words(*args)}
+
 
 def cleaner_check_table(checks: list[dict]):
     "Per-Act table (and a Total row): sections, editorial leftovers, statutory words lost, and the lost words by word type."
     import pandas as pd
+
     def row(name, cs):
         lost = sum((c["lost"] for c in cs), Counter())
-        return {"Act": name, "Sections": len(cs), "Leftovers": sum(len(c["leftovers"]) for c in cs), "Lost words": sum(lost.values()),
-                **{f"lost {t}": sum(n for (typ, _), n in lost.items() if typ == t) for t in WORD_TYPES}}
+        return {
+            "Act": name,
+            "Sections": len(cs),
+            "Leftovers": sum(len(c["leftovers"]) for c in cs),
+            "Lost words": sum(lost.values()),
+            **{f"lost {t}": sum(n for (typ, _), n in lost.items() if typ == t) for t in WORD_TYPES},
+        }
+
     present = {c["act"] for c in checks}
     rows = [row(act_label(k), [c for c in checks if c["act"] == k]) for k in act_keys_in_card_order() if k in present]
     return pd.DataFrame(rows + [row("Total", checks)])
 
+
 def project_statute_sources() -> list[Path]:
     "Every set of raw sections the project holds: each committed section batch, each batch in `../shared/statutes/` and the official PDFs, where present."
     found = [*batch_files(sample_statutes_dir(), "sections"), *statutes_jsonl_paths()]
-    if pdf_dir().is_dir() and any(pdf_dir().glob("*.pdf")): found.append(pdf_dir())
+    if pdf_dir().is_dir() and any(pdf_dir().glob("*.pdf")):
+        found.append(pdf_dir())
     return list(dict.fromkeys(p.resolve() for p in found if p.exists()))
+
 
 def read_statute_source(path: str | Path) -> list[dict]:
     "Raw section records from a section JSONL file or a folder of `<act>.pdf` India Code PDFs (only the Acts present)."
     path = Path(path)
-    if path.is_dir(): return read_official_pdfs(path, [a for a in ACTS if (path / f"{a}.pdf").is_file()])
+    if path.is_dir():
+        return read_official_pdfs(path, [a for a in ACTS if (path / f"{a}.pdf").is_file()])
     return read_sections_jsonl(path)
+
 
 def cleaner_check_report(source: str | Path, show: int = 20) -> tuple[str, bool]:
     "The cleaner check of one statute source as text (the per-Act table, then up to `show` findings) and whether it found any."
@@ -634,25 +886,47 @@ def cleaner_check_report(source: str | Path, show: int = 20) -> tuple[str, bool]
 def context_stats(contexts: list[dict]):
     "Per-Act table: sections, contexts, truncated contexts, and context length in words (mean, median, min, max)."
     import pandas as pd
+
     df = pd.DataFrame(contexts)
     rows = []
     for key in act_keys_in_card_order():
         d = df[df.act == key] if len(df) else df
-        if not len(d): continue
+        if not len(d):
+            continue
         w = d.n_words
-        rows.append({"Act": act_label(key), "Sections": d.section.nunique(), "Contexts": len(d),
-                     **({"Truncated": int(d.truncated.sum())} if "truncated" in d else {}), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
-                     "Min words": int(w.min()), "Max words": int(w.max())})
+        rows.append(
+            {
+                "Act": act_label(key),
+                "Sections": d.section.nunique(),
+                "Contexts": len(d),
+                **({"Truncated": int(d.truncated.sum())} if "truncated" in d else {}),
+                "Mean words": round(w.mean(), 1),
+                "Median words": float(w.median()),
+                "Min words": int(w.min()),
+                "Max words": int(w.max()),
+            }
+        )
     if rows:
         w = df.n_words
-        rows.append({"Act": "Total", "Sections": len(df.groupby(["act", "section"])), "Contexts": len(df),
-                     **({"Truncated": int(df.truncated.sum())} if "truncated" in df else {}), "Mean words": round(w.mean(), 1), "Median words": float(w.median()),
-                     "Min words": int(w.min()), "Max words": int(w.max())})
+        rows.append(
+            {
+                "Act": "Total",
+                "Sections": len(df.groupby(["act", "section"])),
+                "Contexts": len(df),
+                **({"Truncated": int(df.truncated.sum())} if "truncated" in df else {}),
+                "Mean words": round(w.mean(), 1),
+                "Median words": float(w.median()),
+                "Min words": int(w.min()),
+                "Max words": int(w.max()),
+            }
+        )
     return pd.DataFrame(rows)
+
 
 def plot_context_lengths(contexts: list[dict]):
     "Box plot of context length (words) per Act."
     import matplotlib.pyplot as plt
+
     acts = [k for k in act_keys_in_card_order() if any(c["act"] == k for c in contexts)]
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.boxplot([[c["n_words"] for c in contexts if c["act"] == k] for k in acts], vert=False)
@@ -669,35 +943,45 @@ PROFILE_DEFAULTS = {
     "paper": {"input": "pdf", "max_context_words": 260},
 }
 
+
 def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
     "Copy each existing file of `sources` into folder `dest` when the copy there is missing or differs (atomically: a temporary file, then a rename)."
     dest.mkdir(parents=True, exist_ok=True)
     for src in sources:
         if src.is_file() and (not (dest / src.name).is_file() or (dest / src.name).read_bytes() != src.read_bytes()):
             tmp = dest / f".{src.name}.tmp"
-            shutil.copyfile(src, tmp); tmp.replace(dest / src.name)
+            shutil.copyfile(src, tmp)
+            tmp.replace(dest / src.name)
     return dest
+
 
 def sync_sample_statutes() -> Path | None:
     """Copy `../shared/statutes/`'s section batches (`sections.jsonl`, `sections-batch<N>.jsonl`) and README, and
     `../shared/BATCH2.md` (what the second batch holds), into `data/sample/statutes/` when they differ (no-op without `../shared`)."""
     shared = shared_dir()
-    if shared is None or not (shared / "statutes" / "sections.jsonl").is_file(): return None
-    return sync_shared_files([*batch_files(shared / "statutes", "sections"), shared / "statutes" / "README.md", shared / "BATCH2.md"],
-                             sample_statutes_dir())
+    if shared is None or not (shared / "statutes" / "sections.jsonl").is_file():
+        return None
+    return sync_shared_files(
+        [*batch_files(shared / "statutes", "sections"), shared / "statutes" / "README.md", shared / "BATCH2.md"],
+        sample_statutes_dir(),
+    )
+
 
 def pdf_acts_in(folder: str | Path) -> list[str]:
     "The Acts (card order) with a `<act>.pdf` in `folder`: a rebuild may cover any set of Acts; a folder with none is an error."
     acts = [a for a in ACTS if (Path(folder) / f"{a}.pdf").is_file()]
-    if not acts: raise FileNotFoundError(f"{folder}: no statute PDF named after an Act ({', '.join(f'{a}.pdf' for a in ACTS)})")
+    if not acts:
+        raise FileNotFoundError(f"{folder}: no statute PDF named after an Act ({', '.join(f'{a}.pdf' for a in ACTS)})")
     return acts
+
 
 def load_statutes(profile: str = "offline", statutes_path: str | Path | None = None) -> list[dict]:
     "Raw section records for a profile: the section JSONL (offline) or the official PDFs (paper); `statutes_path` (a JSONL, or a folder with the PDFs of any set of Acts) overrides."
     if statutes_path is not None:
         p = Path(statutes_path)
         return read_official_pdfs(p, pdf_acts_in(p)) if p.is_dir() else read_sections_jsonl(p)
-    if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf": return read_official_pdfs()
+    if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf":
+        return read_official_pdfs()
     return read_sections_jsonl(statutes_jsonl_paths())
 
 # %% ../notebooks/01_corpus.ipynb #88ba2f84
@@ -706,19 +990,33 @@ def released_contexts(records: Iterable[dict]) -> list[dict]:
     seen, out = set(), []
     for r in records:
         key = (record_act(r), r["context"])
-        if key in seen: continue
+        if key in seen:
+            continue
         seen.add(key)
-        out.append({"act": key[0], "section": record_section(r), "title": r.get("title", ""),
-                    "context": r["context"], "n_words": len(r["context"].split())})
+        out.append(
+            {
+                "act": key[0],
+                "section": record_section(r),
+                "title": r.get("title", ""),
+                "context": r["context"],
+                "n_words": len(r["context"].split()),
+            }
+        )
     return out
 
 # %% ../notebooks/01_corpus.ipynb #28aaf2ba
-def corpus_stage(plan, statutes_path: str | Path | None = None, max_context_words: int | None = None) -> tuple[list[dict], str]:
+def corpus_stage(
+    plan, statutes_path: str | Path | None = None, max_context_words: int | None = None
+) -> tuple[list[dict], str]:
     "The contexts the stage describes, and where they come from (see above); a rebuild writes its build's `contexts.jsonl`."
     from indicipr.core import load_benchmark
+
     if not plan.rebuild:
-        return released_contexts(load_benchmark(plan.data_source, merged=True)["merged"]), f"the released files of {plan.data_source}"
-    if plan.of_sample and plan.publish: sync_sample_statutes()   # only the main job writes data/sample/ (never a tagged build)
+        return released_contexts(
+            load_benchmark(plan.data_source, merged=True)["merged"]
+        ), f"the released files of {plan.data_source}"
+    if plan.of_sample and plan.publish:
+        sync_sample_statutes()  # only the main job writes data/sample/ (never a tagged build)
     max_words = stage_settings(PROFILE_DEFAULTS, plan.profile, max_context_words=max_context_words)["max_context_words"]
     sections = load_statutes(plan.profile, statutes_path)
     contexts = build_contexts(sections, max_words)

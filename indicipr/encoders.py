@@ -12,15 +12,36 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from . import core, metrics
-from .qa_model import (CARD_NAMES, MODEL_REGISTRY, _model_short_name, answer_length_profile,
-                               answer_token_lengths, encode_windows, load_qa_model, load_tokenizer, predict_answers,
-                               suggest_max_answer_length)
-from .training import (_SPEED_SETTINGS, PackedWindows, TrainConfig, _planned_steps, fit,
-                               resolved_cuda_graphs, resolved_pad_multiple, run_pool)
+from indicipr.qa_model import (
+    CARD_NAMES,
+    MODEL_REGISTRY,
+    _model_short_name,
+    answer_length_profile,
+    answer_token_lengths,
+    encode_windows,
+    load_qa_model,
+    load_tokenizer,
+    predict_answers,
+    suggest_max_answer_length,
+)
+from indicipr.training import (
+    _SPEED_SETTINGS,
+    PackedWindows,
+    TrainConfig,
+    _planned_steps,
+    fit,
+    resolved_cuda_graphs,
+    resolved_pad_multiple,
+    run_pool,
+)
+
+if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
@@ -32,17 +53,21 @@ __all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'checkpoint_dir', 'is_main_process'
 # %% ../notebooks/08_encoders.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
 
+
 def checkpoint_dir(data_source, model: str, seed: int) -> Path:
     "Where one fine-tuning run's model goes: `data/models/<source>/<model>_seed<k>/`."
     return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
+
 
 def is_main_process() -> bool:
     "True on the main process (rank 0) or when not distributed."
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0"))) == 0
 
+
 def _same_settings(old: dict, new: dict) -> bool:
     "Same recipe, data and decoding (how the run was executed aside: `_SPEED_SETTINGS`)."
     return all(old.get(k) == v for k, v in new.items() if k not in _SPEED_SETTINGS)
+
 
 def _checkpoint_revision(name: str) -> str | None:
     """What exactly was fine-tuned: the hub commit of a downloaded checkpoint (its snapshot in the local cache),
@@ -50,40 +75,68 @@ def _checkpoint_revision(name: str) -> str | None:
     ref = MODEL_REGISTRY.get(name, name)
     if ref.startswith("package:"):
         import importlib.metadata as md
+
         pkg = ref.split(":", 1)[1].replace("_", "-")
-        try: return f"{pkg} {md.version(pkg)}"
-        except md.PackageNotFoundError: return None
-    if Path(ref).is_dir(): return None
+        try:
+            return f"{pkg} {md.version(pkg)}"
+        except md.PackageNotFoundError:
+            return None
+    if Path(ref).is_dir():
+        return None
     from huggingface_hub import try_to_load_from_cache
+
     path = try_to_load_from_cache(ref, "config.json")
     return Path(path).parent.name if isinstance(path, str) and Path(path).parent.parent.name == "snapshots" else None
+
 
 def _device_label() -> str:
     "The training device as the report states it: `cpu`, or `cuda (<GPU name>)`."
     return f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
 
+
 def _model_size(model) -> dict:
     "Layers, hidden size and parameters (millions) of a loaded model: the size the report states."
     cfg = model.config
-    return {"layers": getattr(cfg, "num_hidden_layers", None), "hidden": getattr(cfg, "hidden_size", None),
-            "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1)}
+    return {
+        "layers": getattr(cfg, "num_hidden_layers", None),
+        "hidden": getattr(cfg, "hidden_size", None),
+        "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
+    }
 
-def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_answer_length: int,
-                  extra_meta: dict | None = None, callbacks=None) -> Path:
+
+def train_encoder(
+    model: str,
+    train_records,
+    cfg: TrainConfig,
+    output_dir,
+    max_answer_length: int,
+    extra_meta: dict | None = None,
+    callbacks=None,
+) -> Path:
     """Fine-tune `model` on `train_records`; save model, tokenizer, `train_log.json` (the loss of every step, with the
     loop) and `qa_config.json` (written last: the run is finished) to `output_dir`."""
     output_dir = Path(output_dir)
-    meta = {"base_model": model, "resolved_model": MODEL_REGISTRY.get(model, model), **asdict(cfg),
-            "pad_multiple": resolved_pad_multiple(cfg), "cuda_graphs": resolved_cuda_graphs(cfg),
-            "max_answer_length": int(max_answer_length),
-            "train_examples": len(train_records), "train_ids_head": [r["id"] for r in train_records[:5]],
-            **(extra_meta or {})}
+    meta = {
+        "base_model": model,
+        "resolved_model": MODEL_REGISTRY.get(model, model),
+        **asdict(cfg),
+        "pad_multiple": resolved_pad_multiple(cfg),
+        "cuda_graphs": resolved_cuda_graphs(cfg),
+        "max_answer_length": int(max_answer_length),
+        "train_examples": len(train_records),
+        "train_ids_head": [r["id"] for r in train_records[:5]],
+        **(extra_meta or {}),
+    }
     done, started = output_dir / _QA_CONFIG, output_dir / "_run_settings.json"
-    for marker in (done, started):                        # a finished run is reused; a run with other settings is discarded
+    for marker in (done, started):  # a finished run is reused; a run with other settings is discarded
         if marker.exists():
-            if marker is done and _same_settings(json.loads(marker.read_text()), meta): return output_dir
-            if not _same_settings(json.loads(marker.read_text()), meta): shutil.rmtree(output_dir); break
-    if is_main_process(): core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
+            if marker is done and _same_settings(json.loads(marker.read_text()), meta):
+                return output_dir
+            if not _same_settings(json.loads(marker.read_text()), meta):
+                shutil.rmtree(output_dir)
+                break
+    if is_main_process():
+        core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
     core.seed_everything(cfg.seed)
     tok = load_tokenizer(model)
     qa_model = load_qa_model(model)
@@ -93,91 +146,153 @@ def train_encoder(model: str, train_records, cfg: TrainConfig, output_dir, max_a
     trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
     args, resume = trainer.args, trainer.resumed_from
     world = getattr(trainer, "world_size", None) or args.world_size
-    meta.update(train_windows=len(packed), train_seconds=round(time.perf_counter() - t0, 1),
-                resumed_from=Path(resume).name if resume else None, global_steps=trainer.state.global_step,
-                _planned_steps=_planned_steps(cfg, len(packed), world), world_size=world,
-                device=_device_label(),
-                precision=getattr(trainer, "precision", None) or ("bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"),
-                base_revision=_checkpoint_revision(model), **_model_size(qa_model),
-                final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None))
+    meta.update(
+        train_windows=len(packed),
+        train_seconds=round(time.perf_counter() - t0, 1),
+        resumed_from=Path(resume).name if resume else None,
+        global_steps=trainer.state.global_step,
+        _planned_steps=_planned_steps(cfg, len(packed), world),
+        world_size=world,
+        device=_device_label(),
+        precision=getattr(trainer, "precision", None) or ("bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"),
+        base_revision=_checkpoint_revision(model),
+        **_model_size(qa_model),
+        final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None),
+    )
     if trainer.is_world_process_zero():
-        trainer.save_model(str(output_dir)); tok.save_pretrained(str(output_dir))
+        trainer.save_model(str(output_dir))
+        tok.save_pretrained(str(output_dir))
         shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
-        log = {"engine": cfg.engine, "step_losses": getattr(trainer, "step_losses", None),
-               "cuda_graphs": getattr(trainer, "cuda_graphs", None), "log_history": trainer.state.log_history}
+        log = {
+            "engine": cfg.engine,
+            "step_losses": getattr(trainer, "step_losses", None),
+            "cuda_graphs": getattr(trainer, "cuda_graphs", None),
+            "log_history": trainer.state.log_history,
+        }
         core.write_text_atomic(output_dir / "train_log.json", json.dumps(log) + "\n")
         core.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
     return output_dir
+
 
 def qa_config(model_dir) -> dict:
     "The inference settings (`qa_config.json`) `train_encoder` saved beside a model; `{}` for a folder without them."
     path = Path(model_dir) / _QA_CONFIG
     return json.loads(path.read_text()) if path.exists() else {}
 
+
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
 
 def load_finetuned(model_dir) -> tuple:
     "(model, tokenizer, qa_config) of a folder written by `train_encoder`; a folder that is not one is named, with what it lacks."
     from indicipr.core import InputError
+
     model_dir = check_finetuned(model_dir)
-    try: return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
-    except Exception as e:                      # safetensors, torch and transformers raise their own kinds for a bad file
-        raise InputError(f"{model_dir}: cannot be loaded as a question-answering model ({type(e).__name__}: "
-                         f"{(str(e).splitlines() or [''])[0][:300]})") from None
+    try:
+        return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
+    except Exception as e:  # safetensors, torch and transformers raise their own kinds for a bad file
+        raise InputError(
+            f"{model_dir}: cannot be loaded as a question-answering model ({type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0][:300]})"
+        ) from None
+
 
 def check_finetuned(model_dir) -> Path:
     """The checks of `load_finetuned` that need no model loaded: a folder with a readable `config.json`, weights that can
     be read, and a question-answering head in them (a base model's folder has none: its answers would be random)."""
     from indicipr.core import InputError
+
     model_dir = Path(model_dir)
-    if not model_dir.is_dir(): raise InputError(f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)")
-    if not (model_dir / "config.json").is_file(): raise InputError(f"{model_dir}: not a saved model (no config.json)")
+    if not model_dir.is_dir():
+        raise InputError(
+            f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)"
+        )
+    if not (model_dir / "config.json").is_file():
+        raise InputError(f"{model_dir}: not a saved model (no config.json)")
     for name in ("config.json", _QA_CONFIG):
         if (model_dir / name).is_file():
-            try: json.loads((model_dir / name).read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e: raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
+            try:
+                json.loads((model_dir / name).read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
     if not any((model_dir / w).is_file() for w in _WEIGHTS):
-        raise InputError(f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?")
+        raise InputError(
+            f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?"
+        )
     weights = next(model_dir / w for w in _WEIGHTS if (model_dir / w).is_file())
-    if not os.access(weights, os.R_OK): raise InputError(f"{weights}: cannot be read (permission denied)")
-    try: names = _weight_names(weights)
+    if not os.access(weights, os.R_OK):
+        raise InputError(f"{weights}: cannot be read (permission denied)")
+    try:
+        names = _weight_names(weights)
     except Exception as e:
-        raise InputError(f"{weights}: not a readable weights file, corrupt or cut short ({type(e).__name__}: "
-                         f"{(str(e).splitlines() or [''])[0][:200]})") from None
+        raise InputError(
+            f"{weights}: not a readable weights file, corrupt or cut short ({type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0][:200]})"
+        ) from None
     if not any(n.split(".")[-2:-1] == ["qa_outputs"] or ".qa_outputs." in f".{n}" for n in names):
-        raise InputError(f"{model_dir}: not a fine-tuned QA model (its weights have no question-answering head, qa_outputs): "
-                         f"train it with `indicipr train` (or notebook 08) and predict with the folder it writes")
+        raise InputError(
+            f"{model_dir}: not a fine-tuned QA model (its weights have no question-answering head, qa_outputs): "
+            f"train it with `indicipr train` (or notebook 08) and predict with the folder it writes"
+        )
     return model_dir
+
 
 def _weight_names(weights: Path) -> list[str]:
     "The tensor names of a weights file (safetensors header, a sharded index's map, or a torch state dict)."
-    if weights.name.endswith(".index.json"): return list(json.loads(weights.read_text(encoding="utf-8"))["weight_map"])
+    if weights.name.endswith(".index.json"):
+        return list(json.loads(weights.read_text(encoding="utf-8"))["weight_map"])
     if weights.suffix == ".safetensors":
         from safetensors import safe_open
-        with safe_open(str(weights), framework="pt") as f: return list(f.keys())
+
+        with safe_open(str(weights), framework="pt") as f:
+            return list(f.keys())
     return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
 
 # %% ../notebooks/08_encoders.ipynb #57936ae7
-def predict_split(model_dir, records, batch_size: int | None = None, max_answer_length: int | None = None,
-                  device: str | None = None, progress: bool = True, span_score: str = "logits") -> dict[str, str]:
+def predict_split(
+    model_dir,
+    records,
+    batch_size: int | None = None,
+    max_answer_length: int | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    span_score: str = "logits",
+) -> dict[str, str]:
     "`{id: prediction_text}` for `records` with a fine-tuned model folder."
     model, tok, cfg = load_finetuned(model_dir)
     mal = max_answer_length or cfg.get("max_answer_length", 64)
-    answers = predict_answers(model, tok, records, cfg.get("max_length", 384), cfg.get("stride", 128), mal,
-                              batch_size, device=device, progress=progress, span_score=span_score)
+    answers = predict_answers(
+        model,
+        tok,
+        records,
+        cfg.get("max_length", 384),
+        cfg.get("stride", 128),
+        mal,
+        batch_size,
+        device=device,
+        progress=progress,
+        span_score=span_score,
+    )
     return {r["id"]: a.text for r, a in zip(records, answers)}
-
 
 # %% ../notebooks/08_encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
     "`train_encoder` then `predict_split` for one model × seed (`job`: model, cfg, output_dir, max_answer_length, meta)."
-    own = job.get("callbacks") or []                    # the job's own (a learning curve), then the pool's (a probe)
-    train_records = [*train_records, *job.get("rehearsal", [])]       # phase 2's replayed synthetic questions, if any
-    out = train_encoder(job["model"], train_records, job["cfg"], job["output_dir"], job["max_answer_length"], job["meta"],
-                        callbacks=[*own, *(callbacks or [])] or None)
-    if not is_main_process(): return None
+    own = job.get("callbacks") or []  # the job's own (a learning curve), then the pool's (a probe)
+    train_records = [*train_records, *job.get("rehearsal", [])]  # phase 2's replayed synthetic questions, if any
+    out = train_encoder(
+        job["model"],
+        train_records,
+        job["cfg"],
+        job["output_dir"],
+        job["max_answer_length"],
+        job["meta"],
+        callbacks=[*own, *(callbacks or [])] or None,
+    )
+    if not is_main_process():
+        return None
     t0 = time.perf_counter()
-    preds = predict_split(out, eval_records, eval_batch_size, progress=False)     # always the whole split
+    preds = predict_split(out, eval_records, eval_batch_size, progress=False)  # always the whole split
     return {"model_dir": str(out), "predictions": preds, "predict_s": round(time.perf_counter() - t0, 1)}
 
 # %% ../notebooks/08_encoders.ipynb #93364f31
@@ -185,65 +300,124 @@ def intermediate_dir(data_source, model: str) -> Path:
     "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
     return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_intermediate"
 
+
 def _digest(records) -> str:
     import hashlib
-    return hashlib.sha256(json.dumps([[r["context"], r["question"], r["answers"]] for r in records], sort_keys=True).encode()).hexdigest()[:16]
+
+    return hashlib.sha256(
+        json.dumps([[r["context"], r["question"], r["answers"]] for r in records], sort_keys=True).encode()
+    ).hexdigest()[:16]
+
 
 def intermediate_records(train_records, held_out, spec: dict) -> list[dict]:
     "Phase 1's synthetic questions by `spec` (`kinds`, `per_piece`, and `crop_words`: contexts cut to that many words around the answer)."
     from indicipr import clauses
-    synthetic = clauses.synthetic_records(train_records, held_out, tuple(spec.get("kinds", clauses.SYNTHETIC_KINDS)),
-                                          spec.get("per_piece", 2))
+
+    synthetic = clauses.synthetic_records(
+        train_records, held_out, tuple(spec.get("kinds", clauses.SYNTHETIC_KINDS)), spec.get("per_piece", 2)
+    )
     return [clauses.crop_context(r, spec["crop_words"]) for r in synthetic] if spec.get("crop_words") else synthetic
+
 
 def rehearsal_records(synthetic, fraction: float, seed: int) -> list[dict]:
     "A `fraction` of phase 1's questions, drawn by `seed`, that phase 2 trains on beside the real ones (so that it does not unlearn them)."
     import random
-    if not fraction: return []
+
+    if not fraction:
+        return []
     return random.Random(seed).sample(list(synthetic), round(fraction * len(synthetic)))
 
-def train_intermediate(model: str, train_records, held_out, spec: dict, output_dir, max_answer_length: int,
-                       extra_meta: dict | None = None, callbacks=None, synthetic: list[dict] | None = None) -> tuple[Path, dict]:
+
+def train_intermediate(
+    model: str,
+    train_records,
+    held_out,
+    spec: dict,
+    output_dir,
+    max_answer_length: int,
+    extra_meta: dict | None = None,
+    callbacks=None,
+    synthetic: list[dict] | None = None,
+) -> tuple[Path, dict]:
     """Phase 1: fine-tune `model` on synthetic questions from the contexts of `train_records` (none of `held_out`'s sections);
     `spec` holds `kinds`, `per_piece`, `epochs`, `learning_rate`, `batch_size`, `seed` (and optionally `crop_words`,
     `max_length`, `stride`, `freeze_embeddings`, `cpu_bf16`). Returns the checkpoint folder and `meta`, what phase 2 records
     about it (so that a changed phase 1 retrains phase 2). `synthetic`: `intermediate_records(...)` when already built."""
     from indicipr import clauses
+
     synthetic = synthetic if synthetic is not None else intermediate_records(train_records, held_out, spec)
-    cfg = TrainConfig(epochs=spec["epochs"], learning_rate=spec["learning_rate"], batch_size=spec["batch_size"],
-                      max_length=spec.get("max_length", 384), stride=spec.get("stride", 128), seed=spec.get("seed", 0),
-                      freeze_embeddings=spec.get("freeze_embeddings", False), cpu_bf16=spec.get("cpu_bf16", False))
-    meta = {"kinds": list(spec.get("kinds", clauses.SYNTHETIC_KINDS)), "per_piece": spec.get("per_piece", 2),
-            "crop_words": spec.get("crop_words"), "questions": len(synthetic),
-            "contexts": len({(core.record_act(r), core.record_section(r)) for r in synthetic}), "digest": _digest(synthetic)}
-    out = train_encoder(model, synthetic, cfg, output_dir, max_answer_length, {**(extra_meta or {}), "phase": "intermediate", "synthetic": meta},
-                        callbacks=callbacks)
+    cfg = TrainConfig(
+        epochs=spec["epochs"],
+        learning_rate=spec["learning_rate"],
+        batch_size=spec["batch_size"],
+        max_length=spec.get("max_length", 384),
+        stride=spec.get("stride", 128),
+        seed=spec.get("seed", 0),
+        freeze_embeddings=spec.get("freeze_embeddings", False),
+        cpu_bf16=spec.get("cpu_bf16", False),
+    )
+    meta = {
+        "kinds": list(spec.get("kinds", clauses.SYNTHETIC_KINDS)),
+        "per_piece": spec.get("per_piece", 2),
+        "crop_words": spec.get("crop_words"),
+        "questions": len(synthetic),
+        "contexts": len({(core.record_act(r), core.record_section(r)) for r in synthetic}),
+        "digest": _digest(synthetic),
+    }
+    out = train_encoder(
+        model,
+        synthetic,
+        cfg,
+        output_dir,
+        max_answer_length,
+        {**(extra_meta or {}), "phase": "intermediate", "synthetic": meta},
+        callbacks=callbacks,
+    )
     done = qa_config(out)
-    meta.update(epochs=done.get("epochs"), learning_rate=done.get("learning_rate"), batch_size=done.get("batch_size"),
-                steps=done.get("global_steps"), seed=done.get("seed"))
+    meta.update(
+        epochs=done.get("epochs"),
+        learning_rate=done.get("learning_rate"),
+        batch_size=done.get("batch_size"),
+        steps=done.get("global_steps"),
+        seed=done.get("seed"),
+    )
     return out, meta
+
 
 def intermediate_note(meta: dict | None) -> str:
     "One line for the settings table: what phase 1 did, e.g. `579 synthetic questions (clause, gap) from 73 training contexts; 2 epochs, lr 3e-4, batch 8, 145 steps, seed 0`."
-    if not meta: return "none"
+    if not meta:
+        return "none"
     crop = f" cut to {meta['crop_words']} words" if meta.get("crop_words") else ""
-    return (f"{meta['questions']} synthetic questions ({', '.join(meta['kinds'])}) from {meta['contexts']} training contexts{crop}; "
-            f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {meta['learning_rate']:g}, batch {meta['batch_size']}, "
-            f"{meta['steps']} steps, seed {meta['seed']}")
+    return (
+        f"{meta['questions']} synthetic questions ({', '.join(meta['kinds'])}) from {meta['contexts']} training contexts{crop}; "
+        f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {meta['learning_rate']:g}, batch {meta['batch_size']}, "
+        f"{meta['steps']} steps, seed {meta['seed']}"
+    )
 
 # %% ../notebooks/08_encoders.ipynb #999c79c6
 from transformers import TrainerCallback
 
 CURVE_FILE = "learning_curve.json"
 
+
 class F1Curve(TrainerCallback):
     "Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em, f1}]` to `path`."
-    def __init__(self, records, tokenizer, every: int, max_answer_length: int, path, max_length: int = 384, stride: int = 128):
-        self.records, self.tok, self.every, self.mal = list(records), tokenizer, max(1, int(every)), int(max_answer_length)
+
+    def __init__(
+        self, records, tokenizer, every: int, max_answer_length: int, path, max_length: int = 384, stride: int = 128
+    ):
+        self.records, self.tok, self.every, self.mal = (
+            list(records),
+            tokenizer,
+            max(1, int(every)),
+            int(max_answer_length),
+        )
         self.path, self.max_length, self.stride, self.points = Path(path), max_length, stride, []
 
     def _score(self, step: int, model) -> None:
         from indicipr import metrics
+
         was_training = model.training
         answers = predict_answers(model, self.tok, self.records, self.max_length, self.stride, self.mal)
         model.train(was_training)
@@ -251,77 +425,158 @@ class F1Curve(TrainerCallback):
         self.points.append({"step": int(step), "em": round(s["em"], 2), "f1": round(s["f1"], 2)})
 
     def on_train_begin(self, args, state, control, model=None, **kw):
-        if not self.points and state.global_step == 0: self._score(0, model)
+        if not self.points and state.global_step == 0:
+            self._score(0, model)
 
     def on_step_end(self, args, state, control, model=None, **kw):
-        if state.global_step % self.every == 0: self._score(state.global_step, model)
+        if state.global_step % self.every == 0:
+            self._score(state.global_step, model)
 
     def on_train_end(self, args, state, control, model=None, **kw):
-        if not self.points or self.points[-1]["step"] != state.global_step: self._score(state.global_step, model)
+        if not self.points or self.points[-1]["step"] != state.global_step:
+            self._score(state.global_step, model)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         core.write_text_atomic(self.path, json.dumps(self.points) + "\n")
+
 
 def read_curve(model_dir) -> list[dict]:
     "The learning-curve points `F1Curve` saved beside a run (`[]` when it was trained without one)."
     path = Path(model_dir) / CURVE_FILE
     return json.loads(path.read_text()) if path.is_file() else []
 
+
 def learning_curve(phases: dict[str, list[dict]]):
     "One table of the curves of consecutive phases (`{phase: points}`, in training order): phase, step, steps from the start, EM, F1."
     import pandas as pd
+
     rows, offset = [], 0
     for phase, points in phases.items():
-        for p in points: rows.append({"phase": phase, "step": p["step"], "total_step": offset + p["step"], "em": p["em"], "f1": p["f1"]})
-        if points: offset += points[-1]["step"]
+        for p in points:
+            rows.append(
+                {"phase": phase, "step": p["step"], "total_step": offset + p["step"], "em": p["em"], "f1": p["f1"]}
+            )
+        if points:
+            offset += points[-1]["step"]
     return pd.DataFrame(rows, columns=["phase", "step", "total_step", "em", "f1"])
+
 
 def plot_learning_curve(curve, reference: dict[str, float] | None = None, title: str = ""):
     "F1 against optimiser steps, one line per phase; `reference` draws horizontal lines (e.g. BM25 retrieval's F1)."
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for phase, g in curve.groupby("phase", sort=False): ax.plot(g.total_step, g.f1, marker="o", ms=3, label=phase)
-    for name, f1 in (reference or {}).items(): ax.axhline(f1, color="k", ls=":", lw=1); ax.text(0, f1, f" {name}", va="bottom", fontsize=8)
-    ax.set_xlabel("optimiser steps (batch of windows)"); ax.set_ylabel("F1"); ax.set_title(title, fontsize=9); ax.legend(fontsize=8)
+    for phase, g in curve.groupby("phase", sort=False):
+        ax.plot(g.total_step, g.f1, marker="o", ms=3, label=phase)
+    for name, f1 in (reference or {}).items():
+        ax.axhline(f1, color="k", ls=":", lw=1)
+        ax.text(0, f1, f" {name}", va="bottom", fontsize=8)
+    ax.set_xlabel("optimiser steps (batch of windows)")
+    ax.set_ylabel("F1")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 # %% ../notebooks/08_encoders.ipynb #76b89fbd
 PROFILE_DEFAULTS = {
-    "offline": {"models": ["minilm-l6"], "seeds": [0, 1, 2], "epochs": 2.0, "max_steps": None, "learning_rate": 0.0003,
-                "batch_size": 8, "max_length": 384, "stride": 128, "max_answer_length": None, "answer_coverage": 0.99,
-                "eval_batch_size": None, "split": "test", "freeze_embeddings": True, "cpu_bf16": True, "rehearsal": 0.5,
-                "workers": 3,
-                "intermediate": {"kinds": ["clause", "gap"], "per_piece": 3, "crop_words": 80, "epochs": 3.0,
-                                 "learning_rate": 0.0003, "batch_size": 8, "seed": 0},
-                "curve_split": "validation", "curve_every": 50, "boundary_models": "all", "boundary_tune_split": "validation"},
-    "paper": {"models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"], "seeds": [0, 1, 2],
-              "epochs": 2.0, "max_steps": None, "learning_rate": 3e-5, "batch_size": 12, "max_length": 384, "stride": 128,
-              "max_answer_length": None, "answer_coverage": 0.99, "eval_batch_size": None, "split": "test",
-              "freeze_embeddings": False, "cpu_bf16": False, "rehearsal": 0.0, "workers": None,
-              "intermediate": None, "curve_split": None, "curve_every": None, "boundary_models": ["inlegalbert"],
-              "boundary_tune_split": "validation"},
+    "offline": {
+        "models": ["minilm-l6"],
+        "seeds": [0, 1, 2],
+        "epochs": 2.0,
+        "max_steps": None,
+        "learning_rate": 0.0003,
+        "batch_size": 8,
+        "max_length": 384,
+        "stride": 128,
+        "max_answer_length": None,
+        "answer_coverage": 0.99,
+        "eval_batch_size": None,
+        "split": "test",
+        "freeze_embeddings": True,
+        "cpu_bf16": True,
+        "rehearsal": 0.5,
+        "workers": 3,
+        "intermediate": {
+            "kinds": ["clause", "gap"],
+            "per_piece": 3,
+            "crop_words": 80,
+            "epochs": 3.0,
+            "learning_rate": 0.0003,
+            "batch_size": 8,
+            "seed": 0,
+        },
+        "curve_split": "validation",
+        "curve_every": 50,
+        "boundary_models": "all",
+        "boundary_tune_split": "validation",
+    },
+    "paper": {
+        "models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"],
+        "seeds": [0, 1, 2],
+        "epochs": 2.0,
+        "max_steps": None,
+        "learning_rate": 3e-5,
+        "batch_size": 12,
+        "max_length": 384,
+        "stride": 128,
+        "max_answer_length": None,
+        "answer_coverage": 0.99,
+        "eval_batch_size": None,
+        "split": "test",
+        "freeze_embeddings": False,
+        "cpu_bf16": False,
+        "rehearsal": 0.0,
+        "workers": None,
+        "intermediate": None,
+        "curve_split": None,
+        "curve_every": None,
+        "boundary_models": ["inlegalbert"],
+        "boundary_tune_split": "validation",
+    },
 }
-_SHRINK_PARAMETERS = ("epochs", "max_steps")    # what a CPU rehearsal may shrink; data and inference stay full size
+_SHRINK_PARAMETERS = ("epochs", "max_steps")  # what a CPU rehearsal may shrink; data and inference stay full size
+
 
 def shrink_note(settings: dict, profile: str) -> str:
     "The shrink parameters that differ from the profile's defaults, e.g. `epochs 0.25 (profile 2.0)`; `none` if none."
     base = PROFILE_DEFAULTS[profile]
-    diff = [f"{k} {settings[k]:g} (profile {base[k]})" if isinstance(settings[k], float) else f"{k} {settings[k]} (profile {base[k]})"
-            for k in _SHRINK_PARAMETERS if settings.get(k) != base.get(k)]
+    diff = [
+        f"{k} {settings[k]:g} (profile {base[k]})"
+        if isinstance(settings[k], float)
+        else f"{k} {settings[k]} (profile {base[k]})"
+        for k in _SHRINK_PARAMETERS
+        if settings.get(k) != base.get(k)
+    ]
     return "; ".join(diff) or "none"
+
 
 def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) -> dict:
     "The effective settings of one run (read back from its `qa_config.json`): a row of the `encoder_settings` table."
     m = qa_config(model_dir)
-    return {"model": model, "seed": seed, "checkpoint": m.get("resolved_model"), "revision": m.get("base_revision"),
-            "layers": m.get("layers"), "hidden": m.get("hidden"), "parameters_m": m.get("parameters_m"),
-            "epochs": m.get("epochs"), "max_steps": m.get("max_steps"), "steps": m.get("global_steps"),
-            "train_windows": m.get("train_windows"), "batch_size": m.get("batch_size"),
-            "learning_rate": f"{m['learning_rate']:g}" if m.get("learning_rate") is not None else None,   # 3e-05, not 0.00
-            "max_length": m.get("max_length"), "stride": m.get("stride"),
-            "max_answer_length": m.get("max_answer_length"), "device": m.get("device"), "precision": m.get("precision"),
-            "embeddings": "frozen" if m.get("freeze_embeddings") else "trained",
-            "eval_questions": n_eval, "shrink": shrink}
+    return {
+        "model": model,
+        "seed": seed,
+        "checkpoint": m.get("resolved_model"),
+        "revision": m.get("base_revision"),
+        "layers": m.get("layers"),
+        "hidden": m.get("hidden"),
+        "parameters_m": m.get("parameters_m"),
+        "epochs": m.get("epochs"),
+        "max_steps": m.get("max_steps"),
+        "steps": m.get("global_steps"),
+        "train_windows": m.get("train_windows"),
+        "batch_size": m.get("batch_size"),
+        "learning_rate": f"{m['learning_rate']:g}" if m.get("learning_rate") is not None else None,  # 3e-05, not 0.00
+        "max_length": m.get("max_length"),
+        "stride": m.get("stride"),
+        "max_answer_length": m.get("max_answer_length"),
+        "device": m.get("device"),
+        "precision": m.get("precision"),
+        "embeddings": "frozen" if m.get("freeze_embeddings") else "trained",
+        "eval_questions": n_eval,
+        "shrink": shrink,
+    }
+
 
 def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict, dict]:
     """Per model of `settings`: the training answers' lengths in its tokens (a table row, and all lengths for the figure)
@@ -329,22 +584,38 @@ def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict,
     rows, lengths, caps = [], {}, {}
     for m in settings["models"]:
         tok = load_tokenizer(m)
-        caps[m] = settings["max_answer_length"] or suggest_max_answer_length(train_records, tok, settings["answer_coverage"])
-        rows.append({"model": CARD_NAMES.get(m, m), **answer_length_profile(train_records, tok), "max_answer_length": caps[m]})
+        caps[m] = settings["max_answer_length"] or suggest_max_answer_length(
+            train_records, tok, settings["answer_coverage"]
+        )
+        rows.append(
+            {"model": CARD_NAMES.get(m, m), **answer_length_profile(train_records, tok), "max_answer_length": caps[m]}
+        )
         lengths[m] = answer_token_lengths(train_records, tok)
     return rows, lengths, caps
+
 
 def stage_records(data_source, split: str) -> tuple[list[dict], list[dict]]:
     "(training records with trustworthy offsets, the evaluated split's records); says how many training records were mended or left out."
     ds = core.load_benchmark(data_source)
     train, repaired, left_out = core.training_records(ds["train"])
     if repaired or left_out:
-        print(f"training split: {repaired} answer offset(s) repaired (the text occurs once in its context), {left_out} record(s) "
-              "left out (the text occurs several times or not at all)", file=sys.stderr)
+        print(
+            f"training split: {repaired} answer offset(s) repaired (the text occurs once in its context), {left_out} record(s) "
+            "left out (the text occurs several times or not at all)",
+            file=sys.stderr,
+        )
     return train, [dict(r) for r in ds[split]]
 
-def run_encoders(data_source="sample", profile="offline", caps: dict | None = None, workers=None,
-                 train_options: dict | None = None, pool_info: dict | None = None, **overrides) -> list[dict]:
+
+def run_encoders(
+    data_source="sample",
+    profile="offline",
+    caps: dict | None = None,
+    workers=None,
+    train_options: dict | None = None,
+    pool_info: dict | None = None,
+    **overrides,
+) -> list[dict]:
     """Train every model × seed, predict the whole split, write predictions; one row per run: scores, `train_s` and
     `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap
     of each model (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count
@@ -361,66 +632,145 @@ def run_encoders(data_source="sample", profile="offline", caps: dict | None = No
     for model in st["models"]:
         mal = caps[model]
         tok = load_tokenizer(model) if curve_set else None
-        curve = lambda folder, tok=tok, mal=mal: [F1Curve(curve_set, tok, st["curve_every"], mal, Path(folder) / CURVE_FILE)] if curve_set else None
-        start, inter, synthetic = model, None, []      # the two-phase recipe: phase 1 once per model, every seed from it
+
+        def curve(folder, tok=tok, mal=mal):
+            return [F1Curve(curve_set, tok, st["curve_every"], mal, Path(folder) / CURVE_FILE)] if curve_set else None
+
+        start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
         recipe = {"freeze_embeddings": st.get("freeze_embeddings", False), "cpu_bf16": st.get("cpu_bf16", False)}
         if st.get("intermediate"):
             folder = intermediate_dir(data_source, model)
             spec = {**recipe, **st["intermediate"]}
-            synthetic = intermediate_records(train, held_out, spec)       # phase 1's questions, and phase 2's rehearsal
-            start, inter = train_intermediate(model, train, held_out, spec, folder, mal, {"data_source": tag},
-                                              callbacks=curve(folder), synthetic=synthetic)
+            synthetic = intermediate_records(train, held_out, spec)  # phase 1's questions, and phase 2's rehearsal
+            start, inter = train_intermediate(
+                model,
+                train,
+                held_out,
+                spec,
+                folder,
+                mal,
+                {"data_source": tag},
+                callbacks=curve(folder),
+                synthetic=synthetic,
+            )
         for seed in st["seeds"]:
-            cfg = TrainConfig(epochs=st["epochs"], max_steps=st["max_steps"], learning_rate=st["learning_rate"],
-                              batch_size=st["batch_size"], max_length=st["max_length"], stride=st["stride"], seed=seed,
-                              **recipe, **(train_options or {}))
+            cfg = TrainConfig(
+                epochs=st["epochs"],
+                max_steps=st["max_steps"],
+                learning_rate=st["learning_rate"],
+                batch_size=st["batch_size"],
+                max_length=st["max_length"],
+                stride=st["stride"],
+                seed=seed,
+                **recipe,
+                **(train_options or {}),
+            )
             out_dir, first = checkpoint_dir(data_source, model, seed), seed == st["seeds"][0]
             replay = rehearsal_records(synthetic, st.get("rehearsal") or 0.0, seed)
-            rehearsal = {"fraction": st["rehearsal"], "questions": len(replay), "digest": _digest(replay)} if replay else None
-            jobs.append({"model": str(start), "key": model, "seed": seed, "cfg": cfg, "output_dir": str(out_dir), "rehearsal": replay,
-                         "max_answer_length": mal, "meta": {"data_source": tag, **({"intermediate": inter} if inter else {}),
-                                                            **({"rehearsal": rehearsal} if rehearsal else {})},
-                         "callbacks": curve(out_dir) if first else None, "start": str(start), "inter": inter, "first": first})
+            rehearsal = (
+                {"fraction": st["rehearsal"], "questions": len(replay), "digest": _digest(replay)} if replay else None
+            )
+            jobs.append(
+                {
+                    "model": str(start),
+                    "key": model,
+                    "seed": seed,
+                    "cfg": cfg,
+                    "output_dir": str(out_dir),
+                    "rehearsal": replay,
+                    "max_answer_length": mal,
+                    "meta": {
+                        "data_source": tag,
+                        **({"intermediate": inter} if inter else {}),
+                        **({"rehearsal": rehearsal} if rehearsal else {}),
+                    },
+                    "callbacks": curve(out_dir) if first else None,
+                    "start": str(start),
+                    "inter": inter,
+                    "first": first,
+                }
+            )
     rows = [None] * len(jobs)
     workers = workers if workers is not None else st.get("workers")
     for i, res in run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers, pool_info):
-        if res is None: continue                          # not the main process of a distributed run
+        if res is None:
+            continue  # not the main process of a distributed run
         job = jobs[i]
         model, seed, mal, inter = job["key"], job["seed"], job["max_answer_length"], job["inter"]
         out, preds, pred_s = Path(res["model_dir"]), res["predictions"], res["predict_s"]
         missing = [r["id"] for r in evalset if r["id"] not in preds]
-        if missing: raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
+        if missing:
+            raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
         system = f"{_model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
-        metrics.write_predictions(preds, system, data_source, family="encoder", model=model, setting="fine-tuned",
-                                  seed=seed, split=st["split"], max_answer_length=mal, model_dir=str(out),
-                                  train_seconds=meta.get("train_seconds"), shrink=shrink)
+        metrics.write_predictions(
+            preds,
+            system,
+            data_source,
+            family="encoder",
+            model=model,
+            setting="fine-tuned",
+            seed=seed,
+            split=st["split"],
+            max_answer_length=mal,
+            model_dir=str(out),
+            train_seconds=meta.get("train_seconds"),
+            shrink=shrink,
+        )
         _, summary = metrics.score_predictions(evalset, preds)
         settings = _run_settings(model, seed, out, len(evalset), shrink)
-        if inter: settings.update(checkpoint=MODEL_REGISTRY.get(model, model), revision=qa_config(job["start"]).get("base_revision"))
+        if inter:
+            settings.update(
+                checkpoint=MODEL_REGISTRY.get(model, model), revision=qa_config(job["start"]).get("base_revision")
+            )
         settings["intermediate"] = intermediate_note(inter)
-        settings["rehearsal"] = (f"{len(job['rehearsal'])} of phase 1's questions (a share of {st['rehearsal']:g}, drawn by the seed)"
-                                 if job["rehearsal"] else "none")
-        rows[i] = {"model": model, "seed": seed, "system": system, "em": summary["em"], "f1": summary["f1"],
-                   "char_f1": summary["char_f1"], "train_windows": meta.get("train_windows"),
-                   "max_answer_length": mal, "train_s": meta.get("train_seconds"), "predict_s": pred_s, "settings": settings}
+        settings["rehearsal"] = (
+            f"{len(job['rehearsal'])} of phase 1's questions (a share of {st['rehearsal']:g}, drawn by the seed)"
+            if job["rehearsal"]
+            else "none"
+        )
+        rows[i] = {
+            "model": model,
+            "seed": seed,
+            "system": system,
+            "em": summary["em"],
+            "f1": summary["f1"],
+            "char_f1": summary["char_f1"],
+            "train_windows": meta.get("train_windows"),
+            "max_answer_length": mal,
+            "train_s": meta.get("train_seconds"),
+            "predict_s": pred_s,
+            "settings": settings,
+        }
         if job["first"] and curve_set:
-            rows[i]["curve"] = {**({"phase 1: synthetic questions": read_curve(job["start"])} if inter else {}),
-                                "fine-tuning on the training split": read_curve(out)}
+            rows[i]["curve"] = {
+                **({"phase 1: synthetic questions": read_curve(job["start"])} if inter else {}),
+                "fine-tuning on the training split": read_curve(out),
+            }
     return [r for r in rows if r is not None]
+
 
 def encoder_tables(rows) -> tuple:
     """(runs, settings, timings) of `run_encoders`' rows: the results table, the effective-settings table (results
     only, no durations) and `{"<system> train|predict": seconds}` for `core.record_timings`."""
     import pandas as pd
-    timings = {f"{r['system']} {what}": r.get(key) for r in rows for what, key in (("train", "train_s"), ("predict", "predict_s"))}
-    runs = pd.DataFrame([{k: v for k, v in r.items() if k not in ("train_s", "predict_s", "settings", "curve")} for r in rows])
+
+    timings = {
+        f"{r['system']} {what}": r.get(key)
+        for r in rows
+        for what, key in (("train", "train_s"), ("predict", "predict_s"))
+    }
+    runs = pd.DataFrame(
+        [{k: v for k, v in r.items() if k not in ("train_s", "predict_s", "settings", "curve")} for r in rows]
+    )
     settings = pd.DataFrame([r["settings"] for r in rows if "settings" in r])
     return runs, settings, timings
+
 
 def seed_summary(rows) -> "pd.DataFrame":
     "Mean ± sd over seeds per model (EM, F1, Char-F1)."
     import pandas as pd
+
     df = pd.DataFrame(rows)
     out = []
     for model, g in df.groupby("model", sort=False):
@@ -431,64 +781,113 @@ def seed_summary(rows) -> "pd.DataFrame":
         out.append(r)
     return pd.DataFrame(out)
 
-
-
 # %% ../notebooks/08_encoders.ipynb #5165c6a3
 def boundary_runs(data_source, rows, st: dict) -> list[dict]:
     """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `st["boundary_models"]`
     ("all": every model): weights tuned on `st["boundary_tune_split"]`, the evaluated split predicted and written as
     `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain and tuned, its scores)."""
     from indicipr import boundary
+
     want = st.get("boundary_models")
-    if not want: return []
+    if not want:
+        return []
     ds = core.load_benchmark(data_source, verbose=False)
     train, _, _ = core.training_records(ds["train"])
     tune_set = [dict(r) for r in ds[st["boundary_tune_split"]]]
     evalset = [dict(r) for r in ds[st["split"]]]
     out, priors = [], {}
     for r in rows:
-        if want != "all" and r["model"] not in want: continue
+        if want != "all" and r["model"] not in want:
+            continue
         folder = checkpoint_dir(data_source, r["model"], r["seed"])
         model, tok, cfg = load_finetuned(folder)
         t0 = time.perf_counter()
-        if r["model"] not in priors: priors[r["model"]] = boundary.fit_length_prior(train, tok)    # one per model: its tokenizer
+        if r["model"] not in priors:
+            priors[r["model"]] = boundary.fit_length_prior(train, tok)  # one per model: its tokenizer
         prior = priors[r["model"]]
-        kw = {"max_length": cfg.get("max_length", 384), "stride": cfg.get("stride", 128), "max_answer_length": r["max_answer_length"]}
+        kw = {
+            "max_length": cfg.get("max_length", 384),
+            "stride": cfg.get("stride", 128),
+            "max_answer_length": r["max_answer_length"],
+        }
         tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
         params, grid = boundary.tune(tune_set, tune_c)
         preds = boundary.decode(evalset, eval_c, params)
-        zero_differs = [_zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))]
+        zero_differs = [
+            _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
+        ]
         system = f"{_model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st["boundary_tune_split"]}
-        metrics.write_predictions(preds, system, data_source, family="encoder", model=r["model"],
-                                  setting="fine-tuned, boundary-aware decoding", seed=r["seed"], split=st["split"],
-                                  max_answer_length=r["max_answer_length"], model_dir=str(folder), plain_system=r["system"],
-                                  decoding=decoding)
+        metrics.write_predictions(
+            preds,
+            system,
+            data_source,
+            family="encoder",
+            model=r["model"],
+            setting="fine-tuned, boundary-aware decoding",
+            seed=r["seed"],
+            split=st["split"],
+            max_answer_length=r["max_answer_length"],
+            model_dir=str(folder),
+            plain_system=r["system"],
+            decoding=decoding,
+        )
         _, summary = metrics.score_predictions(evalset, preds)
         plain_tune = next(g["f1"] for g in grid if not (g["start_weight"] or g["end_weight"] or g["length_weight"]))
-        out.append({"model": r["model"], "seed": r["seed"], "system": system, "plain_system": r["system"],
-                    "start_weight": params.start_weight, "end_weight": params.end_weight, "length_weight": params.length_weight,
-                    "tune_f1_plain": plain_tune, "tune_f1": max(g["f1"] for g in grid),
-                    "em": summary["em"], "f1": summary["f1"], "char_f1": summary["char_f1"], "plain_f1": r["f1"],
-                    "zero_differs_tune": zero_differs[0], "zero_differs": zero_differs[1],
-                    "predict_s": round(time.perf_counter() - t0, 1)})
+        out.append(
+            {
+                "model": r["model"],
+                "seed": r["seed"],
+                "system": system,
+                "plain_system": r["system"],
+                "start_weight": params.start_weight,
+                "end_weight": params.end_weight,
+                "length_weight": params.length_weight,
+                "tune_f1_plain": plain_tune,
+                "tune_f1": max(g["f1"] for g in grid),
+                "em": summary["em"],
+                "f1": summary["f1"],
+                "char_f1": summary["char_f1"],
+                "plain_f1": r["f1"],
+                "zero_differs_tune": zero_differs[0],
+                "zero_differs": zero_differs[1],
+                "predict_s": round(time.perf_counter() - t0, 1),
+            }
+        )
     return out
+
 
 def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") -> "pd.DataFrame":
     "The tuned weights and scores of every boundary-aware run beside its plain decoding."
     import pandas as pd
-    return pd.DataFrame([{"system": r["system"], "plain system": r["plain_system"], "seed": r["seed"],
-                          "start weight": r["start_weight"], "end weight": r["end_weight"], "length weight": r["length_weight"],
-                          f"{tune_split} F1 plain": r["tune_f1_plain"], f"{tune_split} F1 tuned": r["tune_f1"],
-                          f"{split} F1 plain": r["plain_f1"], f"{split} EM": r["em"], f"{split} F1": r["f1"],
-                          f"{split} Char-F1": r["char_f1"],
-                          f"{tune_split} answers ≠ plain at weights 0": r.get("zero_differs_tune"),
-                          f"{split} answers ≠ plain at weights 0": r.get("zero_differs")} for r in b_rows])
+
+    return pd.DataFrame(
+        [
+            {
+                "system": r["system"],
+                "plain system": r["plain_system"],
+                "seed": r["seed"],
+                "start weight": r["start_weight"],
+                "end weight": r["end_weight"],
+                "length weight": r["length_weight"],
+                f"{tune_split} F1 plain": r["tune_f1_plain"],
+                f"{tune_split} F1 tuned": r["tune_f1"],
+                f"{split} F1 plain": r["plain_f1"],
+                f"{split} EM": r["em"],
+                f"{split} F1": r["f1"],
+                f"{split} Char-F1": r["char_f1"],
+                f"{tune_split} answers ≠ plain at weights 0": r.get("zero_differs_tune"),
+                f"{split} answers ≠ plain at weights 0": r.get("zero_differs"),
+            }
+            for r in b_rows
+        ]
+    )
 
 # %% ../notebooks/08_encoders.ipynb #4c319dc5
 def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
     "Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than `predict_answers`."
     from indicipr import boundary
+
     plain = predict_answers(model, tok, records, kw["max_length"], kw["stride"], kw["max_answer_length"])
     zero = boundary.decode(records, candidates, boundary.BoundaryParams())
     return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))

@@ -22,29 +22,47 @@ import numpy as np
 import pandas as pd
 
 from .core import write_text_atomic
-from .metrics import (check_coverage, load_gold, normalize_answer, per_act_table, score_predictions, system_name,
-                              token_f1_score, unknown_act_ids)
+from indicipr.metrics import (
+    check_coverage,
+    load_gold,
+    normalize_answer,
+    per_act_table,
+    score_predictions,
+    system_name,
+    token_f1_score,
+    unknown_act_ids,
+)
 from .significance import N_RESAMPLES, compare_systems
 
 # %% ../notebooks/11_errors.ipynb #73f33499
 Span = tuple[int, int]
 
+
 def _find_all(needle: str, haystack: str) -> list[int]:
     "Starts of the non-overlapping occurrences of `needle` (plain string search: linear, no pattern built from the text)."
     out, i = [], haystack.find(needle)
-    while i >= 0: out.append(i); i = haystack.find(needle, i + len(needle))
+    while i >= 0:
+        out.append(i)
+        i = haystack.find(needle, i + len(needle))
     return out
+
 
 def _folded(text: str) -> tuple[str, list[int]]:
     "`text` lower-cased with each whitespace run as one space, and the offset in `text` of each character kept."
     chars, where, in_space = [], [], False
     for i, ch in enumerate(text):
         if ch.isspace():
-            if not in_space: chars.append(" "); where.append(i)
-            in_space = True; continue
+            if not in_space:
+                chars.append(" ")
+                where.append(i)
+            in_space = True
+            continue
         low = ch.lower()
-        chars.append(low if len(low) == 1 else ch); where.append(i); in_space = False
+        chars.append(low if len(low) == 1 else ch)
+        where.append(i)
+        in_space = False
     return "".join(chars), where
+
 
 def _occurrences(text: str, context: str) -> list[Span]:
     "Spans of `text` in `context`: exact matches, else case- and whitespace-insensitive matches (linear string search)."
@@ -54,10 +72,12 @@ def _occurrences(text: str, context: str) -> list[Span]:
     if spans:
         return spans
     spaced = " ".join(text.split())
-    if len(spaced) > len(context): return []            # longer than the context even with its spaces folded: nowhere
+    if len(spaced) > len(context):
+        return []  # longer than the context even with its spaces folded: nowhere
     needle = _folded(spaced)[0]
     hay, where = _folded(context)
     return [(where[i], where[i + len(needle) - 1] + 1) for i in _find_all(needle, hay)]
+
 
 def locate_span(text: str, context: str, near: int | None = None) -> Span | None:
     "Span of `text` in `context` closest to character `near` (first one when `near` is None); None if absent."
@@ -69,16 +89,24 @@ def locate_span(text: str, context: str, near: int | None = None) -> Span | None
     return min(spans, key=lambda s: (abs(s[0] - near), s[0]))
 
 # %% ../notebooks/11_errors.ipynb #a4c3b6d0
-ERROR_TYPES = {"span_boundary": "Span-boundary errors", "low_overlap": "Low overlap",
-               "minor_word": "Minor-word differences", "partial_overlap": "Partial overlap",
-               "completely_wrong": "Completely wrong", "no_prediction": "No prediction"}
-BOUNDARY_F1 = 0.5            # overlapping spans at and above this F1 are span-boundary errors (the shorter ≥ 1/3 of the longer)
-MINOR_WORD_F1 = 0.8          # minor-word differences need this F1 ...
-MINOR_WORD_MAX_TOKENS = 2    # ... and at most this many differing normalised tokens
-PARTIAL_OVERLAP_F1 = 0.25    # crossing spans (or unlocated texts) at and above this F1 are partial overlap; below: low overlap
-OVERLAPPING = ("equal", "inside", "contains", "crossing")   # the span relations of overlapping spans
+ERROR_TYPES = {
+    "span_boundary": "Span-boundary errors",
+    "low_overlap": "Low overlap",
+    "minor_word": "Minor-word differences",
+    "partial_overlap": "Partial overlap",
+    "completely_wrong": "Completely wrong",
+    "no_prediction": "No prediction",
+}
+BOUNDARY_F1 = 0.5  # overlapping spans at and above this F1 are span-boundary errors (the shorter ≥ 1/3 of the longer)
+MINOR_WORD_F1 = 0.8  # minor-word differences need this F1 ...
+MINOR_WORD_MAX_TOKENS = 2  # ... and at most this many differing normalised tokens
+PARTIAL_OVERLAP_F1 = (
+    0.25  # crossing spans (or unlocated texts) at and above this F1 are partial overlap; below: low overlap
+)
+OVERLAPPING = ("equal", "inside", "contains", "crossing")  # the span relations of overlapping spans
 
-from .core import CARD   # the card's analyses of InLegalBERT: CARD["errors"], CARD["answer_structure"]
+from .core import CARD  # the card's analyses of InLegalBERT: CARD["errors"], CARD["answer_structure"]
+
 
 def span_relation(pred: Span, gold: Span) -> str:
     "'equal', 'inside' (pred within gold), 'contains' (gold within pred), 'crossing' or 'disjoint' for two character spans."
@@ -92,16 +120,19 @@ def span_relation(pred: Span, gold: Span) -> str:
         return "contains"
     return "crossing"
 
+
 def _contains_tokens(outer: str, inner: str) -> bool:
     "Whether the normalized token sequence of `inner` occurs contiguously in that of `outer`."
     o, i = normalize_answer(outer).split(), normalize_answer(inner).split()
-    return bool(i) and any(o[k:k + len(i)] == i for k in range(len(o) - len(i) + 1))
+    return bool(i) and any(o[k : k + len(i)] == i for k in range(len(o) - len(i) + 1))
+
 
 def _text_relation(prediction: str, gold: str) -> str:
     "The span relation of two texts without spans: 'inside' / 'contains' by contiguous normalised tokens, else 'unlocated'."
     if _contains_tokens(gold, prediction):
         return "inside"
     return "contains" if _contains_tokens(prediction, gold) else "unlocated"
+
 
 def best_gold(prediction: str, golds: list[str]) -> int:
     "Index of the gold answer with the highest token F1 against the prediction (first on ties)."
@@ -120,8 +151,13 @@ def error_evidence(prediction: str, golds: list[str], context: str, answer_start
     start = answer_starts[k] if k < len(answer_starts) else -1
     pred_span = locate_span(prediction, context, near=start) if start >= 0 else None
     relation = span_relation(pred_span, (start, start + len(gold))) if pred_span else _text_relation(prediction, gold)
-    return {"gold": k, "f1": token_f1_score(prediction, gold),
-            "differing_tokens": len(pred_tokens) + len(gold_tokens) - 2 * common, "relation": relation}
+    return {
+        "gold": k,
+        "f1": token_f1_score(prediction, gold),
+        "differing_tokens": len(pred_tokens) + len(gold_tokens) - 2 * common,
+        "relation": relation,
+    }
+
 
 def classify_error(prediction: str | None, golds: list[str], context: str, answer_starts: list[int]) -> str | None:
     "Error type of one prediction (a key of `ERROR_TYPES`), or None for an exact match; the rules of the table above."
@@ -134,24 +170,30 @@ def classify_error(prediction: str | None, golds: list[str], context: str, answe
 # %% ../notebooks/11_errors.ipynb #0ee2f030
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class ErrorRule:
     "The order and constants of the taxonomy's rules."
+
     name: str
-    minor_first: bool = True                          # minor-word (rule 3) before span-boundary (rule 4)
+    minor_first: bool = True  # minor-word (rule 3) before span-boundary (rule 4)
     boundary_f1: float = BOUNDARY_F1
     minor_word_f1: float = MINOR_WORD_F1
     minor_word_max_tokens: int = MINOR_WORD_MAX_TOKENS
     partial_overlap_f1: float = PARTIAL_OVERLAP_F1
 
+
 PROJECT_RULE = ErrorRule("Project rule (minor-word first)")
+
 
 def class_of_evidence(ev: dict, rule: ErrorRule = PROJECT_RULE) -> str:
     "The error type of a non-exact prediction from its `error_evidence`, under `rule`."
     f1, relation = ev["f1"], ev["relation"]
     if f1 == 0:
         return "completely_wrong"
-    minor = f1 >= rule.minor_word_f1 and (ev["differing_tokens"] <= rule.minor_word_max_tokens or relation == "unlocated")
+    minor = f1 >= rule.minor_word_f1 and (
+        ev["differing_tokens"] <= rule.minor_word_max_tokens or relation == "unlocated"
+    )
     boundary = relation in OVERLAPPING and f1 >= rule.boundary_f1
     if minor and (rule.minor_first or not boundary):
         return "minor_word"
@@ -164,8 +206,16 @@ def class_of_evidence(ev: dict, rule: ErrorRule = PROJECT_RULE) -> str:
 # %% ../notebooks/11_errors.ipynb #07b01646
 def classify_errors(frame: pd.DataFrame) -> pd.Series:
     "Error type of every question of a per-question frame (None for exact matches)."
-    return pd.Series([classify_error(r.prediction if r.answered else None, list(r.golds), r.context, list(r.answer_starts))
-                      for r in frame.itertuples()], index=frame.index, name="error_type", dtype=object)
+    return pd.Series(
+        [
+            classify_error(r.prediction if r.answered else None, list(r.golds), r.context, list(r.answer_starts))
+            for r in frame.itertuples()
+        ],
+        index=frame.index,
+        name="error_type",
+        dtype=object,
+    )
+
 
 def error_taxonomy_table(frame: pd.DataFrame, card: bool = False) -> pd.DataFrame:
     "Count and share of each error type among the non-exact predictions of a per-question frame; `card` adds the card's counts."
@@ -173,8 +223,16 @@ def error_taxonomy_table(frame: pd.DataFrame, card: bool = False) -> pd.DataFram
     counts = types.value_counts()
     keys = [k for k in ERROR_TYPES if k != "no_prediction" or counts.get(k, 0)]
     total = int(len(types))
-    table = pd.DataFrame([{"Error type": ERROR_TYPES[k], "Count": int(counts.get(k, 0)),
-                           "Percentage": 100.0 * counts.get(k, 0) / total if total else 0.0} for k in keys])
+    table = pd.DataFrame(
+        [
+            {
+                "Error type": ERROR_TYPES[k],
+                "Count": int(counts.get(k, 0)),
+                "Percentage": 100.0 * counts.get(k, 0) / total if total else 0.0,
+            }
+            for k in keys
+        ]
+    )
     if card:
         ref, n_ref = CARD["errors"], sum(CARD["errors"].values())
         table["Card count"] = pd.array([ref.get(k) for k in keys], dtype="Int64")
@@ -182,9 +240,13 @@ def error_taxonomy_table(frame: pd.DataFrame, card: bool = False) -> pd.DataFram
     return table
 
 # %% ../notebooks/11_errors.ipynb #4d0d6d45
-ERROR_RULES = (PROJECT_RULE, ErrorRule("Span-boundary first", minor_first=False),
-               ErrorRule("Narrow minor-word (F1 ≥ 0.9, ≤ 1 token)", minor_word_f1=0.9, minor_word_max_tokens=1),
-               ErrorRule("Wide span-boundary (F1 ≥ 1/3)", boundary_f1=1 / 3, partial_overlap_f1=0.2))
+ERROR_RULES = (
+    PROJECT_RULE,
+    ErrorRule("Span-boundary first", minor_first=False),
+    ErrorRule("Narrow minor-word (F1 ≥ 0.9, ≤ 1 token)", minor_word_f1=0.9, minor_word_max_tokens=1),
+    ErrorRule("Wide span-boundary (F1 ≥ 1/3)", boundary_f1=1 / 3, partial_overlap_f1=0.2),
+)
+
 
 def error_class_sensitivity(frame: pd.DataFrame, rules=ERROR_RULES, card: bool = False) -> pd.DataFrame:
     "Count of each error type among the non-exact predictions of a per-question frame under each rule (one column a rule); `card` adds the card's counts."
@@ -194,19 +256,26 @@ def error_class_sensitivity(frame: pd.DataFrame, rules=ERROR_RULES, card: bool =
         if pred is not None and any(normalize_answer(pred) == normalize_answer(g) for g in golds):
             continue
         ev = error_evidence(pred, golds, r.context, list(r.answer_starts)) if pred is not None else None
-        for rule in rules: kinds[rule.name].append(class_of_evidence(ev, rule) if ev else "no_prediction")
+        for rule in rules:
+            kinds[rule.name].append(class_of_evidence(ev, rule) if ev else "no_prediction")
     counts = {name: Counter(k) for name, k in kinds.items()}
     keys = [k for k in ERROR_TYPES if k != "no_prediction" or any(c[k] for c in counts.values())]
-    table = pd.DataFrame([{"Error type": ERROR_TYPES[k], **{name: int(c[k]) for name, c in counts.items()}} for k in keys])
-    if card: table["Card count"] = pd.array([CARD["errors"].get(k) for k in keys], dtype="Int64")
+    table = pd.DataFrame(
+        [{"Error type": ERROR_TYPES[k], **{name: int(c[k]) for name, c in counts.items()}} for k in keys]
+    )
+    if card:
+        table["Card count"] = pd.array([CARD["errors"].get(k) for k in keys], dtype="Int64")
     return table
 
 # %% ../notebooks/11_errors.ipynb #1bf6e865
 _ENUM_MARKER = re.compile(r"(?:(?<=^)|(?<=[\s\-–—:,]))\((?:[a-z]{1,2}|[ivxlc]{1,6}|\d{1,3}[A-Z]{0,2})\)")
 _REFERENCE_BEFORE = re.compile(
     r"(?:sections?|sub-?sections?|clauses?|sub-?clauses?|paragraphs?|sub-?paragraphs?|items?|rules?|articles?|"
-    r"regulations?|schedules?|chapters?|entry|entries|\d)\s*(?:\([^)\s]{1,6}\)\s*(?:,|and|or|to)?\s*)*$", re.IGNORECASE)
+    r"regulations?|schedules?|chapters?|entry|entries|\d)\s*(?:\([^)\s]{1,6}\)\s*(?:,|and|or|to)?\s*)*$",
+    re.IGNORECASE,
+)
 _PROVISO = re.compile(r"\bprovided(?:\s+(?:further|also|however))?\s+that\b|\bexplanation\b", re.IGNORECASE)
+
 
 def clause_boundaries(answer: str) -> list[int]:
     "Character offsets of clause boundaries inside `answer` (semicolons, enumeration markers, provisos)."
@@ -215,6 +284,7 @@ def clause_boundaries(answer: str) -> list[int]:
     marks += [m.start() for m in _ENUM_MARKER.finditer(text) if not _REFERENCE_BEFORE.search(text[: m.start()])]
     marks += [m.start() for m in _PROVISO.finditer(text)]
     return sorted(k for k in set(marks) if k > 0)
+
 
 def is_multi_clause(answer: str) -> bool:
     "Whether the answer spans more than one clause (see `clause_boundaries`)."
@@ -225,43 +295,75 @@ def answer_word_count(answer: str) -> int:
     "Answer length in whitespace-separated words."
     return len(answer.split())
 
+
 def answer_features(frame: pd.DataFrame) -> pd.DataFrame:
     "Per question: answer words, multi-clause flag and relative start position of the first gold answer."
     first = frame["golds"].map(lambda g: g[0])
     start = frame["answer_starts"].map(lambda s: s[0])
-    return pd.DataFrame({"words": first.map(answer_word_count), "multi_clause": first.map(is_multi_clause),
-                         "rel_start": start / frame["context"].str.len()}, index=frame.index)
+    return pd.DataFrame(
+        {
+            "words": first.map(answer_word_count),
+            "multi_clause": first.map(is_multi_clause),
+            "rel_start": start / frame["context"].str.len(),
+        },
+        index=frame.index,
+    )
 
-def structure_groups(frame: pd.DataFrame, length_split: float | None = None,
-                     position_split: float | None = None) -> pd.DataFrame:
+
+def structure_groups(
+    frame: pd.DataFrame, length_split: float | None = None, position_split: float | None = None
+) -> pd.DataFrame:
     "Group labels per question: `length`, `clauses`, `position` (splits default to the medians)."
     feats = answer_features(frame)
     length_split = feats["words"].median() if length_split is None else length_split
     position_split = feats["rel_start"].median() if position_split is None else position_split
-    return pd.DataFrame({
-        "length": np.where(feats["words"] <= length_split, f"Short answers (≤ {length_split:g} words)",
-                           f"Long answers (> {length_split:g} words)"),
-        "clauses": np.where(feats["multi_clause"], "Multi-clause answers", "Single-clause answers"),
-        "position": np.where(feats["rel_start"] < position_split, f"Earlier answers (start < {position_split:.2f})",
-                             f"Later answers (start ≥ {position_split:.2f})")}, index=frame.index)
+    return pd.DataFrame(
+        {
+            "length": np.where(
+                feats["words"] <= length_split,
+                f"Short answers (≤ {length_split:g} words)",
+                f"Long answers (> {length_split:g} words)",
+            ),
+            "clauses": np.where(feats["multi_clause"], "Multi-clause answers", "Single-clause answers"),
+            "position": np.where(
+                feats["rel_start"] < position_split,
+                f"Earlier answers (start < {position_split:.2f})",
+                f"Later answers (start ≥ {position_split:.2f})",
+            ),
+        },
+        index=frame.index,
+    )
+
 
 ANALYSES = {"length": "Answer length", "clauses": "Clause structure", "position": "Answer position"}
+
 
 def _card_structure(label: str):
     "The card's (metric, value) for a structure group label (`Short answers (≤ 33 words)` → the card's 'Short' row)."
     return next((v for k, v in CARD["answer_structure"]["groups"].items() if label.startswith(k + " ")), (None, None))
 
-def answer_structure_table(frame: pd.DataFrame, length_split: float | None = None,
-                           position_split: float | None = None, card: bool = False) -> pd.DataFrame:
+
+def answer_structure_table(
+    frame: pd.DataFrame, length_split: float | None = None, position_split: float | None = None, card: bool = False
+) -> pd.DataFrame:
     "Questions, EM, F1 and Char-F1 per answer-length, clause-structure and position group; `card` adds the card's figure."
     groups = structure_groups(frame, length_split, position_split)
     rows = []
     for key, analysis in ANALYSES.items():
         for label in sorted(groups[key].unique(), key=lambda s: (s[0] not in "SE", s)):
             part = frame[groups[key] == label]
-            rows.append({"Analysis": analysis, "Group": label, "Questions": len(part),
-                         "EM": part["em"].mean(), "F1": part["f1"].mean(), "Char-F1": part["char_f1"].mean()})
-            if card: rows[-1]["Card metric"], rows[-1]["Card value"] = _card_structure(label)
+            rows.append(
+                {
+                    "Analysis": analysis,
+                    "Group": label,
+                    "Questions": len(part),
+                    "EM": part["em"].mean(),
+                    "F1": part["f1"].mean(),
+                    "Char-F1": part["char_f1"].mean(),
+                }
+            )
+            if card:
+                rows[-1]["Card metric"], rows[-1]["Card value"] = _card_structure(label)
     return pd.DataFrame(rows)
 
 # %% ../notebooks/11_errors.ipynb #d9f4eb29
@@ -269,6 +371,7 @@ def taxonomy_figure(counts: pd.DataFrame):
     "Bar chart of error-type shares; `counts` has columns System, Error type, Percentage."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     sns.barplot(data=counts, y="Error type", x="Percentage", hue="System", ax=ax, orient="h")
     ax.set_xlabel("% of non-exact predictions")
@@ -277,10 +380,12 @@ def taxonomy_figure(counts: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+
 def structure_figure(table: pd.DataFrame):
     "Three panels (length, clauses, position) of F1 and EM per group; `table` has a System column."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
     for ax, (analysis, part) in zip(axes, table.groupby("Analysis", sort=False)):
         metric = "EM" if analysis == "Clause structure" else "F1"
@@ -295,30 +400,43 @@ def structure_figure(table: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+
 def gold_structure_figure(feats: pd.DataFrame):
     "Histograms of the gold answers' length (words, median marked) and relative start position (`answer_features`)."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     sns.histplot(feats["words"], bins=30, ax=axes[0])
     axes[0].axvline(feats["words"].median(), color="k", ls="--", label=f"median {feats['words'].median():g}")
-    axes[0].set_xlabel("gold answer length (words)"); axes[0].legend()
+    axes[0].set_xlabel("gold answer length (words)")
+    axes[0].legend()
     sns.histplot(feats["rel_start"], bins=20, ax=axes[1])
     axes[1].set_xlabel("answer_start / context length")
     fig.tight_layout()
     return fig
 
+
 def taxonomy_by_system(frames: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     "`(long, wide)`: error types of every system (rows System, Error type, Count, Percentage) and counts side by side."
     long = pd.concat([error_taxonomy_table(f).assign(System=name) for name, f in frames.items()], ignore_index=True)
-    wide = long.pivot_table(index="Error type", columns="System", values="Count", aggfunc="sum", sort=False).fillna(0).astype(int).reset_index()
+    wide = (
+        long.pivot_table(index="Error type", columns="System", values="Count", aggfunc="sum", sort=False)
+        .fillna(0)
+        .astype(int)
+        .reset_index()
+    )
     wide.columns.name = None
     return long, wide
 
+
 def structure_by_system(frames: dict[str, pd.DataFrame], length_split: float | None = None) -> pd.DataFrame:
     "`answer_structure_table` of every system, one block per system (columns System, Analysis, Group, Questions, EM, F1, Char-F1)."
-    table = pd.concat([answer_structure_table(f, length_split).assign(System=name) for name, f in frames.items()], ignore_index=True)
+    table = pd.concat(
+        [answer_structure_table(f, length_split).assign(System=name) for name, f in frames.items()], ignore_index=True
+    )
     return table[["System", "Analysis", "Group", "Questions", "EM", "F1", "Char-F1"]]
+
 
 def median_answer_words(records) -> float:
     "The median gold answer length in words over `records` (the card splits answers at the whole benchmark's median, 33)."
@@ -329,29 +447,42 @@ import bisect
 
 from .clauses import boundary_offsets, ends_clause
 
+
 def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]:
     "Whether the character span [start, end) starts on a clause start and ends on a clause end of `context` (trailing punctuation aside)."
     starts, ends = boundary_offsets(context)
     return start in set(starts), ends_clause(context, end, set(ends))
 
+
 def gold_on_boundaries(records) -> pd.DataFrame:
     "Per record: id, Act, whether its first gold answer starts / ends / both on clause boundaries."
     from indicipr.core import record_act
+
     rows = []
     for r in records:
-        a = int(r["answers"]["answer_start"][0]); b = a + len(r["answers"]["text"][0])
+        a = int(r["answers"]["answer_start"][0])
+        b = a + len(r["answers"]["text"][0])
         s, e = char_boundary_flags(r["context"], a, b)
         rows.append({"id": r["id"], "act": record_act(r), "starts": s, "ends": e, "both": s and e})
     return pd.DataFrame(rows, columns=["id", "act", "starts", "ends", "both"])
 
+
 def gold_boundary_table(records) -> pd.DataFrame:
     "Per Act (the card's order) and overall: questions, and the % of gold answers starting, ending, and both on clause boundaries."
     from indicipr.core import act_keys_in_card_order, act_label
+
     g = gold_on_boundaries(records)
+
     def row(name, part):
-        return {"Act": name, "Questions": len(part), **{f"{k} (%)": 100 * part[c].mean() if len(part) else float("nan")
-                                                       for k, c in (("Starts on a clause start", "starts"),
-                                                                    ("Ends on a clause end", "ends"), ("Both", "both"))}}
+        return {
+            "Act": name,
+            "Questions": len(part),
+            **{
+                f"{k} (%)": 100 * part[c].mean() if len(part) else float("nan")
+                for k, c in (("Starts on a clause start", "starts"), ("Ends on a clause end", "ends"), ("Both", "both"))
+            },
+        }
+
     rows = [row(act_label(a), g[g["act"] == a]) for a in act_keys_in_card_order(g["act"])]
     return pd.DataFrame(rows + [row("All", g)])
 
@@ -360,20 +491,27 @@ def snap_variants(context: str, start: int, end: int, reach: int = 12) -> set[tu
     "The span itself and its snaps: its start moved to a clause start and/or its end to a clause end within `reach` words."
     starts, ends = boundary_offsets(context)
     words = [m.span() for m in re.finditer(r"\S+", context)]
-    if not words: return {(start, end)} if start < end else set()
+    if not words:
+        return {(start, end)} if start < end else set()
     heads = [w[0] for w in words]
-    word_of = lambda ch: max(0, bisect.bisect_right(heads, ch) - 1)          # the word holding (or before) `ch`
+
+    def word_of(ch):
+        return max(0, bisect.bisect_right(heads, ch) - 1)  # the word holding (or before) `ch`
+
     def near(ch, offsets):
         k = word_of(ch)
         lo, hi = words[max(0, k - reach)][0], words[min(len(words) - 1, k + reach)][1]
         return {o for o in offsets if lo <= o <= hi}
+
     return {(a, b) for a in {start} | near(start, starts) for b in {end} | near(max(start, end - 1), ends) if a < b}
+
 
 def snap_oracle(record, prediction: str | None, reach: int = 12) -> bool:
     "Whether some snap of `prediction`'s span in the record's context is a gold answer (after the metrics' normalisation)."
     ctx = record["context"]
     span = locate_span(prediction, ctx, near=int(record["answers"]["answer_start"][0])) if prediction else None
-    if span is None: return False
+    if span is None:
+        return False
     golds = {normalize_answer(g) for g in record["answers"]["text"]}
     return any(normalize_answer(ctx[a:b]) in golds for a, b in snap_variants(ctx, span[0], span[1], reach))
 
@@ -381,28 +519,61 @@ def snap_oracle(record, prediction: str | None, reach: int = 12) -> bool:
 def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
     "Error classes of `plain` and of its evaluation-only twin `other`, mean count over the seeds both have, and the change."
     from indicipr.significance import runs_by_seed
-    P, O = runs_by_seed(runs, plain), runs_by_seed(runs, other)
-    seeds = [s for s in P if s in O]
-    count = lambda run: classify_errors(run["frame"]).fillna("exact").value_counts()
-    p = pd.concat([count(P[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
-    o = pd.concat([count(O[s]) for s in seeds], axis=1).fillna(0).mean(axis=1) if seeds else pd.Series(dtype=float)
-    rows = [{"Class": ERROR_TYPES.get(k, "Exact match"), plain: p.get(k, 0.0), other: o.get(k, 0.0), "Change": o.get(k, 0.0) - p.get(k, 0.0)}
-            for k in ["exact", *ERROR_TYPES]]
+
+    plain_runs, other_runs = runs_by_seed(runs, plain), runs_by_seed(runs, other)
+    seeds = [s for s in plain_runs if s in other_runs]
+
+    def count(run):
+        return classify_errors(run["frame"]).fillna("exact").value_counts()
+
+    p = (
+        pd.concat([count(plain_runs[s]) for s in seeds], axis=1).fillna(0).mean(axis=1)
+        if seeds
+        else pd.Series(dtype=float)
+    )
+    o = (
+        pd.concat([count(other_runs[s]) for s in seeds], axis=1).fillna(0).mean(axis=1)
+        if seeds
+        else pd.Series(dtype=float)
+    )
+    rows = [
+        {
+            "Class": ERROR_TYPES.get(k, "Exact match"),
+            plain: p.get(k, 0.0),
+            other: o.get(k, 0.0),
+            "Change": o.get(k, 0.0) - p.get(k, 0.0),
+        }
+        for k in ["exact", *ERROR_TYPES]
+    ]
     return pd.DataFrame(rows).assign(Seeds=len(seeds))
+
 
 def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = 12) -> pd.DataFrame:
     """Per seed of `plain`: its span-boundary errors, how many some snap to clause boundaries would fix (the oracle bound),
     and, with `other`, how many of them its evaluation-only twin got exactly right."""
     from indicipr.significance import runs_by_seed
+
     rows, twins = [], runs_by_seed(runs, other) if other else {}
     for label, r in runs_by_seed(runs, plain).items():
         frame, seed = r["frame"], r["meta"].get("seed")
         kinds = classify_errors(frame)
         errs = frame[kinds == "span_boundary"]
-        fixable = sum(snap_oracle({"context": e.context, "answers": {"text": list(e.golds), "answer_start": list(e.answer_starts)}},
-                                  e.prediction, reach) for e in errs.itertuples())
-        row = {"System": plain, "Seed": seed, "Non-exact": int(kinds.notna().sum()), "Span-boundary errors": len(errs),
-               "Fixable by snapping (oracle)": fixable, "Fixable (%)": 100 * fixable / len(errs) if len(errs) else float("nan")}
+        fixable = sum(
+            snap_oracle(
+                {"context": e.context, "answers": {"text": list(e.golds), "answer_start": list(e.answer_starts)}},
+                e.prediction,
+                reach,
+            )
+            for e in errs.itertuples()
+        )
+        row = {
+            "System": plain,
+            "Seed": seed,
+            "Non-exact": int(kinds.notna().sum()),
+            "Span-boundary errors": len(errs),
+            "Fixable by snapping (oracle)": fixable,
+            "Fixable (%)": 100 * fixable / len(errs) if len(errs) else float("nan"),
+        }
         twin = twins.get(label)
         if twin is not None:
             row[f"Exact under {other}"] = int(twin["frame"].set_index("id").loc[errs["id"], "em"].eq(100).sum())
@@ -414,16 +585,21 @@ def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
     from indicipr.core import load_qa_file, read_benchmark
     from indicipr.metrics import SPLIT_ALIASES
+
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
         problems = read_benchmark(data_source, merged=SPLIT_ALIASES[str(gold)] == "merged").problems
-    else: problems = load_qa_file(gold).problems
+    else:
+        problems = load_qa_file(gold).problems
     return {p.id for p in problems if p.id is not None}
+
 
 def predictions_to_score(gold, gold_records: list[dict], paths: list, data_source: str = "sample") -> list[dict]:
     """Each predictions file as `{id: text}`, without the predictions of gold records left out as problems (a warning
     gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
     import sys
+
     from indicipr.metrics import as_prediction_dict
+
     known, left, out = {r["id"] for r in gold_records}, None, []
     for p in paths:
         preds = as_prediction_dict(p, str(p))
@@ -432,8 +608,11 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
             left = left_out_ids(gold, data_source) if left is None else left
             dropped = [k for k in unknown if k in left]
             if dropped:
-                print(f"warning: {p}: {len(dropped)} prediction(s) answer records left out of {gold} as problems (not scored): "
-                      f"{_shown(dropped)}", file=sys.stderr)
+                print(
+                    f"warning: {p}: {len(dropped)} prediction(s) answer records left out of {gold} as problems (not scored): "
+                    f"{_shown(dropped)}",
+                    file=sys.stderr,
+                )
                 preds = {k: v for k, v in preds.items() if k not in set(dropped)}
         out.append(preds)
     return out
@@ -441,35 +620,70 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
 # %% ../notebooks/11_errors.ipynb #c3a1ef07
 def scores_table(summaries: dict[str, dict]) -> pd.DataFrame:
     "One row per system: EM, F1, Char-F1, answered and missing counts."
-    return pd.DataFrame([{"System": name, "EM": s["em"], "F1": s["f1"], "Char-F1": s["char_f1"],
-                          "Answered": s["answered"], "Missing": s["missing"]} for name, s in summaries.items()])
+    return pd.DataFrame(
+        [
+            {
+                "System": name,
+                "EM": s["em"],
+                "F1": s["f1"],
+                "Char-F1": s["char_f1"],
+                "Answered": s["answered"],
+                "Missing": s["missing"],
+            }
+            for name, s in summaries.items()
+        ]
+    )
+
 
 def _markdown(df: pd.DataFrame) -> str:
     "A frame as a Markdown table: two decimals, four for p-values."
     fmts = tuple(".4f" if str(c).startswith("p") else ".2f" for c in df.columns)
     return df.to_markdown(index=False, floatfmt=fmts)
 
+
 def render_report(title: str, sections: list[tuple[str, str]]) -> str:
     "Markdown report from a title and (heading, body) sections."
     parts = [f"# {title}"] + [f"## {heading}\n\n{body}" for heading, body in sections]
     return "\n\n".join(parts) + "\n"
 
+
 def _shown(ids: list[str], limit: int = 10) -> str:
     "The first `limit` ids, comma-separated, with an ellipsis when there are more."
     return ", ".join(ids[:limit]) + (" ..." if len(ids) > limit else "")
 
-def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "gold",
-                    n_resamples: int = N_RESAMPLES, seed: int = 0, char_variant: str = "multiset") -> str:
+
+def evaluate_report(
+    gold_records: list[dict],
+    systems: dict,
+    gold_name: str = "gold",
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    char_variant: str = "multiset",
+) -> str:
     "Markdown report for `systems` (name -> predictions or their file; the first one is the system under evaluation)."
-    scored = {name: score_predictions(gold_records, preds, char_variant, source=str(preds) if isinstance(preds, (str, Path)) else name)
-              for name, preds in systems.items()}
+    scored = {
+        name: score_predictions(
+            gold_records, preds, char_variant, source=str(preds) if isinstance(preds, (str, Path)) else name
+        )
+        for name, preds in systems.items()
+    }
     main_name = next(iter(scored))
     frame, summary = scored[main_name]
-    sections = [("Scores", f"{summary['n']} questions of {gold_name}; Char-F1 variant: {char_variant}.\n\n"
-                 + _markdown(scores_table({n: s for n, (_, s) in scored.items()})))]
+    sections = [
+        (
+            "Scores",
+            f"{summary['n']} questions of {gold_name}; Char-F1 variant: {char_variant}.\n\n"
+            + _markdown(scores_table({n: s for n, (_, s) in scored.items()})),
+        )
+    ]
     if summary["missing"]:
-        sections.append(("Missing predictions", f"{summary['missing']} question(s) of {gold_name} have no prediction in "
-                         f"{main_name} and count as wrong: {_shown(summary['missing_ids'])}"))
+        sections.append(
+            (
+                "Missing predictions",
+                f"{summary['missing']} question(s) of {gold_name} have no prediction in "
+                f"{main_name} and count as wrong: {_shown(summary['missing_ids'])}",
+            )
+        )
     unknown = unknown_act_ids(frame)
     note = f"\n\n{len(unknown)} question(s) of no known Act (row Unknown): {_shown(unknown)}" if unknown else ""
     sections.append((f"Per-Act scores of {main_name}", _markdown(per_act_table(frame)) + note))
@@ -479,23 +693,46 @@ def evaluate_report(gold_records: list[dict], systems: dict, gold_name: str = "g
         f1 = {name: fr["f1"].to_numpy() for name, (fr, _) in scored.items()}
         pairs = [(main_name, other) for other in scored if other != main_name]
         table = compare_systems(f1, pairs=pairs, n_resamples=n_resamples, seed=seed)
-        sections.append(("Paired bootstrap on per-question F1",
-                         f"{n_resamples} resamples, seed {seed}; two-sided p-values, Holm-corrected over the "
-                         f"{len(pairs)} comparison(s).\n\n" + _markdown(table)))
+        sections.append(
+            (
+                "Paired bootstrap on per-question F1",
+                f"{n_resamples} resamples, seed {seed}; two-sided p-values, Holm-corrected over the "
+                f"{len(pairs)} comparison(s).\n\n" + _markdown(table),
+            )
+        )
     return render_report(f"Evaluation of {main_name}", sections)
 
-MAX_BOOTSTRAP_CELLS = 200_000_000     # resamples × questions of one bootstrap: 1.6 GB of indices
 
-def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample", n_resamples: int = N_RESAMPLES,
-                   seed: int = 0, char_variant: str = "multiset", strict: bool | None = None) -> str:
+MAX_BOOTSTRAP_CELLS = 200_000_000  # resamples × questions of one bootstrap: 1.6 GB of indices
+
+
+def evaluate_files(
+    gold,
+    pred,
+    against=(),
+    out=None,
+    data_source: str = "sample",
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    char_variant: str = "multiset",
+    strict: bool | None = None,
+) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
     Every file must answer some gold question (`metrics.check_coverage`)."""
     from indicipr.core import InputError, check_output
-    if out is not None: check_output(out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []})
+
+    if out is not None:
+        check_output(
+            out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []}
+        )
     gold_records = load_gold(gold, data_source, strict=strict)
-    if against and n_resamples * len(gold_records) > MAX_BOOTSTRAP_CELLS:      # the bootstrap holds resamples × questions indices
-        raise InputError(f"--resamples {n_resamples:,}: {len(gold_records):,} questions allow at most {MAX_BOOTSTRAP_CELLS // len(gold_records):,} "
-                         f"resamples (about {n_resamples * len(gold_records) * 8 / 2**30:.1f} GiB otherwise)")
+    if (
+        against and n_resamples * len(gold_records) > MAX_BOOTSTRAP_CELLS
+    ):  # the bootstrap holds resamples × questions indices
+        raise InputError(
+            f"--resamples {n_resamples:,}: {len(gold_records):,} questions allow at most {MAX_BOOTSTRAP_CELLS // len(gold_records):,} "
+            f"resamples (about {n_resamples * len(gold_records) * 8 / 2**30:.1f} GiB otherwise)"
+        )
     paths = [pred, *against]
     preds = predictions_to_score(gold, gold_records, paths, data_source)
     for p, pr in zip(paths, preds):
@@ -503,60 +740,103 @@ def evaluate_files(gold, pred, against=(), out=None, data_source: str = "sample"
     names = [system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
-    report = evaluate_report(gold_records, dict(zip(names, preds)), gold_name=str(gold),
-                             n_resamples=n_resamples, seed=seed, char_variant=char_variant)
-    if out is not None: write_text_atomic(out, report)
+    report = evaluate_report(
+        gold_records,
+        dict(zip(names, preds)),
+        gold_name=str(gold),
+        n_resamples=n_resamples,
+        seed=seed,
+        char_variant=char_variant,
+    )
+    if out is not None:
+        write_text_atomic(out, report)
     return report
 
 # %% ../notebooks/11_errors.ipynb #5a155d51
-def gold_structure(gold_records: list[dict], merged_records: list[dict], split: str, data_source, length_split=None) -> tuple:
+def gold_structure(
+    gold_records: list[dict], merged_records: list[dict], split: str, data_source, length_split=None
+) -> tuple:
     "(groups table, caption, figure, the length split) of the gold split's answer structure."
-    gold_frame, _ = score_predictions(gold_records, {})       # every question, no predictions: the gold structure only
+    gold_frame, _ = score_predictions(gold_records, {})  # every question, no predictions: the gold structure only
     feats = answer_features(gold_frame)
     length_split = length_split or median_answer_words(merged_records)
     groups = answer_structure_table(gold_frame, length_split)[["Analysis", "Group", "Questions"]]
-    caption = (f"Answer-structure groups of the {len(gold_frame)} {split} questions ({data_source}); answers split at the "
-               f"benchmark's median length, {length_split:g} words (this split: median {feats['words'].median():g}, "
-               f"mean {feats['words'].mean():.1f})")
+    caption = (
+        f"Answer-structure groups of the {len(gold_frame)} {split} questions ({data_source}); answers split at the "
+        f"benchmark's median length, {length_split:g} words (this split: median {feats['words'].median():g}, "
+        f"mean {feats['words'].mean():.1f})"
+    )
     return groups, caption, gold_structure_figure(feats), length_split
 
-def errors_stage(runs: dict, gold_records: list[dict], st: dict, data_source, length_split: float, report_dir=None) -> dict:
+
+def errors_stage(
+    runs: dict, gold_records: list[dict], st: dict, data_source, length_split: float, report_dir=None
+) -> dict:
     """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs; the
     report is also written to `<report_dir>/evaluate_<focus>.md` when `report_dir` is given."""
     from indicipr.core import CARD, card_comparable
     from indicipr.significance import analysis_runs, resolve_focus
+
     focus, focus_note = resolve_focus(runs, st["focus_system"])
     chosen = analysis_runs(runs, st["focus_seed"])
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}
-    card = (card_comparable(data_source, {st["split"]: gold_records}) and st["split"] == "test"
-            and focus == CARD["significance"]["focus_system"])
+    card = (
+        card_comparable(data_source, {st["split"]: gold_records})
+        and st["split"] == "test"
+        and focus == CARD["significance"]["focus_system"]
+    )
     n_nonexact = int((frames[focus]["em"] < 100).sum())
     taxonomy, taxonomy_wide = taxonomy_by_system(frames)
     structure = structure_by_system(frames, length_split)
-    tables = {"error_taxonomy_focus": (error_taxonomy_table(frames[focus], card=card),
-                                       f"Error types of the {n_nonexact} non-exact predictions of {focus_note}, run {chosen[focus]}"),
-              "answer_structure_focus": (answer_structure_table(frames[focus], length_split, card=card),
-                                         f"{focus_note}, run {chosen[focus]}: scores by answer length, clause structure and answer position"),
-              "error_taxonomy": (taxonomy_wide, "Non-exact predictions per error type and system (one run each)"),
-              "answer_structure": (structure, "Scores by answer structure, every system (one run each)")}
-    tables["error_class_sensitivity"] = (error_class_sensitivity(frames[focus], card=card),
-                                         f"Error types of the {n_nonexact} non-exact predictions of {focus_note} under the project's rule and three "
-                                         "other defensible rules (see notebook 11, Weighing the rule)")
+    tables = {
+        "error_taxonomy_focus": (
+            error_taxonomy_table(frames[focus], card=card),
+            f"Error types of the {n_nonexact} non-exact predictions of {focus_note}, run {chosen[focus]}",
+        ),
+        "answer_structure_focus": (
+            answer_structure_table(frames[focus], length_split, card=card),
+            f"{focus_note}, run {chosen[focus]}: scores by answer length, clause structure and answer position",
+        ),
+        "error_taxonomy": (taxonomy_wide, "Non-exact predictions per error type and system (one run each)"),
+        "answer_structure": (structure, "Scores by answer structure, every system (one run each)"),
+    }
+    tables["error_class_sensitivity"] = (
+        error_class_sensitivity(frames[focus], card=card),
+        f"Error types of the {n_nonexact} non-exact predictions of {focus_note} under the project's rule and three "
+        "other defensible rules (see notebook 11, Weighing the rule)",
+    )
     figures = {"error_taxonomy": taxonomy_figure(taxonomy), "answer_structure": structure_figure(structure)}
     from indicipr.significance import decoding_pairs, evaluation_only
+
     pairs = decoding_pairs(runs)
     if pairs:
-        tables["decoding_error_change"] = (pd.concat([decoding_error_change(runs, p, o).assign(Pair=f"{o} vs {p}") for p, o in pairs]),
-                                           "Error classes under plain and boundary-aware decoding of the same checkpoints "
-                                           "(mean count over the seeds both have; exact matches first)")
+        tables["decoding_error_change"] = (
+            pd.concat([decoding_error_change(runs, p, o).assign(Pair=f"{o} vs {p}") for p, o in pairs]),
+            "Error classes under plain and boundary-aware decoding of the same checkpoints "
+            "(mean count over the seeds both have; exact matches first)",
+        )
     twins = dict(pairs)
     oracle = [s for s in dict.fromkeys([focus, *twins]) if s not in evaluation_only(runs)]
-    tables["snap_oracle"] = (pd.concat([snap_oracle_table(runs, s, twins.get(s)) for s in oracle]),
-                             "Span-boundary errors of the plain decoding that snapping its ends to clause boundaries (within 12 "
-                             "words) could fix given the gold: an upper bound" + ("; beside it, how many the boundary-aware decoding got "
-                                                                                   "exactly right" if twins else ""))
+    tables["snap_oracle"] = (
+        pd.concat([snap_oracle_table(runs, s, twins.get(s)) for s in oracle]),
+        "Span-boundary errors of the plain decoding that snapping its ends to clause boundaries (within 12 "
+        "words) could fix given the gold: an upper bound"
+        + ("; beside it, how many the boundary-aware decoding got exactly right" if twins else ""),
+    )
     others = [runs[chosen[s]]["path"] for s in chosen if s != focus]
-    report = evaluate_files(st["split"], runs[chosen[focus]]["path"], others, data_source=data_source, n_resamples=st["n_resamples"],
-                            seed=st["seed"], out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None)
-    return {"tables": tables, "figures": figures, "notes": [f"focus system: {focus_note}, run {chosen[focus]}"], "report": report,
-            "focus": focus}
+    report = evaluate_files(
+        st["split"],
+        runs[chosen[focus]]["path"],
+        others,
+        data_source=data_source,
+        n_resamples=st["n_resamples"],
+        seed=st["seed"],
+        out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None,
+    )
+    return {
+        "tables": tables,
+        "figures": figures,
+        "notes": [f"focus system: {focus_note}, run {chosen[focus]}"],
+        "report": report,
+        "focus": focus,
+    }

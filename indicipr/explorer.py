@@ -21,72 +21,108 @@ from .metrics import normalize_answer, score_predictions
 # %% ../notebooks/11a_explorer.ipynb #3195ebe1
 _EDGE = string.punctuation + "“”‘’–—"
 
+
 def _word_spans(text: str) -> list[Span]:
     "Character spans of the whitespace-separated words of `text`."
     spans, start = [], None
     for i, ch in enumerate(text):
         if ch.isspace():
-            if start is not None: spans.append((start, i)); start = None
-        elif start is None: start = i
-    if start is not None: spans.append((start, len(text)))
+            if start is not None:
+                spans.append((start, i))
+                start = None
+        elif start is None:
+            start = i
+    if start is not None:
+        spans.append((start, len(text)))
     return spans
 
-def _key(word: str) -> str: return word.lower().strip(_EDGE)
+
+def _key(word: str) -> str:
+    return word.lower().strip(_EDGE)
+
 
 def find_spans(text: str, context: str) -> list[Span]:
     "Every span of `text` in `context`: its exact occurrences, else the runs of words equal to its words up to case and edge punctuation."
-    if not text or not text.strip(): return []
-    if out := [(i, i + len(text)) for i in occurrences(text, context)]: return out
+    if not text or not text.strip():
+        return []
+    if out := [(i, i + len(text)) for i in occurrences(text, context)]:
+        return out
     want = [k for k in map(_key, text.split()) if k]
-    words = [(s, k) for s in _word_spans(context) if (k := _key(context[s[0]:s[1]]))]
+    words = [(s, k) for s in _word_spans(context) if (k := _key(context[s[0] : s[1]]))]
     n = len(want)
-    if not n: return []
-    return [(words[j][0][0], words[j + n - 1][0][1]) for j in range(len(words) - n + 1)
-            if all(words[j + t][1] == want[t] for t in range(n))]
+    if not n:
+        return []
+    return [
+        (words[j][0][0], words[j + n - 1][0][1])
+        for j in range(len(words) - n + 1)
+        if all(words[j + t][1] == want[t] for t in range(n))
+    ]
+
 
 def find_span(text: str, context: str, near: int | None = None) -> Span | None:
     "The span of `text` in `context` closest to character `near` (the first when `near` is None); None when it has none."
     spans = find_spans(text, context)
-    if not spans: return None
+    if not spans:
+        return None
     return spans[0] if near is None else min(spans, key=lambda s: (abs(s[0] - near), s[0]))
 
 # %% ../notebooks/11a_explorer.ipynb #e82eed4c
 MARKS = {"both": "gold and predicted", "missed": "gold, missed by the prediction", "extra": "predicted, not gold"}
 
+
 def mark_segments(n: int, gold: Span | None, pred: Span | None) -> list[tuple[int, int, str | None]]:
     "(start, end, kind) pieces of a text of `n` characters: kind `both`, `missed` (gold only), `extra` (prediction only) or None."
-    clip = lambda s: None if s is None else (max(0, min(s[0], n)), max(0, min(s[1], n)))
+
+    def clip(s):
+        return None if s is None else (max(0, min(s[0], n)), max(0, min(s[1], n)))
+
     gold, pred = clip(gold), clip(pred)
     cuts = sorted({0, n, *(gold or ()), *(pred or ())})
-    inside = lambda s, i: s is not None and s[0] <= i < s[1]
+
+    def inside(s, i):
+        return s is not None and s[0] <= i < s[1]
+
     out = []
     for a, b in zip(cuts, cuts[1:]):
         g, p = inside(gold, a), inside(pred, a)
         kind = "both" if g and p else "missed" if g else "extra" if p else None
-        if out and out[-1][2] == kind: out[-1] = (out[-1][0], b, kind)
-        else: out.append((a, b, kind))
+        if out and out[-1][2] == kind:
+            out[-1] = (out[-1][0], b, kind)
+        else:
+            out.append((a, b, kind))
     return out
 
+
 def marked_context(context: str, gold: Span | None, pred: Span | None) -> str:
-    "The context as HTML, its marked pieces in `<mark class=\"both|missed|extra\">`."
-    return "".join(html.escape(context[a:b]) if k is None else f'<mark class="{k}">{html.escape(context[a:b])}</mark>'
-                   for a, b, k in mark_segments(len(context), gold, pred))
+    'The context as HTML, its marked pieces in `<mark class="both|missed|extra">`.'
+    return "".join(
+        html.escape(context[a:b]) if k is None else f'<mark class="{k}">{html.escape(context[a:b])}</mark>'
+        for a, b, k in mark_segments(len(context), gold, pred)
+    )
 
 # %% ../notebooks/11a_explorer.ipynb #7b704bfb
 EXACT = "exact"
 CLASS_LABELS = {EXACT: "Exact match", **ERROR_TYPES}
 
+
 def token_differences(prediction: str, gold: str) -> tuple[list[str], list[str]]:
     "(missed, extra): the gold's normalised tokens the prediction lacks, and the prediction's the gold lacks (multisets, in order)."
     p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+
     def take(tokens, surplus):
         out = []
         for t in tokens:
-            if surplus[t] > 0: out.append(t); surplus[t] -= 1
+            if surplus[t] > 0:
+                out.append(t)
+                surplus[t] -= 1
         return out
+
     return take(g, Counter(g) - Counter(p)), take(p, Counter(p) - Counter(g))
 
-def _digest(text: str) -> str: return hashlib.blake2s(text.encode(), digest_size=8).hexdigest()   # equal answers, compared in the page
+
+def _digest(text: str) -> str:
+    return hashlib.blake2s(text.encode(), digest_size=8).hexdigest()  # equal answers, compared in the page
+
 
 def answer_view(prediction: str | None, golds: list[str], context: str, starts: list[int], scores: dict) -> dict:
     "What the page shows of one answer: `p`, spans `s` (predicted) and `g` (gold), scores, class `c`, relation, missed and extra tokens."
@@ -96,32 +132,64 @@ def answer_view(prediction: str | None, golds: list[str], context: str, starts: 
     gold = (start, start + len(golds[k])) if start >= 0 else None
     pred = find_span(prediction, context, near=start if start >= 0 else None) if prediction else None
     missed, extra = token_differences(prediction or "", golds[k])
-    return {"p": prediction, "n": _digest(normalize_answer(prediction)) if prediction is not None else None,
-            "s": list(pred) if pred else None, "g": list(gold) if gold else None,
-            **{m: round(float(scores[m]), 2) for m in ("em", "f1", "char_f1")},
-            "c": classify_error(prediction, golds, context, starts) or EXACT, "rel": ev["relation"] if prediction is not None else "",
-            "missed": missed, "extra": extra}
+    return {
+        "p": prediction,
+        "n": _digest(normalize_answer(prediction)) if prediction is not None else None,
+        "s": list(pred) if pred else None,
+        "g": list(gold) if gold else None,
+        **{m: round(float(scores[m]), 2) for m in ("em", "f1", "char_f1")},
+        "c": classify_error(prediction, golds, context, starts) or EXACT,
+        "rel": ev["relation"] if prediction is not None else "",
+        "missed": missed,
+        "extra": extra,
+    }
 
 # %% ../notebooks/11a_explorer.ipynb #c3eb75d4
 def explorer_data(gold_records, systems: dict, char_variant: str = "multiset") -> dict:
     "`{systems, labels, marks, questions}` of `systems` (name -> predictions: a dict, records or a file) on the gold records."
     gold_records = [dict(r) for r in gold_records]
-    frames = {name: score_predictions(gold_records, preds, char_variant,
-                                      source=str(preds) if isinstance(preds, (str, Path)) else name)[0]
-              for name, preds in systems.items()}
-    views = {name: [answer_view(r.prediction if r.answered else None, list(r.golds), r.context, list(r.answer_starts),
-                                {"em": r.em, "f1": r.f1, "char_f1": r.char_f1}) for r in f.itertuples()]
-             for name, f in frames.items()}
+    frames = {
+        name: score_predictions(
+            gold_records, preds, char_variant, source=str(preds) if isinstance(preds, (str, Path)) else name
+        )[0]
+        for name, preds in systems.items()
+    }
+    views = {
+        name: [
+            answer_view(
+                r.prediction if r.answered else None,
+                list(r.golds),
+                r.context,
+                list(r.answer_starts),
+                {"em": r.em, "f1": r.f1, "char_f1": r.char_f1},
+            )
+            for r in f.itertuples()
+        ]
+        for name, f in frames.items()
+    }
     questions = []
     for i, (rec, row) in enumerate(zip(gold_records, next(iter(frames.values())).itertuples())):
-        questions.append({"i": i, "id": row.id, "act": row.act, "actLabel": act_label(row.act), "section": rec.get("title") or "",
-                          "question": row.question, "context": row.context, "golds": list(row.golds),
-                          "by": {name: views[name][i] for name in frames}})
+        questions.append(
+            {
+                "i": i,
+                "id": row.id,
+                "act": row.act,
+                "actLabel": act_label(row.act),
+                "section": rec.get("title") or "",
+                "question": row.question,
+                "context": row.context,
+                "golds": list(row.golds),
+                "by": {name: views[name][i] for name in frames},
+            }
+        )
     return {"systems": list(frames), "labels": CLASS_LABELS, "marks": MARKS, "questions": questions}
+
 
 def class_counts(data: dict) -> dict[str, dict[str, int]]:
     "`{system: {class: count}}` over the page's questions (every class of `CLASS_LABELS`, zeros included)."
-    return {s: {c: sum(q["by"][s]["c"] == c for q in data["questions"]) for c in data["labels"]} for s in data["systems"]}
+    return {
+        s: {c: sum(q["by"][s]["c"] == c for q in data["questions"]) for c in data["labels"]} for s in data["systems"]
+    }
 
 # %% ../notebooks/11a_explorer.ipynb #733a6d3b
 _CSS = """*{box-sizing:border-box} body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1em;color:#222;overflow-wrap:break-word}
@@ -163,20 +231,42 @@ function apply(){render();const m=$('system').value,b=$('beside').value,act=$('a
 for(const id of ['system','beside','act','cls','sort','disagree'])$(id).addEventListener('change',apply);$('search').addEventListener('input',apply);
 apply();"""
 
+
 def _options(pairs, selected=None) -> str:
-    return "".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>' for v, t in pairs)
+    return "".join(
+        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+        for v, t in pairs
+    )
+
 
 def _block(q: dict, name: str, labels: dict) -> str:
     "One system's answer to one question (the script's `block`, in Python)."
     v = q["by"][name]
-    ev = (f'<div class="ev">relation <b>{html.escape(v["rel"])}</b> · missed: {html.escape(" ".join(v["missed"]) or "none")} · '
-          f'extra: {html.escape(" ".join(v["extra"]) or "none")}</div>') if v["c"] != EXACT and v["p"] is not None else ""
-    pred = "" if v["s"] else (f'<div class="pred">{"No prediction" if v["p"] is None else "Prediction, not a span of the context: " + html.escape(v["p"])}</div>')
-    return (f'<div class="sys" data-system="{html.escape(name)}" data-class="{v["c"]}"><div class="head"><b>{html.escape(name)}</b> '
-            f'<span class="cls c-{v["c"]}">{html.escape(labels[v["c"]])}</span> EM {v["em"]:.2f} · F1 {v["f1"]:.2f} · Char-F1 {v["char_f1"]:.2f}</div>'
-            f'{ev}{pred}<div class="ctx">{marked_context(q["context"], v["g"], v["s"])}</div></div>')
+    ev = (
+        (
+            f'<div class="ev">relation <b>{html.escape(v["rel"])}</b> · missed: {html.escape(" ".join(v["missed"]) or "none")} · '
+            f"extra: {html.escape(' '.join(v['extra']) or 'none')}</div>"
+        )
+        if v["c"] != EXACT and v["p"] is not None
+        else ""
+    )
+    pred = (
+        ""
+        if v["s"]
+        else (
+            f'<div class="pred">{"No prediction" if v["p"] is None else "Prediction, not a span of the context: " + html.escape(v["p"])}</div>'
+        )
+    )
+    return (
+        f'<div class="sys" data-system="{html.escape(name)}" data-class="{v["c"]}"><div class="head"><b>{html.escape(name)}</b> '
+        f'<span class="cls c-{v["c"]}">{html.escape(labels[v["c"]])}</span> EM {v["em"]:.2f} · F1 {v["f1"]:.2f} · Char-F1 {v["char_f1"]:.2f}</div>'
+        f'{ev}{pred}<div class="ctx">{marked_context(q["context"], v["g"], v["s"])}</div></div>'
+    )
 
-def explorer_page(data: dict, main: str | None = None, beside: str | None = None, title: str | None = None, note: str = "") -> str:
+
+def explorer_page(
+    data: dict, main: str | None = None, beside: str | None = None, title: str | None = None, note: str = ""
+) -> str:
     "The self-contained HTML page of `explorer_data`'s `data`, showing `main` (default: the first system) and `beside` it."
     systems, labels = data["systems"], data["labels"]
     main = main or systems[0]
@@ -184,13 +274,18 @@ def explorer_page(data: dict, main: str | None = None, beside: str | None = None
     counts = class_counts(data)
     title = title or f"Error explorer: {main}"
     head = "".join(f"<th>{html.escape(labels[c])}</th>" for c in labels)
-    rows = "".join(f"<tr><td>{html.escape(s)}</td>" + "".join(f"<td>{counts[s][c]}</td>" for c in labels) + "</tr>" for s in systems)
+    rows = "".join(
+        f"<tr><td>{html.escape(s)}</td>" + "".join(f"<td>{counts[s][c]}</td>" for c in labels) + "</tr>"
+        for s in systems
+    )
     acts = list(dict.fromkeys((q["act"], q["actLabel"]) for q in data["questions"]))
-    arts = "".join(f'<article id="q{q["i"]}" data-id="{html.escape(q["id"])}" data-act="{html.escape(q["act"])}"><h2>{html.escape(q["id"])} · '
-                   f'{html.escape(q["actLabel"])}{" · " + html.escape(q["section"]) if q["section"] else ""}</h2>'
-                   f'<p class="q">{html.escape(q["question"])}</p><p class="gold">Gold: {" | ".join(html.escape(g) for g in q["golds"])}</p>'
-                   f'<div class="cols">{_block(q, main, labels)}{_block(q, beside, labels) if beside else ""}</div></article>'
-                   for q in data["questions"])
+    arts = "".join(
+        f'<article id="q{q["i"]}" data-id="{html.escape(q["id"])}" data-act="{html.escape(q["act"])}"><h2>{html.escape(q["id"])} · '
+        f"{html.escape(q['actLabel'])}{' · ' + html.escape(q['section']) if q['section'] else ''}</h2>"
+        f'<p class="q">{html.escape(q["question"])}</p><p class="gold">Gold: {" | ".join(html.escape(g) for g in q["golds"])}</p>'
+        f'<div class="cols">{_block(q, main, labels)}{_block(q, beside, labels) if beside else ""}</div></article>'
+        for q in data["questions"]
+    )
     payload = json.dumps({**data, "main": main, "beside": beside}, ensure_ascii=False).replace("</", "<\\/")
     legend = "".join(f'<mark class="{k}">{html.escape(t)}</mark>' for k, t in data["marks"].items())
     return f"""<!doctype html>
@@ -216,8 +311,17 @@ def explorer_page(data: dict, main: str | None = None, beside: str | None = None
 </body></html>
 """
 
-def write_explorer(path, gold_records, systems: dict, main: str | None = None, beside: str | None = None,
-                   title: str | None = None, note: str = "", char_variant: str = "multiset") -> Path:
+
+def write_explorer(
+    path,
+    gold_records,
+    systems: dict,
+    main: str | None = None,
+    beside: str | None = None,
+    title: str | None = None,
+    note: str = "",
+    char_variant: str = "multiset",
+) -> Path:
     "Write the page of `systems` (name -> predictions) on `gold_records` to `path` (atomic)."
     data = explorer_data(gold_records, systems, char_variant)
     return write_text_atomic(path, explorer_page(data, main, beside, title, note))
@@ -225,19 +329,27 @@ def write_explorer(path, gold_records, systems: dict, main: str | None = None, b
 # %% ../notebooks/11a_explorer.ipynb #755c3571
 def _beside(name: str, focus: str, systems: list[str], f1: dict | None = None) -> str | None:
     "The system shown beside `name`: the focus system, or on its own page BERT-base (else the other system of best mean `f1`)."
-    if name != focus: return focus
+    if name != focus:
+        return focus
     others = [s for s in systems if s != focus]
     best = max(others, key=lambda s: (f1 or {}).get(s, 0.0), default=None)
     return next((s for s in others if s.replace("-", "_").lower().startswith("bert_base")), best)
+
 
 def write_run_explorers(gold_records, files: dict, out_dir, focus: str, note: str = "") -> dict[str, Path]:
     """One page per system of `files` (system -> predictions file) in `out_dir`, as `<system>.html`: `{system: path}`. Pages of
     systems no longer in the run are removed, so that the report links this run's systems only."""
     data = explorer_data(gold_records, files)
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     f1 = {s: sum(q["by"][s]["f1"] for q in data["questions"]) for s in data["systems"]}
-    pages = {s: write_text_atomic(out / f"{s}.html", explorer_page(data, s, _beside(s, focus, data["systems"], f1),
-                                                                    f"Error explorer: {s}", note))
-             for s in data["systems"]}
-    for stale in set(out.glob("*.html")) - set(pages.values()): stale.unlink()
+    pages = {
+        s: write_text_atomic(
+            out / f"{s}.html",
+            explorer_page(data, s, _beside(s, focus, data["systems"], f1), f"Error explorer: {s}", note),
+        )
+        for s in data["systems"]
+    }
+    for stale in set(out.glob("*.html")) - set(pages.values()):
+        stale.unlink()
     return pages

@@ -8,9 +8,21 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from .core import ACTS, build_dir, data_dir, read_jsonl, record_act, record_section, write_jsonl, write_text_atomic
+from indicipr.core import (
+    ACTS,
+    build_dir,
+    data_dir,
+    read_jsonl,
+    record_act,
+    record_section,
+    write_jsonl,
+    write_text_atomic,
+)
+
+if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 'VAGUE_QUESTIONS', 'ARTIFACT_PATTERNS', 'FILTERS',
@@ -21,14 +33,18 @@ __all__ = ['STOPWORDS', 'REQUIRED_FIELDS', 'ANSWER_CHARS', 'MAX_CONTEXT_SHARE', 
            'filter_released', 'filters_stage']
 
 # %% ../notebooks/03_filters.ipynb #98effa4a
-STOPWORDS = frozenset("""a an the of to in on at by for with from into under as and or nor but if than then that
+STOPWORDS = frozenset(
+    """a an the of to in on at by for with from into under as and or nor but if than then that
 this these those such any all each every which who whom whose what when where why how is are was were be been being
 shall may must will would should can could do does did has have had it its he his him she her they their them not no
-so""".split())
+so""".split()
+)
+
 
 def tokens(text: str) -> list[str]:
     "Lowercase word tokens."
     return re.findall(r"\w+", text.lower())
+
 
 def informative_tokens(text: str) -> list[str]:
     "Tokens that are not function words."
@@ -37,14 +53,19 @@ def informative_tokens(text: str) -> list[str]:
 # %% ../notebooks/03_filters.ipynb #9d7ba889
 REQUIRED_FIELDS = ("context_id", "act", "section", "title", "context", "question", "answer")
 
+
 def f1_required_fields(c: dict) -> str | None:
     "F1: `None` when the record is complete, else the reason."
-    if c.get("parse_error"): return f"unparseable reply: {str(c['parse_error'])[:120]}"
+    if c.get("parse_error"):
+        return f"unparseable reply: {str(c['parse_error'])[:120]}"
     for name in REQUIRED_FIELDS:
         v = c.get(name)
-        if name == "section" and isinstance(v, int) and not isinstance(v, bool): continue
-        if not isinstance(v, str) or not v.strip(): return f"field {name!r} missing or empty"
-    if c["act"] not in ACTS: return f"unknown act {c['act']!r}"
+        if name == "section" and isinstance(v, int) and not isinstance(v, bool):
+            continue
+        if not isinstance(v, str) or not v.strip():
+            return f"field {name!r} missing or empty"
+    if c["act"] not in ACTS:
+        return f"unknown act {c['act']!r}"
     return None
 
 # %% ../notebooks/03_filters.ipynb #f0f12070
@@ -55,6 +76,7 @@ def f2_answer_in_context(c: dict) -> str | None:
 # %% ../notebooks/03_filters.ipynb #afa4773d
 ANSWER_CHARS = (5, 350)
 
+
 def f3_answer_length(c: dict, bounds: tuple[int, int] = ANSWER_CHARS) -> str | None:
     "F3: the answer has `bounds[0]`–`bounds[1]` characters."
     n = len(c["answer"].strip())
@@ -62,6 +84,7 @@ def f3_answer_length(c: dict, bounds: tuple[int, int] = ANSWER_CHARS) -> str | N
 
 # %% ../notebooks/03_filters.ipynb #fef261db
 MAX_CONTEXT_SHARE = 0.85
+
 
 def f4_answer_share(c: dict, max_share: float = MAX_CONTEXT_SHARE) -> str | None:
     "F4: `len(answer) < max_share * len(context)`."
@@ -72,41 +95,58 @@ def f4_answer_share(c: dict, max_share: float = MAX_CONTEXT_SHARE) -> str | None
 _WH = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
 _AUX = r"(?:is|are|was|were|does|do|did|can|could|may|might|shall|should|will|would|has|have|had|must)"
 _YES_NO = re.compile(rf"^(?:[^,?]{{0,80}},\s*)?{_AUX}\b", re.I)
-_DEICTIC = r"(?:this|the|that|above|given)\s+(?:section|provision|sub-?section|clause|act|context|paragraph|passage|text)"
+_DEICTIC = (
+    r"(?:this|the|that|above|given)\s+(?:section|provision|sub-?section|clause|act|context|paragraph|passage|text)"
+)
 VAGUE_QUESTIONS = [
-    re.compile(rf"^what (?:is|are) (?:stated|laid down|provided|said|mentioned|contained|specified|described|discussed) (?:in|by|under) {_DEICTIC}\b"),
-    re.compile(rf"^what does {_DEICTIC} (?:say|state|provide|lay down|deal with|contain|describe|specify|talk about|mean)\b"),
+    re.compile(
+        rf"^what (?:is|are) (?:stated|laid down|provided|said|mentioned|contained|specified|described|discussed) (?:in|by|under) {_DEICTIC}\b"
+    ),
+    re.compile(
+        rf"^what does {_DEICTIC} (?:say|state|provide|lay down|deal with|contain|describe|specify|talk about|mean)\b"
+    ),
     re.compile(rf"^what (?:is|are) {_DEICTIC} about\b"),
     re.compile(r"^what (?:is|are) the (?:main|key|central) (?:point|idea|provision|purpose)s?\b"),
 ]
+
 
 def f5_question_quality(c: dict) -> str | None:
     "F5: question form, not yes/no, not a vague template, specific to its context."
     q = c["question"].strip()
     norm = " ".join(tokens(q))
-    if not q.endswith("?"): return "question does not end with '?'"
-    if len(q.split()) < 4: return "question has fewer than 4 words"
-    if _YES_NO.match(q): return "yes/no question"
-    if not _WH.search(q): return "no wh-word (what/which/who/...)"
-    if any(rx.match(norm) for rx in VAGUE_QUESTIONS): return "vague template question"
-    if not set(informative_tokens(q)) & set(tokens(c["context"])): return "question shares no informative word with the context"
+    if not q.endswith("?"):
+        return "question does not end with '?'"
+    if len(q.split()) < 4:
+        return "question has fewer than 4 words"
+    if _YES_NO.match(q):
+        return "yes/no question"
+    if not _WH.search(q):
+        return "no wh-word (what/which/who/...)"
+    if any(rx.match(norm) for rx in VAGUE_QUESTIONS):
+        return "vague template question"
+    if not set(informative_tokens(q)) & set(tokens(c["context"])):
+        return "question shares no informative word with the context"
     return None
 
 # %% ../notebooks/03_filters.ipynb #34aca005
 def f6_no_leakage(c: dict) -> str | None:
     "F6: the question does not contain its answer."
     q, a = " " + " ".join(tokens(c["question"])) + " ", " ".join(tokens(c["answer"]))
-    if a and f" {a} " in q: return "the answer appears verbatim in the question"
+    if a and f" {a} " in q:
+        return "the answer appears verbatim in the question"
     info = set(informative_tokens(c["answer"]))
-    if info and info <= set(tokens(c["question"])): return "every informative word of the answer is in the question"
+    if info and info <= set(tokens(c["question"])):
+        return "every informative word of the answer is in the question"
     return None
 
 # %% ../notebooks/03_filters.ipynb #a7dce0f8
 def context_truncated(context: str) -> bool:
     "True when the context starts mid-sentence or does not end at a sentence end."
     text = re.sub(r"(?<=[.?!])\s+\d{1,2}$", "", context.strip())
-    if not text or text[0].islower(): return True
+    if not text or text[0].islower():
+        return True
     return not re.search(r"[.?!][\"'”’)\]]*$", text)
+
 
 def f7_context_complete(c: dict) -> str | None:
     "F7: the candidate's context is not truncated."
@@ -115,25 +155,37 @@ def f7_context_complete(c: dict) -> str | None:
 # %% ../notebooks/03_filters.ipynb #62a4d266
 ARTIFACT_PATTERNS = {
     "amendment marker": re.compile(r"(?:\b\d{1,2}|\*)\s?\[|[\[\]]|\*\s?\*\s?\*"),
-    "amendment note": re.compile(r"\b(?:Subs|Ins|Amdt|Rep)\.|\bw\.e\.f\b|\b(?:Inserted|Substituted|Omitted|omitted)\s+(?:by|for|vide)\b"
-                                 r"|\bFoot-?notes?\b|\bNote\s*:|\bibid\b", re.I),
+    "amendment note": re.compile(
+        r"\b(?:Subs|Ins|Amdt|Rep)\.|\bw\.e\.f\b|\b(?:Inserted|Substituted|Omitted|omitted)\s+(?:by|for|vide)\b"
+        r"|\bFoot-?notes?\b|\bNote\s*:|\bibid\b",
+        re.I,
+    ),
     "footnote digit": re.compile(r"[a-z]{2}\d{1,2}\b|\b(?:the|a|an|of|to)\s\d{1,2}\s(?=[A-Z“\"])"),
     "doubled word": re.compile(r"\b(of|the|to|in|and|or|a|an|by|for|with)\s+\1\b", re.I),
     "mojibake": re.compile(r"[β\ufffd]|â€|Ã."),
 }
-_NOTE_SPAN = re.compile(r"\b(?:Omitted|Subs\.|Ins\.|Inserted|Substituted|Added|Rep\.)\s+(?:by|for|vide)\b.*?(?=;|\]|\.\s+(?:\d|[A-Z(])|\.?$)", re.S)
+_NOTE_SPAN = re.compile(
+    r"\b(?:Omitted|Subs\.|Ins\.|Inserted|Substituted|Added|Rep\.)\s+(?:by|for|vide)\b.*?(?=;|\]|\.\s+(?:\d|[A-Z(])|\.?$)",
+    re.S,
+)
+
 
 def answer_in_editorial_note(answer: str, context: str) -> bool:
     "True when the answer's first occurrence in the context lies inside an editorial note."
     start = context.find(answer)
-    return start >= 0 and any(m.start() <= start and start + len(answer) <= m.end() + 1 for m in _NOTE_SPAN.finditer(context))
+    return start >= 0 and any(
+        m.start() <= start and start + len(answer) <= m.end() + 1 for m in _NOTE_SPAN.finditer(context)
+    )
+
 
 def f8_no_artifacts(c: dict) -> str | None:
     "F8: no editorial or layout artifact in the answer."
     for name, rx in ARTIFACT_PATTERNS.items():
         m = rx.search(c["answer"])
-        if m: return f"{name} in the answer: {m.group(0)!r}"
-    if answer_in_editorial_note(c["answer"], c["context"]): return "answer taken from an editorial note"
+        if m:
+            return f"{name} in the answer: {m.group(0)!r}"
+    if answer_in_editorial_note(c["answer"], c["context"]):
+        return "answer taken from an editorial note"
     return None
 
 # %% ../notebooks/03_filters.ipynb #6d03a894
@@ -154,27 +206,43 @@ FILTERS: list[tuple[str, str, Callable[[dict], str | None]]] = [
     ("F9", "Answer not numeric-only", f9_not_numeric),
 ]
 
+
 def first_failure(c: dict) -> tuple[str | None, str | None]:
     "`(filter id, reason)` of the first filter the candidate fails, or `(None, None)`."
     for fid, _, fn in FILTERS:
         reason = fn(c)
-        if reason is not None: return fid, reason
+        if reason is not None:
+            return fid, reason
     return None, None
+
 
 def apply_filters(candidates: Iterable[dict]) -> list[dict]:
     "Log rows, one per candidate in input order: `index`, ids, question, answer, `failed`, `reason`."
     rows = []
     for i, c in enumerate(candidates):
         fid, reason = first_failure(c)
-        rows.append({"index": i, "candidate_id": c.get("candidate_id"), "context_id": c.get("context_id"),
-                     "question": c.get("question"), "answer": c.get("answer"), "failed": fid, "reason": reason})
+        rows.append(
+            {
+                "index": i,
+                "candidate_id": c.get("candidate_id"),
+                "context_id": c.get("context_id"),
+                "question": c.get("question"),
+                "answer": c.get("answer"),
+                "failed": fid,
+                "reason": reason,
+            }
+        )
     return rows
+
 
 def filter_table(log: list[dict]):
     "Criterion, excluded and remaining counts per filter (first row: the raw candidates)."
     import pandas as pd
+
     counts, remaining = Counter(r["failed"] for r in log), len(log)
-    rows = [{"Filter": "—", "Criterion": "Raw candidates", "Excluded": 0, "Remaining": remaining}]   # "—", not "": a CSV reader reads no NaN
+    rows = [
+        {"Filter": "—", "Criterion": "Raw candidates", "Excluded": 0, "Remaining": remaining}
+    ]  # "—", not "": a CSV reader reads no NaN
     for fid, criterion, _ in FILTERS:
         remaining -= counts[fid]
         rows.append({"Filter": fid, "Criterion": criterion, "Excluded": counts[fid], "Remaining": remaining})
@@ -183,39 +251,56 @@ def filter_table(log: list[dict]):
 # %% ../notebooks/03_filters.ipynb #fbd772d1
 def builds_with_candidates(tags: Iterable[str] | None = None) -> list[str]:
     "Build tags with a `candidates.jsonl` (replay first, then live, then others by name), or the given tags."
-    if tags is not None: return list(tags)
+    if tags is not None:
+        return list(tags)
     root = data_dir() / "build"
     found = sorted(p.parent.name for p in root.glob("*/candidates.jsonl")) if root.is_dir() else []
     order = {"replay": 0, "live": 1}
     return sorted(found, key=lambda t: (order.get(t, 2), t))
 
+
 def filter_build(tag: str) -> dict:
     "Filter one build's candidates; write `filtered.jsonl`, `filter_log.jsonl`, `filter_summary.json`; return the summary."
     import json
+
     folder = build_dir(tag)
     src = folder / "candidates.jsonl"
-    if not src.is_file(): raise FileNotFoundError(f"{src}: no candidates; run 02_generate for build {tag!r} first")
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no candidates; run 02_generate for build {tag!r} first")
     candidates = list(read_jsonl(src))
     log = apply_filters(candidates)
     write_jsonl(folder / "filtered.jsonl", (c for c, r in zip(candidates, log) if r["failed"] is None))
     write_jsonl(folder / "filter_log.jsonl", log)
     table = filter_table(log)
-    summary = {"build": tag, "candidates": len(candidates), "filtered": int(table.Remaining.iloc[-1]),
-               "contexts": len({c.get("context_id") for c in candidates}),
-               "contexts_filtered": len({c["context_id"] for c, r in zip(candidates, log) if r["failed"] is None}),
-               "models": sorted({str(c.get("model")) for c in candidates}),
-               "excluded": {fid: int(n) for fid, n in zip(table.Filter[1:], table.Excluded[1:])}}
+    summary = {
+        "build": tag,
+        "candidates": len(candidates),
+        "filtered": int(table.Remaining.iloc[-1]),
+        "contexts": len({c.get("context_id") for c in candidates}),
+        "contexts_filtered": len({c["context_id"] for c, r in zip(candidates, log) if r["failed"] is None}),
+        "models": sorted({str(c.get("model")) for c in candidates}),
+        "excluded": {fid: int(n) for fid, n in zip(table.Filter[1:], table.Excluded[1:])},
+    }
     write_text_atomic(folder / "filter_summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
+
 
 def plot_filter_funnel(tables: dict):
     "Candidates remaining after each filter, one line per build."
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7, 3.2))
     for tag, t in tables.items():
-        ax.plot(["raw"] + list(t.Filter[1:]), 100 * t.Remaining / max(t.Remaining.iloc[0], 1), marker="o",
-                label=f"{tag} ({t.Remaining.iloc[0]} → {t.Remaining.iloc[-1]})")
-    ax.set_ylabel("% of raw candidates remaining"); ax.set_ylim(0, 105); ax.legend(); ax.grid(alpha=.3)
+        ax.plot(
+            ["raw"] + list(t.Filter[1:]),
+            100 * t.Remaining / max(t.Remaining.iloc[0], 1),
+            marker="o",
+            label=f"{tag} ({t.Remaining.iloc[0]} → {t.Remaining.iloc[-1]})",
+        )
+    ax.set_ylabel("% of raw candidates remaining")
+    ax.set_ylim(0, 105)
+    ax.legend()
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
 
@@ -223,9 +308,17 @@ def plot_filter_funnel(tables: dict):
 def candidate_from_released(record: dict) -> dict:
     "A released official-format pair in the shape of a raw candidate, so that the nine filters apply to it."
     act = record_act(record)
-    return {"candidate_id": record["id"], "context_id": f"{act}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
-            "act": act, "section": record_section(record), "title": record.get("title", ""),
-            "context": record["context"], "question": record["question"], "answer": record["answers"]["text"][0]}
+    return {
+        "candidate_id": record["id"],
+        "context_id": f"{act}:{hashlib.sha1(record['context'].encode()).hexdigest()[:10]}",
+        "act": act,
+        "section": record_section(record),
+        "title": record.get("title", ""),
+        "context": record["context"],
+        "question": record["question"],
+        "answer": record["answers"]["text"][0],
+    }
+
 
 def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"]:
     "The filter log and table of released pairs: which of them the nine filters would exclude today."
@@ -237,15 +330,21 @@ def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"
 def filters_stage(plan) -> dict[str, tuple["pd.DataFrame", str]]:
     "`{name: (filter table, caption)}` of the run: `released` for a score job, one per build for a rebuild."
     from indicipr.core import load_benchmark
+
     out = {}
     if not plan.rebuild:
         released = list(load_benchmark(plan.data_source, merged=True)["merged"])
         log, table = filter_released(released)
-        out["released"] = (table, f"The nine filters re-applied to the {len(released)} released pairs of {plan.data_source}: "
-                                  f"{sum(r['failed'] is not None for r in log)} would be excluded today")
+        out["released"] = (
+            table,
+            f"The nine filters re-applied to the {len(released)} released pairs of {plan.data_source}: "
+            f"{sum(r['failed'] is not None for r in log)} would be excluded today",
+        )
     for tag in plan.builds_among(builds_with_candidates()):
         s = filter_build(tag)
-        out[tag] = (filter_table(list(read_jsonl(build_dir(tag) / "filter_log.jsonl"))),
-                    f"Nine sequential filters on the {tag} build ({', '.join(s['models'])}): "
-                    f"{s['candidates']} raw candidates from {s['contexts']} contexts → {s['filtered']}")
+        out[tag] = (
+            filter_table(list(read_jsonl(build_dir(tag) / "filter_log.jsonl"))),
+            f"Nine sequential filters on the {tag} build ({', '.join(s['models'])}): "
+            f"{s['candidates']} raw candidates from {s['contexts']} contexts → {s['filtered']}",
+        )
     return out

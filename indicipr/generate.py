@@ -22,14 +22,35 @@ from typing import Any, Iterable
 
 from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
 from .corpus import batch_files, sync_shared_files
-from .llm import (CARD_MODELS, LOCAL_MODEL, Endpoint, ReplayMissError, ResponseCache, llm_config, messages_key,
-                          open_endpoints, replay_endpoint, run_requests)
+from indicipr.llm import (
+    CARD_MODELS,
+    LOCAL_MODEL,
+    Endpoint,
+    ReplayMissError,
+    ResponseCache,
+    llm_config,
+    messages_key,
+    open_endpoints,
+    replay_endpoint,
+    run_requests,
+)
 
 # %% ../notebooks/02_generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."
 
-QUESTION_TYPES = ("definition", "right", "power", "condition", "prohibition", "exception",
-                  "duration", "procedure", "penalty", "other")
+QUESTION_TYPES = (
+    "definition",
+    "right",
+    "power",
+    "condition",
+    "prohibition",
+    "exception",
+    "duration",
+    "procedure",
+    "penalty",
+    "other",
+)
+
 
 def build_prompt(questions_per_context: int, act: str, title: str, context: str) -> str:
     "The card's generation prompt for one context."
@@ -88,45 +109,74 @@ Title: {title}
 Context:
 """{context}"""'''
 
+
 def build_messages(questions_per_context: int, act: str, title: str, context: str) -> list[dict]:
     "System message + prompt, as sent to the model."
-    return [{"role": "system", "content": SYSTEM_MESSAGE},
-            {"role": "user", "content": build_prompt(questions_per_context, act, title, context)}]
+    return [
+        {"role": "system", "content": SYSTEM_MESSAGE},
+        {"role": "user", "content": build_prompt(questions_per_context, act, title, context)},
+    ]
 
 # %% ../notebooks/02_generate.ipynb #81444fe0
 QUESTION_PATTERN = r"^(What|Which|Who|Whom|Whose|When|Where|How|Under|Within|In|For|By|To) [^?\n\"\\]{8,140}\?$"
 
+
 def answer_spans(context: str, min_chars: int = 5, max_chars: int = 150, limit: int = 80) -> list[str]:
     "Clauses of `context` (exact substrings, cut at clause punctuation, enumerators removed) usable as answers."
     out, seen = [], set()
+
     def keep(piece):
         piece = re.sub(r"^(?:\((?:[a-z]{1,4}|[0-9]{1,3}[A-Z]?|[A-Z])\)\s*)+", "", piece.strip()).strip(" ,;:.-")
-        if '"' in piece or "\\" in piece:   # llama-cpp-python cannot put quotes in an enum grammar: keep the longest quote-free part
+        if (
+            '"' in piece or "\\" in piece
+        ):  # llama-cpp-python cannot put quotes in an enum grammar: keep the longest quote-free part
             piece = max(re.split(r'["\\]', piece), key=len).strip(" ,;:.-")
         if min_chars <= len(piece) <= max_chars and piece in context and piece not in seen:
-            seen.add(piece); out.append(piece)
+            seen.add(piece)
+            out.append(piece)
+
     for clause in re.split(r"(?<=[;:.])\s+|,-\s*|\s[-—–]\s|\s(?=\((?:[a-z]{1,4}|[0-9]{1,3})\)\s+[\"“A-Z])", context):
-        if len(clause.strip()) <= max_chars + 8: keep(clause)
+        if len(clause.strip()) <= max_chars + 8:
+            keep(clause)
         else:
-            for part in re.split(r",\s+", clause): keep(part)
+            for part in re.split(r",\s+", clause):
+                keep(part)
     return out[:limit]
 
-def qa_schema(questions_per_context: int = 5, max_items: int | None = None, max_question_chars: int = 300,
-              max_answer_chars: int = 400, answer_choices: list[str] | None = None,
-              question_pattern: str | None = None) -> dict:
+
+def qa_schema(
+    questions_per_context: int = 5,
+    max_items: int | None = None,
+    max_question_chars: int = 300,
+    max_answer_chars: int = 400,
+    answer_choices: list[str] | None = None,
+    question_pattern: str | None = None,
+) -> dict:
     "JSON schema of the generation reply: `{'items': [{'question', 'answer', 'question_type'}]}`."
     question = {"type": "string", "minLength": 1, "maxLength": int(max_question_chars)}
-    if question_pattern: question = {"type": "string", "pattern": question_pattern}
-    answer = {"type": "string", "enum": list(answer_choices)} if answer_choices else \
-             {"type": "string", "minLength": 1, "maxLength": int(max_answer_chars)}
-    item = {"type": "object",
-            "properties": {"question": question, "answer": answer,
-                           "question_type": {"type": "string", "enum": list(QUESTION_TYPES)}},
-            "required": ["question", "answer", "question_type"]}
+    if question_pattern:
+        question = {"type": "string", "pattern": question_pattern}
+    answer = (
+        {"type": "string", "enum": list(answer_choices)}
+        if answer_choices
+        else {"type": "string", "minLength": 1, "maxLength": int(max_answer_chars)}
+    )
+    item = {
+        "type": "object",
+        "properties": {
+            "question": question,
+            "answer": answer,
+            "question_type": {"type": "string", "enum": list(QUESTION_TYPES)},
+        },
+        "required": ["question", "answer", "question_type"],
+    }
     n = min(int(questions_per_context), int(max_items)) if max_items else int(questions_per_context)
-    return {"type": "object",
-            "properties": {"items": {"type": "array", "items": item, "minItems": 1, "maxItems": n}},
-            "required": ["items"]}
+    return {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": item, "minItems": 1, "maxItems": n}},
+        "required": ["items"],
+    }
+
 
 def context_schema(ctx: dict, questions_per_context: int, schema_limits: dict | None = None) -> dict:
     "The reply schema for one context; `schema_limits={'extractive': True, ...}` adds the offline constraints."
@@ -139,23 +189,30 @@ def context_schema(ctx: dict, questions_per_context: int, schema_limits: dict | 
 # %% ../notebooks/02_generate.ipynb #56a87ece
 CONTEXT_FIELDS = ("context_id", "act", "section", "title", "context")
 
+
 class ContextFormatError(ValueError):
     "A context record is missing a field or has an empty one; the message says which record."
 
+
 def check_context(rec: Any, where: str) -> dict:
     "Validate one context record; fill `act_title` from the Act registry when absent."
-    if not isinstance(rec, dict): raise ContextFormatError(f"{where}: expected an object, got {type(rec).__name__}")
+    if not isinstance(rec, dict):
+        raise ContextFormatError(f"{where}: expected an object, got {type(rec).__name__}")
     cid = rec.get("context_id", "?")
     for f in CONTEXT_FIELDS:
-        if f not in rec: raise ContextFormatError(f"{where} (context_id {cid!r}): missing field {f!r}")
+        if f not in rec:
+            raise ContextFormatError(f"{where} (context_id {cid!r}): missing field {f!r}")
         if not isinstance(rec[f], (str, int)) or not str(rec[f]).strip():
             raise ContextFormatError(f"{where} (context_id {cid!r}): field {f!r} is empty or not a string")
     out = dict(rec)
     out["section"] = str(rec["section"])
     if not out.get("act_title"):
-        try: out["act_title"] = act_for_key(rec["act"]).title
-        except KeyError as e: raise ContextFormatError(f"{where} (context_id {cid!r}): {e.args[0]}") from None
+        try:
+            out["act_title"] = act_for_key(rec["act"]).title
+        except KeyError as e:
+            raise ContextFormatError(f"{where} (context_id {cid!r}): {e.args[0]}") from None
     return out
+
 
 def check_contexts(records: Iterable[Any], source: str = "contexts") -> list[dict]:
     "Validate context records (unique ids); errors name `source` and the record number."
@@ -163,10 +220,13 @@ def check_contexts(records: Iterable[Any], source: str = "contexts") -> list[dic
     for i, rec in enumerate(records, 1):
         ctx = check_context(rec, f"{source}: record {i}")
         if ctx["context_id"] in seen:
-            raise ContextFormatError(f"{source}: record {i}: duplicate context_id {ctx['context_id']!r} (first at record {seen[ctx['context_id']]})")
+            raise ContextFormatError(
+                f"{source}: record {i}: duplicate context_id {ctx['context_id']!r} (first at record {seen[ctx['context_id']]})"
+            )
         seen[ctx["context_id"]] = i
         out.append(ctx)
     return out
+
 
 def read_contexts(path: str | os.PathLike) -> list[dict]:
     "Read and validate `contexts.jsonl` (errors name `file:line`)."
@@ -175,62 +235,138 @@ def read_contexts(path: str | os.PathLike) -> list[dict]:
     return check_contexts(records, str(path))
 
 # %% ../notebooks/02_generate.ipynb #73286223
-CANDIDATE_FIELDS = ("candidate_id", "context_id", "act", "section", "title", "context", "question", "answer",
-                    "question_type", "model", "parse_error", "raw")
+CANDIDATE_FIELDS = (
+    "candidate_id",
+    "context_id",
+    "act",
+    "section",
+    "title",
+    "context",
+    "question",
+    "answer",
+    "question_type",
+    "model",
+    "parse_error",
+    "raw",
+)
 
-def candidate_record(ctx: dict, n: int, model: str, question=None, answer=None, question_type=None,
-                     parse_error: str | None = None, raw: str | None = None) -> dict:
+
+def candidate_record(
+    ctx: dict,
+    n: int,
+    model: str,
+    question=None,
+    answer=None,
+    question_type=None,
+    parse_error: str | None = None,
+    raw: str | None = None,
+) -> dict:
     "One flat candidate line."
-    return {"candidate_id": f"{ctx['context_id']}_q{n}", "context_id": ctx["context_id"], "act": ctx["act"],
-            "section": ctx["section"], "title": ctx["title"], "context": ctx["context"], "question": question,
-            "answer": answer, "question_type": question_type, "model": model, "parse_error": parse_error, "raw": raw}
+    return {
+        "candidate_id": f"{ctx['context_id']}_q{n}",
+        "context_id": ctx["context_id"],
+        "act": ctx["act"],
+        "section": ctx["section"],
+        "title": ctx["title"],
+        "context": ctx["context"],
+        "question": question,
+        "answer": answer,
+        "question_type": question_type,
+        "model": model,
+        "parse_error": parse_error,
+        "raw": raw,
+    }
+
 
 def reply_items(parsed: Any, error: str | None) -> tuple[list | None, str | None]:
     "The `items` list of a parsed reply (a bare list is accepted), or the reason there is none."
-    if error is not None: return None, error
+    if error is not None:
+        return None, error
     items = parsed.get("items") if isinstance(parsed, dict) else parsed
     return (items, None) if isinstance(items, list) else (None, "reply has no 'items' list")
+
 
 def candidates_from_reply(ctx: dict, parsed: Any, raw: str, error: str | None, model: str) -> list[dict]:
     "The candidates of one reply: one per item, or one raw record with `parse_error` when unusable."
     items, error = reply_items(parsed, error)
-    if error is not None: return [candidate_record(ctx, 1, model, parse_error=error, raw=raw)]
+    if error is not None:
+        return [candidate_record(ctx, 1, model, parse_error=error, raw=raw)]
     out = []
     for n, item in enumerate(items, 1):
         if isinstance(item, dict):
-            out.append(candidate_record(ctx, n, model, item.get("question"), item.get("answer"), item.get("question_type")))
+            out.append(
+                candidate_record(ctx, n, model, item.get("question"), item.get("answer"), item.get("question_type"))
+            )
         else:
-            out.append(candidate_record(ctx, n, model, parse_error=f"item {n} is not an object",
-                                        raw=json.dumps(item, ensure_ascii=False)))
+            out.append(
+                candidate_record(
+                    ctx, n, model, parse_error=f"item {n} is not an object", raw=json.dumps(item, ensure_ascii=False)
+                )
+            )
     return out
+
 
 def generation_record(ctx: dict, model: str, questions_per_context: int, raw: str, error: str | None) -> dict:
     "The per-context record (the recorded file's format plus `parse_error`)."
-    keep = {k: ctx[k] for k in ("context_id", "act", "act_title", "section", "title", "context", "source_url") if k in ctx}
-    return {**keep, "model": model, "questions_per_context": questions_per_context, "response": raw, "parse_error": error}
+    keep = {
+        k: ctx[k] for k in ("context_id", "act", "act_title", "section", "title", "context", "source_url") if k in ctx
+    }
+    return {
+        **keep,
+        "model": model,
+        "questions_per_context": questions_per_context,
+        "response": raw,
+        "parse_error": error,
+    }
 
 # %% ../notebooks/02_generate.ipynb #81abc0d5
-def generate_candidates(contexts: Iterable[dict], endpoint: Endpoint, cache: ResponseCache | None = None,
-                        out_dir: str | os.PathLike | None = None, questions_per_context: int = 5,
-                        concurrency: int = 4, params: dict | None = None, schema_limits: dict | None = None,
-                        progress: bool = True, confirm_cost: bool = False) -> dict:
+def generate_candidates(
+    contexts: Iterable[dict],
+    endpoint: Endpoint,
+    cache: ResponseCache | None = None,
+    out_dir: str | os.PathLike | None = None,
+    questions_per_context: int = 5,
+    concurrency: int = 4,
+    params: dict | None = None,
+    schema_limits: dict | None = None,
+    progress: bool = True,
+    confirm_cost: bool = False,
+) -> dict:
     "Generate QA candidates for `contexts`; returns (and writes to `out_dir`) `generations` and `candidates`."
     contexts = check_contexts(contexts)
-    requests = [{"messages": build_messages(questions_per_context, c["act_title"], c["title"], c["context"]),
-                 "schema": context_schema(c, questions_per_context, schema_limits), "params": dict(params or {})}
-                for c in contexts]
+    requests = [
+        {
+            "messages": build_messages(questions_per_context, c["act_title"], c["title"], c["context"]),
+            "schema": context_schema(c, questions_per_context, schema_limits),
+            "params": dict(params or {}),
+        }
+        for c in contexts
+    ]
     try:
-        results = run_requests(endpoint, requests, cache, concurrency=concurrency, validate=False,
-                               desc=f"generating with {endpoint.model}"[:60], progress=progress, confirm_cost=confirm_cost)
+        results = run_requests(
+            endpoint,
+            requests,
+            cache,
+            concurrency=concurrency,
+            validate=False,
+            desc=f"generating with {endpoint.model}"[:60],
+            progress=progress,
+            confirm_cost=confirm_cost,
+        )
     except ReplayMissError as e:
-        missing = [c["context_id"] for c, r in zip(contexts, requests)
-                   if messages_key(r["messages"]) not in endpoint.replay]
-        raise ReplayMissError(f"{e}; contexts without a recording: {', '.join(missing[:10])}"
-                              f"{' ...' if len(missing) > 10 else ''}") from None
+        missing = [
+            c["context_id"] for c, r in zip(contexts, requests) if messages_key(r["messages"]) not in endpoint.replay
+        ]
+        raise ReplayMissError(
+            f"{e}; contexts without a recording: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
+        ) from None
     generations, candidates = [], []
     for ctx, res in zip(contexts, results):
-        generations.append(generation_record(ctx, endpoint.model, questions_per_context, res.raw,
-                                             reply_items(res.parsed, res.error)[1]))
+        generations.append(
+            generation_record(
+                ctx, endpoint.model, questions_per_context, res.raw, reply_items(res.parsed, res.error)[1]
+            )
+        )
         candidates.extend(candidates_from_reply(ctx, res.parsed, res.raw, res.error, endpoint.model))
     if out_dir is not None:
         out_dir = Path(out_dir)
@@ -243,6 +379,7 @@ def recorded_dir() -> Path:
     "`data/sample/recorded/`: the recorded generations the sample benchmark is rebuilt from."
     return data_dir() / "sample" / "recorded"
 
+
 def ensure_recorded_sample() -> Path:
     """The folder of the recorded generations, `data/sample/recorded/`: a batch of `../shared/sample/`
     (`generations.jsonl`, `generations-batch<N>.jsonl`) that it lacks is copied there first, with the README and
@@ -251,28 +388,41 @@ def ensure_recorded_sample() -> Path:
     src = shared / "sample" if shared else None
     batches = batch_files(src, "generations") if src and src.is_dir() else []
     missing = [p for p in batches if not (dest / p.name).is_file()]
-    docs = [p for p in (src / "README.md" if src else None, shared / "BATCH2.md" if shared else None) if p and not (dest / p.name).is_file()]
-    if missing: sync_shared_files([*missing, *docs], dest)
+    docs = [
+        p
+        for p in (src / "README.md" if src else None, shared / "BATCH2.md" if shared else None)
+        if p and not (dest / p.name).is_file()
+    ]
+    if missing:
+        sync_shared_files([*missing, *docs], dest)
     if not batch_files(dest, "generations"):
-        raise FileNotFoundError(f"{dest / 'generations.jsonl'} is missing and there is no ../shared/sample/generations.jsonl to copy it from")
+        raise FileNotFoundError(
+            f"{dest / 'generations.jsonl'} is missing and there is no ../shared/sample/generations.jsonl to copy it from"
+        )
     return dest
+
 
 def recorded_files(path: str | os.PathLike) -> list[Path]:
     "The recorded-generations files `path` names: the file itself, or every batch in a folder (`generations.jsonl`, then `generations-batch<N>.jsonl`)."
     path = Path(path)
-    if not path.is_dir(): return [path]
+    if not path.is_dir():
+        return [path]
     files = batch_files(path, "generations")
-    if not files: raise FileNotFoundError(f"{path}: no recorded generations (generations.jsonl) in this folder")
+    if not files:
+        raise FileNotFoundError(f"{path}: no recorded generations (generations.jsonl) in this folder")
     return files
+
 
 def recorded_records(path: str | os.PathLike) -> list[dict]:
     "Every recorded generation of a file or of a folder's batches, in batch order."
     return [r for f in recorded_files(path) for r in read_jsonl(f)]
 
+
 def recorded_contexts(path: str | os.PathLike) -> list[dict]:
     "The context records of a recorded-generations file, or of every batch in a folder (context ids unique across batches)."
     fields = ("context_id", "act", "act_title", "section", "title", "context", "source_url")
     return check_contexts(({k: r[k] for k in fields if k in r} for r in recorded_records(path)), str(path))
+
 
 def recorded_replay(path: str | os.PathLike) -> Endpoint:
     "A replay endpoint serving the replies recorded in `path`, a file or a folder of batches (keyed by the rendered prompt)."
@@ -280,9 +430,18 @@ def recorded_replay(path: str | os.PathLike) -> Endpoint:
     for f in recorded_files(path):
         for line_no, r in read_jsonl(f, with_lines=True):
             for name in ("response", "questions_per_context"):
-                if name not in r: raise JSONLError(f"{f}:{line_no}: recorded generation without {name!r}")
-            ctx = check_context({k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")}, f"{f}:{line_no}")
-            pairs.append((build_messages(r["questions_per_context"], ctx["act_title"], ctx["title"], ctx["context"]), r["response"]))
+                if name not in r:
+                    raise JSONLError(f"{f}:{line_no}: recorded generation without {name!r}")
+            ctx = check_context(
+                {k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")},
+                f"{f}:{line_no}",
+            )
+            pairs.append(
+                (
+                    build_messages(r["questions_per_context"], ctx["act_title"], ctx["title"], ctx["context"]),
+                    r["response"],
+                )
+            )
             models[r.get("model", "recorded")] += 1
     model = models.most_common(1)[0][0] if len(models) == 1 else "recorded (mixed models)"
     return replay_endpoint(pairs, model=model, source=str(path))
@@ -292,19 +451,34 @@ def generation_summary(backend: str, model: str, generations: list[dict], candid
     "One row of the generation table."
     qa = [c for c in candidates if c["parse_error"] is None]
     verbatim = sum(1 for c in qa if isinstance(c["answer"], str) and c["answer"] and c["answer"] in c["context"])
-    return {"backend": backend, "model": model, "contexts": len(generations),
-            "candidates": len(qa), "parse failures": sum(1 for c in candidates if c["parse_error"] is not None),
-            "mean candidates per context": len(qa) / len(generations) if generations else 0.0,
-            "answers verbatim in context (%)": 100 * verbatim / len(qa) if qa else 0.0}
+    return {
+        "backend": backend,
+        "model": model,
+        "contexts": len(generations),
+        "candidates": len(qa),
+        "parse failures": sum(1 for c in candidates if c["parse_error"] is not None),
+        "mean candidates per context": len(qa) / len(generations) if generations else 0.0,
+        "answers verbatim in context (%)": 100 * verbatim / len(qa) if qa else 0.0,
+    }
 
 # %% ../notebooks/02_generate.ipynb #ad4da227
 PROFILE_DEFAULTS = {
-    "offline": {"generation_model": LOCAL_MODEL, "live_contexts": 4, "concurrency": 2,
-                "params": {"temperature": 0.0, "seed": 0, "max_tokens": 320},
-                "schema_limits": {"extractive": True, "max_items": 3, "max_question_chars": 150, "max_answer_chars": 150}},
-    "paper": {"generation_model": CARD_MODELS["generation"][0], "live_contexts": None, "concurrency": 8,
-              "params": {}, "schema_limits": {}},
+    "offline": {
+        "generation_model": LOCAL_MODEL,
+        "live_contexts": 4,
+        "concurrency": 2,
+        "params": {"temperature": 0.0, "seed": 0, "max_tokens": 320},
+        "schema_limits": {"extractive": True, "max_items": 3, "max_question_chars": 150, "max_answer_chars": 150},
+    },
+    "paper": {
+        "generation_model": CARD_MODELS["generation"][0],
+        "live_contexts": None,
+        "concurrency": 8,
+        "params": {},
+        "schema_limits": {},
+    },
 }
+
 
 def live_contexts_source() -> Path:
     "`data/build/live/contexts.jsonl` when notebook 01 has written it, else the folder of recorded generations (every batch)."
@@ -316,72 +490,125 @@ from .core import act_keys_in_card_order, act_label, record_act
 
 QA_PER_ACT_COLUMNS = ["Act", "QA pairs", "Contexts", "Mean question words", "Mean answer words"]
 
+
 def _qa_row(name: str, records: list[dict]) -> dict:
     n = len(records)
-    return {"Act": name, "QA pairs": n, "Contexts": len({r["context"] for r in records}),
-            "Mean question words": round(sum(len(r["question"].split()) for r in records) / n, 2),
-            "Mean answer words": round(sum(len(r["answers"]["text"][0].split()) for r in records) / n, 2)}
+    return {
+        "Act": name,
+        "QA pairs": n,
+        "Contexts": len({r["context"] for r in records}),
+        "Mean question words": round(sum(len(r["question"].split()) for r in records) / n, 2),
+        "Mean answer words": round(sum(len(r["answers"]["text"][0].split()) for r in records) / n, 2),
+    }
+
 
 def qa_per_act(records: Iterable[dict]):
     "Per Act (card order, then `Unknown`, then `Total`): QA pairs, distinct contexts, mean question and answer words."
     import pandas as pd
+
     groups: dict[str, list[dict]] = {}
-    for r in records: groups.setdefault(record_act(r), []).append(r)
+    for r in records:
+        groups.setdefault(record_act(r), []).append(r)
     keys = [k for k in act_keys_in_card_order(groups) if k in groups]
     rows = [_qa_row(act_label(k), groups[k]) for k in keys]
-    if rows: rows.append(_qa_row("Total", [r for k in keys for r in groups[k]]))
+    if rows:
+        rows.append(_qa_row("Total", [r for k in keys for r in groups[k]]))
     return pd.DataFrame(rows, columns=QA_PER_ACT_COLUMNS)
+
 
 def tagged_contexts(build_tag: str, limit: int | None = None) -> tuple[Path, list[dict]]:
     "The contexts notebook 01 wrote for `build_tag` (`data/build/<tag>/contexts.jsonl`), the first `limit` of them if given."
     path = build_dir(build_tag) / "contexts.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no contexts for build {build_tag!r}; run 01_corpus with rebuild=True, build_tag={build_tag!r} first")
+        raise FileNotFoundError(
+            f"{path}: no contexts for build {build_tag!r}; run 01_corpus with rebuild=True, build_tag={build_tag!r} first"
+        )
     contexts = read_contexts(path)
     return path, contexts if limit is None else contexts[: int(limit)]
 
 # %% ../notebooks/02_generate.ipynb #850b078e
-GENERATION_CACHE = "generate.jsonl"     # under data/cache/llm/
+GENERATION_CACHE = "generate.jsonl"  # under data/cache/llm/
+
 
 def replay_build(questions_per_context: int = 5) -> tuple[str, dict, dict]:
     "(label, output, summary row) of the replay build: the recorded replies replayed into `data/build/replay/`."
     path = ensure_recorded_sample()
     replay = recorded_replay(path)
-    out = generate_candidates(recorded_contexts(path), replay, cache=None, out_dir=build_dir("replay"),
-                              questions_per_context=questions_per_context, concurrency=1, progress=False)
+    out = generate_candidates(
+        recorded_contexts(path),
+        replay,
+        cache=None,
+        out_dir=build_dir("replay"),
+        questions_per_context=questions_per_context,
+        concurrency=1,
+        progress=False,
+    )
     label = "replay (recorded)"
     return label, out, generation_summary(label, replay.model, out["generations"], out["candidates"])
 
+
 def generation_contexts(plan, limit: int | None = None) -> tuple[Path, list[dict]]:
     "The contexts the live model generates for (the first `limit`): a tagged build's, else notebook 01's live contexts (or the recorded ones)."
-    if plan.build_tag is not None: return tagged_contexts(plan.build_tag, limit)
+    if plan.build_tag is not None:
+        return tagged_contexts(plan.build_tag, limit)
     path = live_contexts_source()
     contexts = read_contexts(path) if path.name == "contexts.jsonl" else recorded_contexts(path)
     return path, contexts if limit is None else contexts[: int(limit)]
 
-def live_build(plan, settings: dict, questions_per_context: int = 5, asked_contexts: int | None = None,
-               llm_endpoints=None, confirm_cost: bool = False) -> tuple[str, dict, dict]:
+
+def live_build(
+    plan,
+    settings: dict,
+    questions_per_context: int = 5,
+    asked_contexts: int | None = None,
+    llm_endpoints=None,
+    confirm_cost: bool = False,
+) -> tuple[str, dict, dict]:
     """(label, output, summary row) of the live build: the configured generation model on the plan's contexts (a tagged
     build: all of them, or the `asked_contexts` first; the sample's live build: the profile's `live_contexts`)."""
-    path, contexts = generation_contexts(plan, asked_contexts if plan.build_tag is not None else settings["live_contexts"])
+    path, contexts = generation_contexts(
+        plan, asked_contexts if plan.build_tag is not None else settings["live_contexts"]
+    )
     cache = ResponseCache(data_dir() / "cache" / "llm" / GENERATION_CACHE)
     t0 = time.time()
     with open_endpoints(llm_config(llm_endpoints), [settings["generation_model"]]) as endpoints:
         endpoint = endpoints[settings["generation_model"]]
-        out = generate_candidates(contexts, endpoint, cache=cache, out_dir=build_dir(plan.contexts_tag),
-                                  questions_per_context=questions_per_context, concurrency=settings["concurrency"],
-                                  params=settings["params"], schema_limits=settings["schema_limits"], confirm_cost=confirm_cost)
+        out = generate_candidates(
+            contexts,
+            endpoint,
+            cache=cache,
+            out_dir=build_dir(plan.contexts_tag),
+            questions_per_context=questions_per_context,
+            concurrency=settings["concurrency"],
+            params=settings["params"],
+            schema_limits=settings["schema_limits"],
+            confirm_cost=confirm_cost,
+        )
     label = "llama.cpp (local)" if endpoint.kind == "llama_cpp" else endpoint.kind
-    if plan.build_tag is not None: label = f"{plan.build_tag} ({label})"
-    print(f"{plan.contexts_tag} build from {path}: {len(contexts)} contexts, {cache.stores} model calls, {cache.hits} cache hits, "
-          f"{time.time() - t0:.1f} s")
+    if plan.build_tag is not None:
+        label = f"{plan.build_tag} ({label})"
+    print(
+        f"{plan.contexts_tag} build from {path}: {len(contexts)} contexts, {cache.stores} model calls, {cache.hits} cache hits, "
+        f"{time.time() - t0:.1f} s"
+    )
     from indicipr.core import record_timings
+
     record_timings("generation", generation_seconds=time.time() - t0)
     return label, out, generation_summary(label, endpoint.model, out["generations"], out["candidates"])
+
 
 def question_type_shares(runs: dict[str, dict]):
     "Share of each backend's candidates per question type (invalid or missing types in one row)."
     import pandas as pd
-    return pd.DataFrame({name: pd.Series([c["question_type"] if c["question_type"] in QUESTION_TYPES else "invalid/missing"
-                                          for c in r["candidates"]]).value_counts(normalize=True)
-                         for name, r in runs.items()}).fillna(0.0)
+
+    return pd.DataFrame(
+        {
+            name: pd.Series(
+                [
+                    c["question_type"] if c["question_type"] in QUESTION_TYPES else "invalid/missing"
+                    for c in r["candidates"]
+                ]
+            ).value_counts(normalize=True)
+            for name, r in runs.items()
+        }
+    ).fillna(0.0)

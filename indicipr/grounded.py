@@ -9,11 +9,15 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import core
 from .bm25 import BM25Params, bm25_tokens
+
+if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['INDEX_VARIANTS', 'RETRIEVAL_KS', 'READER_LAMBDAS', 'PROFILE_DEFAULTS', 'VARIANT_LABELS', 'OpenCorpus', 'open_corpus',
@@ -29,34 +33,47 @@ __all__ = ['INDEX_VARIANTS', 'RETRIEVAL_KS', 'READER_LAMBDAS', 'PROFILE_DEFAULTS
 @dataclass
 class OpenCorpus:
     "The distinct contexts of a benchmark (all splits), with each one's title (None when records carry none) and Act."
+
     texts: list[str]
     titles: list[str | None]
     acts: list[str]
-    index: dict = field(default_factory=dict, repr=False)     # context text -> position
+    index: dict = field(default_factory=dict, repr=False)  # context text -> position
 
-    def __len__(self): return len(self.texts)
+    def __len__(self):
+        return len(self.texts)
 
     @property
-    def has_titles(self) -> bool: return bool(self.texts) and all(t and t.strip() for t in self.titles)
+    def has_titles(self) -> bool:
+        return bool(self.texts) and all(t and t.strip() for t in self.titles)
+
 
 INDEX_VARIANTS = ("text", "title")
+
 
 def open_corpus(splits) -> OpenCorpus:
     "Every distinct context of `splits` (a mapping split -> records, e.g. `load_benchmark`'s), in first-seen order."
     texts, titles, acts, index = [], [], [], {}
     for name in splits:
         for r in splits[name]:
-            if r["context"] in index: continue
+            if r["context"] in index:
+                continue
             index[r["context"]] = len(texts)
-            texts.append(r["context"]); titles.append((r.get("title") or "").strip() or None); acts.append(core.record_act(r))
+            texts.append(r["context"])
+            titles.append((r.get("title") or "").strip() or None)
+            acts.append(core.record_act(r))
     return OpenCorpus(texts, titles, acts, index)
+
 
 def corpus_documents(corpus: OpenCorpus, variant: str = "text") -> list[str]:
     "The indexed text of each context: the context (`text`) or its title, a new line, the context (`title`)."
-    if variant == "text": return list(corpus.texts)
-    if variant != "title": raise ValueError(f"unknown index variant {variant!r}; expected one of {INDEX_VARIANTS}")
-    if not corpus.has_titles: raise ValueError("the records carry no section titles: the 'title' index is unavailable")
+    if variant == "text":
+        return list(corpus.texts)
+    if variant != "title":
+        raise ValueError(f"unknown index variant {variant!r}; expected one of {INDEX_VARIANTS}")
+    if not corpus.has_titles:
+        raise ValueError("the records carry no section titles: the 'title' index is unavailable")
     return [f"{t}\n{x}" for t, x in zip(corpus.titles, corpus.texts)]
+
 
 def open_queries(records, corpus: OpenCorpus) -> tuple[list[str], np.ndarray]:
     "(questions, position of each one's gold context in `corpus`)."
@@ -65,9 +82,11 @@ def open_queries(records, corpus: OpenCorpus) -> tuple[list[str], np.ndarray]:
 # %% ../notebooks/09a_grounded.ipynb #20c5239c
 _SECTION_MENTION = re.compile(r"\bsec(?:tion|s?\.)s?\s+(\d+[A-Z]*)", re.I)
 
+
 def section_mentions(question: str) -> list[str]:
     "Section numbers a question names (`Under Section 60(1)` → `['60']`)."
     return [m.upper() for m in _SECTION_MENTION.findall(question)]
+
 
 def section_leaks(records) -> dict:
     "How many questions name a section, and how many name their own context's section (its title's number)."
@@ -84,7 +103,11 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     "Positions and scores of the `k` best documents per row of `scores` (descending; ties: lower position first)."
     scores = np.atleast_2d(scores)
     k = min(k, scores.shape[1])
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < scores.shape[1] else np.tile(np.arange(scores.shape[1]), (len(scores), 1))
+    part = (
+        np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        if k < scores.shape[1]
+        else np.tile(np.arange(scores.shape[1]), (len(scores), 1))
+    )
     # a tie at the k-th place may have left out a lower position: take every document scoring at least the k-th score
     kth = np.take_along_axis(scores, part, 1).min(axis=1, keepdims=True)
     out_idx, out_val = np.empty((len(scores), k), dtype=int), np.empty((len(scores), k), dtype=scores.dtype)
@@ -94,62 +117,94 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         out_idx[i], out_val[i] = cand[order], row[cand[order]]
     return out_idx, out_val
 
+
 def gold_ranks(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
     "1-based rank of each row's gold document under `top_k`'s order (higher scores first, ties: lower position first)."
     g = scores[np.arange(len(gold)), gold][:, None]
     pos = np.arange(scores.shape[1])[None, :]
     return 1 + (scores > g).sum(1) + ((scores == g) & (pos < gold[:, None])).sum(1)
 
+
 class Retriever:
     "Index documents once, then score queries: `index(docs)`, `scores(queries)` (queries × documents), `search(queries, k)`."
+
     name = "retriever"
-    def index(self, docs: list[str]) -> "Retriever": raise NotImplementedError
-    def scores(self, queries: list[str]) -> np.ndarray: raise NotImplementedError
+
+    def index(self, docs: list[str]) -> "Retriever":
+        raise NotImplementedError
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
     def search(self, queries: list[str], k: int = 20) -> tuple[np.ndarray, np.ndarray]:
         return top_k(self.scores(queries), k)
 
 # %% ../notebooks/09a_grounded.ipynb #7d602e86
 class RankBM25(Retriever):
     "BM25Okapi of `rank-bm25` on the card's tokens (notebook 07's `bm25_tokens`): `get_scores` per query."
+
     name = "BM25 (rank-bm25)"
-    def __init__(self, params: BM25Params = BM25Params()): self.params = params
+
+    def __init__(self, params: BM25Params = BM25Params()):
+        self.params = params
 
     def index(self, docs):
         from rank_bm25 import BM25Okapi
-        self.bm = BM25Okapi([bm25_tokens(d, self.params.tokens) or ["\u0000"] for d in docs],
-                            k1=self.params.k1, b=self.params.b, epsilon=self.params.epsilon)
+
+        self.bm = BM25Okapi(
+            [bm25_tokens(d, self.params.tokens) or ["\u0000"] for d in docs],
+            k1=self.params.k1,
+            b=self.params.b,
+            epsilon=self.params.epsilon,
+        )
         return self
 
     def scores(self, queries):
-        return np.stack([self.bm.get_scores(bm25_tokens(q, self.params.tokens)) for q in queries]) if queries else np.zeros((0, self.bm.corpus_size))
+        return (
+            np.stack([self.bm.get_scores(bm25_tokens(q, self.params.tokens)) for q in queries])
+            if queries
+            else np.zeros((0, self.bm.corpus_size))
+        )
+
 
 def okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float = 0.25) -> np.ndarray:
     "rank-bm25's BM25Okapi IDF of each term: log((N − n + 0.5)/(n + 0.5)), a negative one replaced by `epsilon` × the mean IDF."
     idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5)
     return np.where(idf < 0, epsilon * idf.mean(), idf)
 
+
 class BM25S(Retriever):
     "BM25 on `bm25s`'s sparse matrices (method `robertson`) on the card's tokens; `okapi`: rank-bm25's BM25Okapi scores exactly."
+
     name = "BM25 (bm25s)"
+
     def __init__(self, params: BM25Params = BM25Params(), okapi: bool = True):
         self.params, self.okapi = params, okapi
 
     def index(self, docs):
         import bm25s
+
         self.vocab = {}
-        ids = [[self.vocab.setdefault(t, len(self.vocab)) for t in (bm25_tokens(d, self.params.tokens) or ["\u0000"])] for d in docs]
+        ids = [
+            [self.vocab.setdefault(t, len(self.vocab)) for t in (bm25_tokens(d, self.params.tokens) or ["\u0000"])]
+            for d in docs
+        ]
         self.n_docs = len(docs)
         self.bm = bm25s.BM25(k1=self.params.k1, b=self.params.b, method="robertson", idf_method="robertson")
         self.bm.index(bm25s.tokenization.Tokenized(ids=ids, vocab=dict(self.vocab)), show_progress=False)
-        if self.okapi: self._as_okapi(ids)
+        if self.okapi:
+            self._as_okapi(ids)
         return self
 
     def _as_okapi(self, ids):
         "Rewrite the columns of terms in over half the documents with rank-bm25's floored IDF; scale by `k1 + 1`."
         k1, b, V = self.params.k1, self.params.b, len(self.vocab)
         lens = np.array([len(d) for d in ids])
-        flat_doc, flat_tok = np.repeat(np.arange(len(ids)), lens), np.concatenate([np.asarray(d, dtype=np.int64) for d in ids])
-        keys, tf = np.unique(flat_doc * V + flat_tok, return_counts=True)       # (document, term) pairs and their counts
+        flat_doc, flat_tok = (
+            np.repeat(np.arange(len(ids)), lens),
+            np.concatenate([np.asarray(d, dtype=np.int64) for d in ids]),
+        )
+        keys, tf = np.unique(flat_doc * V + flat_tok, return_counts=True)  # (document, term) pairs and their counts
         df = np.bincount(keys % V, minlength=V).astype(float)
         idf = okapi_idf(df, self.n_docs, self.params.epsilon)
         s = self.bm.scores
@@ -157,7 +212,8 @@ class BM25S(Retriever):
         for t in np.flatnonzero(df > self.n_docs / 2):
             a, e = indptr[t], indptr[t + 1]
             docs = indices[a:e].astype(np.int64)
-            if len(docs) != df[t]: raise RuntimeError(f"bm25s dropped zero scores of term {t}: cannot apply the IDF floor")
+            if len(docs) != df[t]:
+                raise RuntimeError(f"bm25s dropped zero scores of term {t}: cannot apply the IDF floor")
             f = tf[np.searchsorted(keys, docs * V + t)]
             data[a:e] = idf[t] * f / (k1 * (1 - b + b * lens[docs] / lens.mean()) + f)
         data *= k1 + 1
@@ -175,12 +231,23 @@ class BM25S(Retriever):
 # %% ../notebooks/09a_grounded.ipynb #a9978e75
 class DenseRetriever(Retriever):
     "Exact dot-product retrieval over mean-pooled, normalised embeddings of `model` (or of a given `embed(texts)`)."
+
     name = "dense"
-    def __init__(self, model: str | None = "minilm-l6", name: str | None = None, batch_size: int = 32, max_length: int = 256,
-                 embed=None, query_prefix: str = "", doc_prefix: str = "", doc_encoder: "DenseRetriever | None" = None):
+
+    def __init__(
+        self,
+        model: str | None = "minilm-l6",
+        name: str | None = None,
+        batch_size: int = 32,
+        max_length: int = 256,
+        embed=None,
+        query_prefix: str = "",
+        doc_prefix: str = "",
+        doc_encoder: "DenseRetriever | None" = None,
+    ):
         self.model_name, self.batch_size, self.max_length = model, batch_size, max_length
         self._embed_fn, self.query_prefix, self.doc_prefix = embed, query_prefix, doc_prefix
-        self.doc_encoder, self._memo = doc_encoder, {}          # doc_encoder: another retriever embeds the documents
+        self.doc_encoder, self._memo = doc_encoder, {}  # doc_encoder: another retriever embeds the documents
         self.name = name or (f"dense ({model})" if model else "dense")
         self.model = self.tokenizer = None
 
@@ -188,7 +255,9 @@ class DenseRetriever(Retriever):
         "The encoder and its tokenizer (loaded once)."
         if self.model is None and self._embed_fn is None:
             from transformers import AutoModel, AutoTokenizer
+
             from indicipr.qa_model import _pretrained_kwargs, resolve_model
+
             ref = resolve_model(self.model_name)
             self.tokenizer = AutoTokenizer.from_pretrained(ref, **_pretrained_kwargs(ref))
             self.model = AutoModel.from_pretrained(ref, **_pretrained_kwargs(ref)).eval()
@@ -196,7 +265,10 @@ class DenseRetriever(Retriever):
 
     def _pool(self, texts, grad: bool = False):
         import torch
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+
+        enc = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
         enc.pop("token_type_ids", None) if "token_type_ids" not in self.tokenizer.model_input_names else None
         with torch.set_grad_enabled(grad):
             hidden = self.model(**enc).last_hidden_state
@@ -207,14 +279,19 @@ class DenseRetriever(Retriever):
     def embed(self, texts) -> np.ndarray:
         "Normalised embeddings (float32), in batches of similar length; a text embedded once is not embedded again."
         texts = list(texts)
-        if self._embed_fn is not None: return np.asarray(self._embed_fn(texts), dtype=np.float32)
+        if self._embed_fn is not None:
+            return np.asarray(self._embed_fn(texts), dtype=np.float32)
         self.load()
         todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
         order = sorted(range(len(todo)), key=lambda j: len(todo[j]))
         for i in range(0, len(todo), self.batch_size):
-            batch = [todo[j] for j in order[i:i + self.batch_size]]
+            batch = [todo[j] for j in order[i : i + self.batch_size]]
             self._memo.update(zip(batch, self._pool(batch).float().numpy()))
-        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, self.model.config.hidden_size), np.float32)
+        return (
+            np.stack([self._memo[t] for t in texts])
+            if texts
+            else np.zeros((0, self.model.config.hidden_size), np.float32)
+        )
 
     def index(self, docs):
         enc = self.doc_encoder or self
@@ -222,7 +299,11 @@ class DenseRetriever(Retriever):
         return self
 
     def scores(self, queries):
-        return self.embed([self.query_prefix + q for q in queries]) @ self.doc_vectors.T if queries else np.zeros((0, len(self.doc_vectors)))
+        return (
+            self.embed([self.query_prefix + q for q in queries]) @ self.doc_vectors.T
+            if queries
+            else np.zeros((0, len(self.doc_vectors)))
+        )
 
 # %% ../notebooks/09a_grounded.ipynb #b49b3c3d
 def _in_batch_targets(contexts: list[str]) -> tuple[list[str], list[int]]:
@@ -231,19 +312,33 @@ def _in_batch_targets(contexts: list[str]) -> tuple[list[str], list[int]]:
     pos = {c: i for i, c in enumerate(uniq)}
     return uniq, [pos[c] for c in contexts]
 
-def finetune_dense(base: DenseRetriever, questions: list[str], contexts: list[str], epochs: float = 1.0,
-                   batch_size: int = 16, learning_rate: float = 3e-5, scale: float = 20.0, seed: int = 0,
-                   train_docs: bool = True, freeze_embeddings: bool = False, name: str | None = None) -> tuple[DenseRetriever, list[float]]:
+
+def finetune_dense(
+    base: DenseRetriever,
+    questions: list[str],
+    contexts: list[str],
+    epochs: float = 1.0,
+    batch_size: int = 16,
+    learning_rate: float = 3e-5,
+    scale: float = 20.0,
+    seed: int = 0,
+    train_docs: bool = True,
+    freeze_embeddings: bool = False,
+    name: str | None = None,
+) -> tuple[DenseRetriever, list[float]]:
     """A copy of `base` trained on (question, gold context) pairs with in-batch negatives; returns it and the loss per
     step. `train_docs=False` trains the query side only: the contexts keep `base`'s vectors (`doc_encoder`);
     `freeze_embeddings` keeps the embedding layer as it is (as notebook 08's offline recipe does)."""
     import copy
+
     import torch
+
     core.seed_everything(seed)
     base.load()
     ft = copy.copy(base)
     ft.model, ft.name, ft._memo = copy.deepcopy(base.model).train(), name or f"{base.name}, fine-tuned", {}
-    if freeze_embeddings: ft.model.get_input_embeddings().weight.requires_grad_(False)
+    if freeze_embeddings:
+        ft.model.get_input_embeddings().weight.requires_grad_(False)
     if not train_docs:
         ft.doc_encoder = base
         distinct = list(dict.fromkeys(base.doc_prefix + c for c in contexts))
@@ -253,13 +348,16 @@ def finetune_dense(base: DenseRetriever, questions: list[str], contexts: list[st
     n_steps = max(1, int(math.ceil(len(questions) / batch_size * epochs)))
     order, losses = np.array([], dtype=int), []
     for _ in range(n_steps):
-        if len(order) < batch_size: order = np.concatenate([order, rng.permutation(len(questions))])
+        if len(order) < batch_size:
+            order = np.concatenate([order, rng.permutation(len(questions))])
         batch, order = order[:batch_size], order[batch_size:]
         uniq, target = _in_batch_targets([ft.doc_prefix + contexts[i] for i in batch])
         q = ft._pool([ft.query_prefix + questions[i] for i in batch], grad=True)
         d = ft._pool(uniq, grad=True) if train_docs else torch.from_numpy(np.stack([fixed[c] for c in uniq]))
         loss = torch.nn.functional.cross_entropy(scale * q @ d.T, torch.tensor(target))
-        opt.zero_grad(); loss.backward(); opt.step()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
         losses.append(loss.item())
     ft.model.eval()
     return ft, losses
@@ -272,157 +370,263 @@ def rank_matrix(scores: np.ndarray) -> np.ndarray:
     np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1)[None, :].repeat(len(scores), 0), 1)
     return ranks
 
+
 def rrf_scores(score_list, k: int = 60) -> np.ndarray:
     "Reciprocal rank fusion of several score matrices of the same queries × documents."
     return sum(1.0 / (k + rank_matrix(s)) for s in score_list)
+
 
 def _minmax(s: np.ndarray) -> np.ndarray:
     lo, hi = s.min(1, keepdims=True), s.max(1, keepdims=True)
     return (s - lo) / np.where(hi > lo, hi - lo, 1.0)
 
+
 def weighted_scores(lexical: np.ndarray, dense: np.ndarray, weight: float) -> np.ndarray:
     "`weight` × min-max(lexical) + (1 − `weight`) × min-max(dense), per query."
     return weight * _minmax(lexical) + (1 - weight) * _minmax(dense)
 
-def choose_weight(lexical: np.ndarray, dense: np.ndarray, gold: np.ndarray, grid=tuple(np.round(np.linspace(0, 1, 11), 2))) -> tuple[float, dict]:
+
+def choose_weight(
+    lexical: np.ndarray, dense: np.ndarray, gold: np.ndarray, grid=tuple(np.round(np.linspace(0, 1, 11), 2))
+) -> tuple[float, dict]:
     "The weight of `grid` with the best MRR@10 of `weighted_scores` on these (validation) queries, and each weight's MRR@10."
-    mrr = {float(w): float(retrieval_per_query(gold_ranks(weighted_scores(lexical, dense, w), gold))["MRR@10"].mean()) for w in grid}
+    mrr = {
+        float(w): float(retrieval_per_query(gold_ranks(weighted_scores(lexical, dense, w), gold))["MRR@10"].mean())
+        for w in grid
+    }
     best = max(mrr.values())
     return min(w for w, v in mrr.items() if v == best), mrr
 
 # %% ../notebooks/09a_grounded.ipynb #4cf35e20
 RETRIEVAL_KS = (1, 5, 20)
 
+
 def retrieval_per_query(ranks: np.ndarray, ks=RETRIEVAL_KS) -> "pd.DataFrame":
     "Per query: R@k for each k (0/1), MRR@10 and nDCG@10, from the 1-based gold ranks."
     import pandas as pd
+
     ranks = np.asarray(ranks)
     cols = {f"R@{k}": (ranks <= k).astype(float) for k in ks}
     cols["MRR@10"] = np.where(ranks <= 10, 1.0 / ranks, 0.0)
     cols["nDCG@10"] = np.where(ranks <= 10, 1.0 / np.log2(1 + ranks), 0.0)
     return pd.DataFrame(cols)
 
+
 def retrieval_summary(ranks: np.ndarray, acts=None, ks=RETRIEVAL_KS) -> "pd.DataFrame":
     "Mean of each metric (in %), overall (Act `all`) and per Act in the card's order when `acts` is given."
     import pandas as pd
+
     per = retrieval_per_query(ranks, ks) * 100
     rows = [{"Act": "all", "questions": len(per), **per.mean().round(2).to_dict()}]
     if acts is not None:
         acts = np.asarray(acts)
         for a in core.act_keys_in_card_order(set(acts)):
             part = per[acts == a]
-            if not len(part): continue
+            if not len(part):
+                continue
             rows.append({"Act": core.act_label(a), "questions": len(part), **part.mean().round(2).to_dict()})
     return pd.DataFrame(rows)
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 
+
 def choose_answer(cands: dict, positions, scores, lam: float) -> tuple[int, str]:
     "(chosen context position, answer) among `cands` {position: (text, span score)} for one question's top-k."
     positions, scores = list(positions), np.asarray(scores, dtype=float)
     spread = scores.max() - scores.min()
     prior = (scores - scores.max()) / spread if spread > 0 else np.zeros_like(scores)
-    if math.isinf(lam): best = 0
-    else: best = int(np.argmax([cands[p][1] + lam * r for p, r in zip(positions, prior)]))
+    if math.isinf(lam):
+        best = 0
+    else:
+        best = int(np.argmax([cands[p][1] + lam * r for p, r in zip(positions, prior)]))
     return positions[best], cands[positions[best]][0]
 
-def encoder_candidates(model_dir, records, corpus: OpenCorpus, positions: np.ndarray, gold: np.ndarray, batch_size=None) -> list[dict]:
+
+def encoder_candidates(
+    model_dir, records, corpus: OpenCorpus, positions: np.ndarray, gold: np.ndarray, batch_size=None
+) -> list[dict]:
     "Per record: {context position: (best span, span score)} of the encoder in `model_dir` over its `positions` and its gold context."
     from indicipr.encoders import load_finetuned
     from indicipr.qa_model import predict_answers
+
     model, tok, cfg = load_finetuned(model_dir)
-    pairs = sorted({(i, int(p)) for i, row in enumerate(positions) for p in row} | {(i, int(g)) for i, g in enumerate(gold)})
-    recs = [{"id": f"{records[i]['id']}#{p}", "question": records[i]["question"], "context": corpus.texts[p]} for i, p in pairs]
-    answers = predict_answers(model, tok, recs, cfg.get("max_length", 384), cfg.get("stride", 128),
-                              cfg.get("max_answer_length", 64), batch_size)
+    pairs = sorted(
+        {(i, int(p)) for i, row in enumerate(positions) for p in row} | {(i, int(g)) for i, g in enumerate(gold)}
+    )
+    recs = [
+        {"id": f"{records[i]['id']}#{p}", "question": records[i]["question"], "context": corpus.texts[p]}
+        for i, p in pairs
+    ]
+    answers = predict_answers(
+        model,
+        tok,
+        recs,
+        cfg.get("max_length", 384),
+        cfg.get("stride", 128),
+        cfg.get("max_answer_length", 64),
+        batch_size,
+    )
     out = [{} for _ in records]
-    for (i, p), a in zip(pairs, answers): out[i][p] = (a.text, a.score)
+    for (i, p), a in zip(pairs, answers):
+        out[i][p] = (a.text, a.score)
     return out
 
-def read_topk(cands: list[dict], positions: np.ndarray, scores: np.ndarray, lam: float, k: int) -> tuple[list[int], list[str]]:
+
+def read_topk(
+    cands: list[dict], positions: np.ndarray, scores: np.ndarray, lam: float, k: int
+) -> tuple[list[int], list[str]]:
     "The chosen context and answer of every question, reading its first `k` retrieved contexts."
     chosen = [choose_answer(c, pos[:k], sc[:k], lam) for c, pos, sc in zip(cands, positions, scores)]
     return [p for p, _ in chosen], [a for _, a in chosen]
 
+
 def tune_lambda(cands, positions, scores, records, k: int, lambdas=READER_LAMBDAS) -> tuple[float, dict]:
     "The λ with the best F1 on `records` (validation), the lower on ties, and each λ's F1."
     from indicipr.metrics import score_predictions
+
     f1 = {}
     for lam in lambdas:
         _, answers = read_topk(cands, positions, scores, lam, k)
         f1[lam] = score_predictions(records, {r["id"]: a for r, a in zip(records, answers)})[1]["f1"]
     best = max(f1.values())
-    return min(l for l, v in f1.items() if v == best), f1
+    return min(line for line, v in f1.items() if v == best), f1
 
 # %% ../notebooks/09a_grounded.ipynb #b98079df
 def rag_records(records, corpus: OpenCorpus, positions: np.ndarray, k: int) -> list[dict]:
     "`records` with the context replaced by their first `k` retrieved contexts, joined by blank lines."
     return [{**r, "context": "\n\n".join(corpus.texts[p] for p in pos[:k])} for r, pos in zip(records, positions)]
 
-def _squash(text: str) -> str: return " ".join(text.lower().split())
+
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
 
 def answer_provision(answer: str, contexts: list[str]) -> int | None:
     "Index of the first context holding `answer` (case and white space aside), None if none does or the answer is empty."
     a = _squash(answer)
-    if not a: return None
+    if not a:
+        return None
     return next((i for i, c in enumerate(contexts) if a in _squash(c)), None)
 
 # %% ../notebooks/09a_grounded.ipynb #abd3f27b
 def retrieval_tax(gold_frame, open_frame, n_resamples: int | None = None, seed: int = 0) -> "pd.DataFrame":
     "Per Act (and `all`): questions, F1 on the gold context, F1 end to end, the tax and its 95% interval (paired bootstrap)."
     import pandas as pd
+
     from indicipr.significance import N_RESAMPLES, bootstrap_ci
-    g = gold_frame.set_index("id"); o = open_frame.set_index("id").loc[g.index]
+
+    g = gold_frame.set_index("id")
+    o = open_frame.set_index("id").loc[g.index]
     diff, acts = (g["f1"] - o["f1"]).to_numpy(), g["act"].to_numpy()
     rows = []
-    for label, mask in [("all", np.ones(len(g), bool)), *((core.act_label(a), acts == a) for a in core.act_keys_in_card_order(set(acts)))]:
-        if not mask.any(): continue
+    for label, mask in [
+        ("all", np.ones(len(g), bool)),
+        *((core.act_label(a), acts == a) for a in core.act_keys_in_card_order(set(acts))),
+    ]:
+        if not mask.any():
+            continue
         lo, hi = bootstrap_ci(diff[mask], n_resamples or N_RESAMPLES, seed)
-        rows.append({"Act": label, "questions": int(mask.sum()), "F1 gold context": g["f1"][mask].mean(),
-                     "F1 end to end": o["f1"][mask].mean(), "tax (F1)": diff[mask].mean(), "tax 2.5%": lo, "tax 97.5%": hi})
+        rows.append(
+            {
+                "Act": label,
+                "questions": int(mask.sum()),
+                "F1 gold context": g["f1"][mask].mean(),
+                "F1 end to end": o["f1"][mask].mean(),
+                "tax (F1)": diff[mask].mean(),
+                "tax 2.5%": lo,
+                "tax 97.5%": hi,
+            }
+        )
     return pd.DataFrame(rows).round(2)
 
 # %% ../notebooks/09a_grounded.ipynb #36026453
 PROFILE_DEFAULTS = {
-    "offline": {"split": "test", "tune_split": "validation", "index_variants": list(INDEX_VARIANTS), "dense_model": "minilm-l6",
-                "dense_max_length": 128, "finetune": {"epochs": 1.0, "batch_size": 16, "learning_rate": 5e-5, "seed": 0, "train_docs": False,
-                                                       "freeze_embeddings": True},
-                "rrf_k": 60, "reader_models": ["minilm-l6"], "reader_seed": 0, "reader_k": 3, "reader_retriever": "best",
-                "qa_models": ["smollm2"], "llm_k": 1, "max_tokens": 64, "concurrency": 1, "curve_k": 20},
-    "paper": {"split": "test", "tune_split": "validation", "index_variants": list(INDEX_VARIANTS),
-              "dense_model": "sentence-transformers/all-MiniLM-L6-v2", "dense_max_length": 256,
-              "finetune": {"epochs": 1.0, "batch_size": 32, "learning_rate": 3e-5, "seed": 0, "train_docs": True,
-                           "freeze_embeddings": False},
-              "rrf_k": 60, "reader_models": ["inlegalbert"], "reader_seed": 0, "reader_k": 3, "reader_retriever": "best",
-              "qa_models": list(core.CARD["models"]["qa"]), "llm_k": 3, "max_tokens": 256, "concurrency": 2, "curve_k": 20},
+    "offline": {
+        "split": "test",
+        "tune_split": "validation",
+        "index_variants": list(INDEX_VARIANTS),
+        "dense_model": "minilm-l6",
+        "dense_max_length": 128,
+        "finetune": {
+            "epochs": 1.0,
+            "batch_size": 16,
+            "learning_rate": 5e-5,
+            "seed": 0,
+            "train_docs": False,
+            "freeze_embeddings": True,
+        },
+        "rrf_k": 60,
+        "reader_models": ["minilm-l6"],
+        "reader_seed": 0,
+        "reader_k": 3,
+        "reader_retriever": "best",
+        "qa_models": ["smollm2"],
+        "llm_k": 1,
+        "max_tokens": 64,
+        "concurrency": 1,
+        "curve_k": 20,
+    },
+    "paper": {
+        "split": "test",
+        "tune_split": "validation",
+        "index_variants": list(INDEX_VARIANTS),
+        "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dense_max_length": 256,
+        "finetune": {
+            "epochs": 1.0,
+            "batch_size": 32,
+            "learning_rate": 3e-5,
+            "seed": 0,
+            "train_docs": True,
+            "freeze_embeddings": False,
+        },
+        "rrf_k": 60,
+        "reader_models": ["inlegalbert"],
+        "reader_seed": 0,
+        "reader_k": 3,
+        "reader_retriever": "best",
+        "qa_models": list(core.CARD["models"]["qa"]),
+        "llm_k": 3,
+        "max_tokens": 256,
+        "concurrency": 2,
+        "curve_k": 20,
+    },
 }
+
 
 @dataclass
 class RetrievalRun:
     "Everything the tables need of one index variant: each retriever's full score matrices on the tuning and test queries."
+
     variant: str
-    scores: dict          # retriever name -> {"tune": matrix, "test": matrix}
+    scores: dict  # retriever name -> {"tune": matrix, "test": matrix}
     fusion_weight: float
-    fusion_mrr: dict      # weight -> validation MRR@10
+    fusion_mrr: dict  # weight -> validation MRR@10
     seconds: dict
 
-def retrieval_stage(corpus: OpenCorpus, tune, test, st: dict, dense=None, finetuned=None, log=print) -> dict[str, RetrievalRun]:
+
+def retrieval_stage(
+    corpus: OpenCorpus, tune, test, st: dict, dense=None, finetuned=None, log=print
+) -> dict[str, RetrievalRun]:
     """Per index variant of `st` (those available): BM25 (rank-bm25 and bm25s), dense, fine-tuned dense, RRF and the
     weighted sum (weight tuned on `tune`). `dense`/`finetuned`: retrievers built already (else built here; the
     fine-tuning uses the training questions given as `st['train']`)."""
-    tq, tg = open_queries(tune, corpus); q, g = open_queries(test, corpus)
+    tq, tg = open_queries(tune, corpus)
+    q, g = open_queries(test, corpus)
     dense = dense or DenseRetriever(st["dense_model"], max_length=st["dense_max_length"], name="dense")
     runs = {}
     for variant in st["index_variants"]:
         if variant == "title" and not corpus.has_titles:
-            log("the records carry no section titles: the 'with section titles' index is unavailable"); continue
+            log("the records carry no section titles: the 'with section titles' index is unavailable")
+            continue
         docs, secs, scores = corpus_documents(corpus, variant), {}, {}
         if finetuned is None:
             train_q, train_g = open_queries(st["train"], corpus)
             t0 = time.perf_counter()
-            finetuned, losses = finetune_dense(dense, train_q, [corpus.texts[i] for i in train_g], name="dense, fine-tuned",
-                                               **st["finetune"])
+            finetuned, losses = finetune_dense(
+                dense, train_q, [corpus.texts[i] for i in train_g], name="dense, fine-tuned", **st["finetune"]
+            )
             secs["fine-tuning"] = time.perf_counter() - t0
             log(f"dense fine-tuning: {len(losses)} steps, loss {losses[0]:.3f} → {np.mean(losses[-3:]):.3f}")
         for r in (RankBM25(), BM25S(), dense, finetuned):
@@ -431,85 +635,143 @@ def retrieval_stage(corpus: OpenCorpus, tune, test, st: dict, dense=None, finetu
             scores[r.name] = {"tune": r.scores(tq), "test": r.scores(q)}
             secs[r.name] = time.perf_counter() - t0
         lex, den = scores["BM25 (bm25s)"], scores[finetuned.name]
-        scores["RRF (BM25 + fine-tuned dense)"] = {s: rrf_scores([lex[s], den[s]], st["rrf_k"]) for s in ("tune", "test")}
+        scores["RRF (BM25 + fine-tuned dense)"] = {
+            s: rrf_scores([lex[s], den[s]], st["rrf_k"]) for s in ("tune", "test")
+        }
         w, mrr = choose_weight(lex["tune"], den["tune"], tg)
-        scores["weighted sum (BM25 + fine-tuned dense)"] = {s: weighted_scores(lex[s], den[s], w) for s in ("tune", "test")}
+        scores["weighted sum (BM25 + fine-tuned dense)"] = {
+            s: weighted_scores(lex[s], den[s], w) for s in ("tune", "test")
+        }
         runs[variant] = RetrievalRun(variant, scores, w, mrr, secs)
     return runs
 
 # %% ../notebooks/09a_grounded.ipynb #ede8cd5a
 VARIANT_LABELS = {"text": "text only", "title": "with section titles"}
 
+
 def retrieval_table(runs: dict, gold: np.ndarray, acts=None, split: str = "test") -> "pd.DataFrame":
     "One row per index variant × retriever (× Act when `acts` is given): questions, R@1/5/20, MRR@10, nDCG@10 (in %)."
     import pandas as pd
+
     frames = []
     for variant, run in runs.items():
         for name, sc in run.scores.items():
             t = retrieval_summary(gold_ranks(sc[split], gold), acts)
-            if acts is None: t = t.drop(columns="Act")
-            t.insert(0, "retriever", name); t.insert(0, "index", VARIANT_LABELS[variant])
+            if acts is None:
+                t = t.drop(columns="Act")
+            t.insert(0, "retriever", name)
+            t.insert(0, "index", VARIANT_LABELS[variant])
             frames.append(t)
     table = pd.concat(frames, ignore_index=True)
-    if acts is None: return table
-    act_first = table.pop("Act"); table.insert(0, "Act", act_first)
+    if acts is None:
+        return table
+    act_first = table.pop("Act")
+    table.insert(0, "Act", act_first)
     return _act_major(table)
+
 
 def _act_major(table: "pd.DataFrame") -> "pd.DataFrame":
     "Rows grouped by Act (`all` first, then the card's order), each group in its original order."
     order = ["all", *(core.act_label(k) for k in core.act_keys_in_card_order({"unknown"}))]
     rank = table["Act"].map(lambda a: order.index(a) if a in order else len(order))
-    return table.assign(_r=rank, _i=range(len(table))).sort_values(["_r", "_i"]).drop(columns=["_r", "_i"]).reset_index(drop=True)
+    return (
+        table.assign(_r=rank, _i=range(len(table)))
+        .sort_values(["_r", "_i"])
+        .drop(columns=["_r", "_i"])
+        .reset_index(drop=True)
+    )
+
 
 def bm25_agreement(runs: dict, queries: list[str], corpus: OpenCorpus, k: int = 20) -> "pd.DataFrame":
     "Per index variant: do rank-bm25 and bm25s give the same top-k (and scores), as BM25Okapi and as bm25s's own `robertson`."
     import pandas as pd
+
     rows = []
     for variant, run in runs.items():
         a, b = run.scores["BM25 (rank-bm25)"]["test"], run.scores["BM25 (bm25s)"]["test"]
         raw = BM25S(okapi=False).index(corpus_documents(corpus, variant)).scores(queries)
-        same = lambda x, y: float(np.mean([(i == j).all() for i, j in zip(top_k(x, k)[0], top_k(y, k)[0])]) * 100)
-        rows.append({"index": VARIANT_LABELS[variant], "questions": len(queries), f"same top-{k} (%)": same(a, b),
-                     "max |score difference|": float(np.abs(a - b).max()),
-                     f"same top-{k}, bm25s's own IDF (%)": same(a, raw)})
+
+        def same(x, y):
+            return float(np.mean([(i == j).all() for i, j in zip(top_k(x, k)[0], top_k(y, k)[0])]) * 100)
+
+        rows.append(
+            {
+                "index": VARIANT_LABELS[variant],
+                "questions": len(queries),
+                f"same top-{k} (%)": same(a, b),
+                "max |score difference|": float(np.abs(a - b).max()),
+                f"same top-{k}, bm25s's own IDF (%)": same(a, raw),
+            }
+        )
     return pd.DataFrame(rows)
+
 
 def retrieval_tests(runs: dict, gold: np.ndarray, n_resamples: int | None = None, seed: int = 0) -> "pd.DataFrame":
     "Paired bootstrap of MRR@10 (per question, in %) between the retrievers of each index (Holm over that index's pairs)."
     import pandas as pd
+
     from indicipr.significance import N_RESAMPLES, compare_systems
+
     frames = []
     for variant, run in runs.items():
-        rr = {n: retrieval_per_query(gold_ranks(sc["test"], gold))["MRR@10"].to_numpy() * 100
-              for n, sc in run.scores.items() if n != "BM25 (rank-bm25)"}          # identical to bm25s: see bm25_agreement
-        t = compare_systems(rr, n_resamples=n_resamples or N_RESAMPLES, seed=seed).rename(columns={"ΔF1 (A−B)": "ΔMRR@10 (A−B)"})
+        rr = {
+            n: retrieval_per_query(gold_ranks(sc["test"], gold))["MRR@10"].to_numpy() * 100
+            for n, sc in run.scores.items()
+            if n != "BM25 (rank-bm25)"
+        }  # identical to bm25s: see bm25_agreement
+        t = compare_systems(rr, n_resamples=n_resamples or N_RESAMPLES, seed=seed).rename(
+            columns={"ΔF1 (A−B)": "ΔMRR@10 (A−B)"}
+        )
         t.insert(0, "index", VARIANT_LABELS[variant])
         frames.append(t)
     return pd.concat(frames, ignore_index=True)
 
+
 def best_retriever(runs: dict, tune_gold: np.ndarray, variant: str = "text") -> str:
     "The retriever of `variant` with the best validation MRR@10 (the first in run order on ties)."
-    mrr = {n: retrieval_per_query(gold_ranks(sc["tune"], tune_gold))["MRR@10"].mean() for n, sc in runs[variant].scores.items()}
+    mrr = {
+        n: retrieval_per_query(gold_ranks(sc["tune"], tune_gold))["MRR@10"].mean()
+        for n, sc in runs[variant].scores.items()
+    }
     return max(mrr, key=lambda n: (mrr[n], -list(mrr).index(n)))
+
 
 def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame":
     "Recall@k (%) for k = 1…`max_k` of every index × retriever (long form)."
     import pandas as pd
+
     rows = []
     for variant, run in runs.items():
         for name, sc in run.scores.items():
             ranks = gold_ranks(sc["test"], gold)
-            rows += [{"index": VARIANT_LABELS[variant], "retriever": name, "k": k, "recall": float((ranks <= k).mean() * 100)}
-                     for k in range(1, max_k + 1)]
+            rows += [
+                {
+                    "index": VARIANT_LABELS[variant],
+                    "retriever": name,
+                    "k": k,
+                    "recall": float((ranks <= k).mean() * 100),
+                }
+                for k in range(1, max_k + 1)
+            ]
     return pd.DataFrame(rows)
 
 # %% ../notebooks/09a_grounded.ipynb #04f13cf0
-def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, st: dict, data_source="sample", llm_endpoints=None,
-                 confirm_cost: bool = False, log=print) -> dict:
+def reader_stage(
+    corpus: OpenCorpus,
+    tune,
+    test,
+    runs: dict,
+    st: dict,
+    data_source="sample",
+    llm_endpoints=None,
+    confirm_cost: bool = False,
+    log=print,
+) -> dict:
     """The readers on the contexts of `st['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
     `data/predictions/<source>/grounded/` (outside the folder notebook 10 compares)."""
     from indicipr import encoders, llm, llm_qa, metrics
+
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if st["reader_retriever"] == "best" else st["reader_retriever"]
     sc = runs["text"].scores[name]
@@ -520,7 +782,8 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, st: dict, data_sour
     for model in st["reader_models"]:
         folder = encoders.checkpoint_dir(data_source, model, st["reader_seed"])
         if not folder.is_dir():
-            log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out"); continue
+            log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out")
+            continue
         t0 = time.perf_counter()
         k = st["reader_k"]
         tc = encoder_candidates(folder, tune, corpus, tpos[:, :k], tg)
@@ -530,11 +793,23 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, st: dict, data_sour
         gold_preds = {r["id"]: c[int(gi)][0] for r, c, gi in zip(test, cands, g)}
         open_preds = {r["id"]: a for r, a in zip(test, answers)}
         system = f"{model}_seed{st['reader_seed']}"
-        metrics.write_predictions(open_preds, f"grounded_{system}_top{k}", data_source, out_dir=out_dir, family="encoder",
-                                  setting=f"top-{k} of {name} (text index), λ={lam:g}", seed=st["reader_seed"], split=st["split"])
+        metrics.write_predictions(
+            open_preds,
+            f"grounded_{system}_top{k}",
+            data_source,
+            out_dir=out_dir,
+            family="encoder",
+            setting=f"top-{k} of {name} (text index), λ={lam:g}",
+            seed=st["reader_seed"],
+            split=st["split"],
+        )
         readers[f"{encoders.CARD_NAMES.get(model, model)} (seed {st['reader_seed']})"] = {
-            "gold": metrics.score_predictions(test, gold_preds)[0], "open": metrics.score_predictions(test, open_preds)[0],
-            "k": k, "wrong provision": float(np.mean(np.array(chosen) != g) * 100), "choice": f"λ = {lam:g} (validation F1 {lam_f1[lam]:.2f})"}
+            "gold": metrics.score_predictions(test, gold_preds)[0],
+            "open": metrics.score_predictions(test, open_preds)[0],
+            "k": k,
+            "wrong provision": float(np.mean(np.array(chosen) != g) * 100),
+            "choice": f"λ = {lam:g} (validation F1 {lam_f1[lam]:.2f})",
+        }
         timing[f"reader {model}"] = time.perf_counter() - t0
     if st["qa_models"] and st["llm_k"]:
         k = st["llm_k"]
@@ -544,63 +819,119 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, st: dict, data_sour
                 ep, t0 = endpoints[model], time.perf_counter()
                 short = llm_qa.llm_short_name(ep.model)
                 rag = rag_records(test, corpus, pos, k)
-                raw_gold, _, _ = llm_qa.predict_llm(ep, test, [], cache, st["max_tokens"], st["concurrency"], desc=f"{short} gold context",
-                                                    confirm_cost=confirm_cost)
-                raw_open, _, _ = llm_qa.predict_llm(ep, rag, [], cache, st["max_tokens"], st["concurrency"], desc=f"{short} top-{k}",
-                                                    confirm_cost=confirm_cost)
-                prov = [answer_provision(raw_open[r["id"]], [corpus.texts[p] for p in row[:k]]) for r, row in zip(test, pos)]
+                raw_gold, _, _ = llm_qa.predict_llm(
+                    ep,
+                    test,
+                    [],
+                    cache,
+                    st["max_tokens"],
+                    st["concurrency"],
+                    desc=f"{short} gold context",
+                    confirm_cost=confirm_cost,
+                )
+                raw_open, _, _ = llm_qa.predict_llm(
+                    ep,
+                    rag,
+                    [],
+                    cache,
+                    st["max_tokens"],
+                    st["concurrency"],
+                    desc=f"{short} top-{k}",
+                    confirm_cost=confirm_cost,
+                )
+                prov = [
+                    answer_provision(raw_open[r["id"]], [corpus.texts[p] for p in row[:k]]) for r, row in zip(test, pos)
+                ]
                 wrong = [pv is not None and row[pv] != gi for pv, row, gi in zip(prov, pos, g)]
-                metrics.write_predictions(raw_open, f"grounded_{short}_top{k}", data_source, out_dir=out_dir, family="llm",
-                                          model=ep.model, setting=f"zero-shot, top-{k} of {name} (text index)", split=st["split"],
-                                          temperature=0, max_tokens=st["max_tokens"])
+                metrics.write_predictions(
+                    raw_open,
+                    f"grounded_{short}_top{k}",
+                    data_source,
+                    out_dir=out_dir,
+                    family="llm",
+                    model=ep.model,
+                    setting=f"zero-shot, top-{k} of {name} (text index)",
+                    split=st["split"],
+                    temperature=0,
+                    max_tokens=st["max_tokens"],
+                )
                 readers[f"{llm_qa.CARD_NAMES.get(model, short)} (zero-shot)"] = {
-                    "gold": metrics.score_predictions(test, raw_gold)[0], "open": metrics.score_predictions(test, raw_open)[0],
-                    "k": k, "wrong provision": float(np.mean(wrong) * 100), "choice": "the LLM's own (contexts in retrieval order)"}
+                    "gold": metrics.score_predictions(test, raw_gold)[0],
+                    "open": metrics.score_predictions(test, raw_open)[0],
+                    "k": k,
+                    "wrong provision": float(np.mean(wrong) * 100),
+                    "choice": "the LLM's own (contexts in retrieval order)",
+                }
                 timing[f"reader {short}"] = time.perf_counter() - t0
-    return {"retriever": name, "readers": readers, "seconds": timing,
-            "gold among k": {k: float(np.mean([gi in row[:k] for row, gi in zip(pos, g)]) * 100) for k in {st["reader_k"], st["llm_k"]}}}
+    return {
+        "retriever": name,
+        "readers": readers,
+        "seconds": timing,
+        "gold among k": {
+            k: float(np.mean([gi in row[:k] for row, gi in zip(pos, g)]) * 100) for k in {st["reader_k"], st["llm_k"]}
+        },
+    }
+
 
 def end_to_end_table(reading: dict) -> "pd.DataFrame":
     "Per reader: EM / F1 / Char-F1 on the gold context and end to end, the gold context's presence among the k, wrong provisions."
     import pandas as pd
+
     rows = []
     for reader, r in reading["readers"].items():
         for setting, frame in (("gold context", r["gold"]), (f"top-{r['k']} of {reading['retriever']}", r["open"])):
             is_open = setting != "gold context"
-            rows.append({"reader": reader, "setting": setting, "questions": len(frame), "EM": frame["em"].mean(),
-                         "F1": frame["f1"].mean(), "Char-F1": frame["char_f1"].mean(),
-                         "gold context among the k (%)": reading["gold among k"][r["k"]] if is_open else 100.0,
-                         "answer from a wrong provision (%)": r["wrong provision"] if is_open else 0.0,
-                         "answer choice": r["choice"] if is_open else ""})
+            rows.append(
+                {
+                    "reader": reader,
+                    "setting": setting,
+                    "questions": len(frame),
+                    "EM": frame["em"].mean(),
+                    "F1": frame["f1"].mean(),
+                    "Char-F1": frame["char_f1"].mean(),
+                    "gold context among the k (%)": reading["gold among k"][r["k"]] if is_open else 100.0,
+                    "answer from a wrong provision (%)": r["wrong provision"] if is_open else 0.0,
+                    "answer choice": r["choice"] if is_open else "",
+                }
+            )
     return pd.DataFrame(rows).round(2)
+
 
 def tax_table(reading: dict, n_resamples: int | None = None, seed: int = 0) -> "pd.DataFrame":
     "`retrieval_tax` of every reader, one block per reader."
     import pandas as pd
+
     frames = []
     for reader, r in reading["readers"].items():
         t = retrieval_tax(r["gold"], r["open"], n_resamples, seed)
-        t.insert(1, "reader", reader); frames.append(t)
+        t.insert(1, "reader", reader)
+        frames.append(t)
     return _act_major(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 # %% ../notebooks/09a_grounded.ipynb #ed550cb9
 def recall_figure(curve: "pd.DataFrame"):
     "Recall@k against k, one panel per index variant, one line per retriever."
     import matplotlib.pyplot as plt
+
     variants = list(dict.fromkeys(curve["index"]))
     fig, axes = plt.subplots(1, len(variants), figsize=(5.2 * len(variants), 3.6), sharey=True, squeeze=False)
     for ax, v in zip(axes[0], variants):
         for name, part in curve[curve["index"] == v].groupby("retriever", sort=False):
-            if name == "BM25 (rank-bm25)": continue                       # the same ranking as bm25s
+            if name == "BM25 (rank-bm25)":
+                continue  # the same ranking as bm25s
             ax.plot(part["k"], part["recall"], marker=".", label=name)
-        ax.set(title=f"index: {v}", xlabel="k", xticks=[1, 5, 10, 15, 20]); ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("recall@k (%)"); axes[0][-1].legend(fontsize=7, loc="lower right")
+        ax.set(title=f"index: {v}", xlabel="k", xticks=[1, 5, 10, 15, 20])
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("recall@k (%)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
 
 def tax_figure(tax: "pd.DataFrame"):
     "The retrieval tax per Act (F1 points, 95% interval), one bar per reader."
     import matplotlib.pyplot as plt
+
     acts = list(dict.fromkeys(tax["Act"]))
     readers = list(dict.fromkeys(tax["reader"]))
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(acts) * max(1, len(readers)) / 1.5), 3.6))
@@ -612,13 +943,15 @@ def tax_figure(tax: "pd.DataFrame"):
         ax.bar(x, part["tax (F1)"], width, yerr=err, capsize=2, label=reader)
     ax.axhline(0, color="black", lw=0.8)
     ax.set(xticks=np.arange(len(acts)), ylabel="F1 gold context − F1 end to end")
-    ax.set_xticklabels(acts, rotation=20, ha="right"); ax.legend(fontsize=7)
+    ax.set_xticklabels(acts, rotation=20, ha="right")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 # %% ../notebooks/09a_grounded.ipynb #dd03a0a4
-def grounded_stage(data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False, log=print,
-                   **overrides) -> dict:
+def grounded_stage(
+    data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False, log=print, **overrides
+) -> dict:
     "Retrieval and reading on the open protocol: settings, corpus, retrieval runs, reading, leaks and timings."
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
@@ -631,20 +964,37 @@ def grounded_stage(data_source="sample", profile="offline", llm_endpoints=None, 
     t1 = time.perf_counter()
     reading = reader_stage(corpus, tune, test, runs, st, data_source, llm_endpoints, confirm_cost, log=log)
     st.pop("train")
-    return {"settings": st, "corpus": corpus, "tune": tune, "test": test, "runs": runs, "reading": reading,
-            "leaks": {s: section_leaks(splits[s]) for s in splits},
-            "seconds": {"retrieval": t1 - t0, "reading": time.perf_counter() - t1,
-                        **{f"{v}: {n}": s for v, r in runs.items() for n, s in r.seconds.items()}, **reading["seconds"]}}
+    return {
+        "settings": st,
+        "corpus": corpus,
+        "tune": tune,
+        "test": test,
+        "runs": runs,
+        "reading": reading,
+        "leaks": {s: section_leaks(splits[s]) for s in splits},
+        "seconds": {
+            "retrieval": t1 - t0,
+            "reading": time.perf_counter() - t1,
+            **{f"{v}: {n}": s for v, r in runs.items() for n, s in r.seconds.items()},
+            **reading["seconds"],
+        },
+    }
+
 
 def protocol_table(result: dict) -> "pd.DataFrame":
     "The open protocol in numbers: corpus size, queries per split, titles, section numbers named by the questions."
     import pandas as pd
+
     c = result["corpus"]
-    rows = [{"what": "contexts in the corpus (all splits)", "value": len(c)},
-            {"what": "contexts with a section title", "value": sum(bool(t) for t in c.titles)},
-            {"what": "index variants", "value": ", ".join(VARIANT_LABELS[v] for v in result["runs"])}]
+    rows = [
+        {"what": "contexts in the corpus (all splits)", "value": len(c)},
+        {"what": "contexts with a section title", "value": sum(bool(t) for t in c.titles)},
+        {"what": "index variants", "value": ", ".join(VARIANT_LABELS[v] for v in result["runs"])},
+    ]
     for split, leak in result["leaks"].items():
-        rows += [{"what": f"{split}: questions", "value": leak["questions"]},
-                 {"what": f"{split}: questions naming a section", "value": leak["name a section"]},
-                 {"what": f"{split}: questions naming their own context's section", "value": leak["name their own section"]}]
+        rows += [
+            {"what": f"{split}: questions", "value": leak["questions"]},
+            {"what": f"{split}: questions naming a section", "value": leak["name a section"]},
+            {"what": f"{split}: questions naming their own context's section", "value": leak["name their own section"]},
+        ]
     return pd.DataFrame(rows).astype({"value": str})

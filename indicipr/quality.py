@@ -56,12 +56,14 @@ HUMAN_TO_JUDGE = {
 @dataclass(frozen=True)
 class Judge:
     "One judge: a label for tables, the model name asked (default: the label) and generation params."
+
     name: str
     model: str | None = None
     params: dict = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self):
-        if self.model is None: object.__setattr__(self, "model", self.name)
+        if self.model is None:
+            object.__setattr__(self, "model", self.name)
 
 
 _GREEDY = {"temperature": 0.0, "max_tokens": 96}
@@ -77,7 +79,7 @@ PROFILE_DEFAULTS = {
         "judge_split": "test",
         "judge_pairs": 6,
         "judge_seed": 0,
-        "judges": (                 # one local model under three names: a smoke run of the ensemble path
+        "judges": (  # one local model under three names: a smoke run of the ensemble path
             Judge("smollm2", llm.LOCAL_MODEL, {**_GREEDY, "seed": 0}),
             Judge("smollm2-smoke-s1", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
             Judge("smollm2-smoke-s2", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
@@ -103,22 +105,26 @@ PROFILE_DEFAULTS = {
 def _allocate_by_stratum(sizes: dict, n: int) -> dict:
     "Split `n` draws over strata in proportion to `sizes` (largest remainder; ties by stratum order)."
     total = sum(sizes.values())
-    if n < 0: raise ValueError(f"cannot draw a negative number of pairs ({n})")
-    if n >= total: return dict(sizes)
+    if n < 0:
+        raise ValueError(f"cannot draw a negative number of pairs ({n})")
+    if n >= total:
+        return dict(sizes)
     quotas = {k: n * s / total for k, s in sizes.items()}
     alloc = {k: int(q) for k, q in quotas.items()}
     order = sorted(sizes, key=lambda k: (-(quotas[k] - alloc[k]), list(sizes).index(k)))
-    for k in order[: n - sum(alloc.values())]: alloc[k] += 1
+    for k in order[: n - sum(alloc.values())]:
+        alloc[k] += 1
     return alloc
 
 
-def stratified_sample(records: Sequence[dict], n: int | None, seed: int = 0,
-                      key: Callable[[dict], str] = core.record_act) -> list[dict]:
+def stratified_sample(
+    records: Sequence[dict], n: int | None, seed: int = 0, key: Callable[[dict], str] = core.record_act
+) -> list[dict]:
     "Draw `n` records (all when None) stratified by `key`, seeded; returned in a seeded random order."
     groups: dict[str, list] = {}
-    for r in sorted(records, key=lambda r: r["id"]): groups.setdefault(key(r), []).append(r)
-    alloc = _allocate_by_stratum({k: len(groups[k]) for k in sorted(groups)},
-                                len(records) if n is None else n)
+    for r in sorted(records, key=lambda r: r["id"]):
+        groups.setdefault(key(r), []).append(r)
+    alloc = _allocate_by_stratum({k: len(groups[k]) for k in sorted(groups)}, len(records) if n is None else n)
     rng = np.random.default_rng(seed)
     picked = []
     for k in sorted(groups):
@@ -137,19 +143,28 @@ def _audit_row(record: dict) -> dict:
     "A blank sheet row for one benchmark record (full context, empty score cells)."
     ctx = record["context"]
     if len(ctx) > _SPREADSHEET_CELL_LIMIT:
-        raise ValueError(f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
-                         f"({_SPREADSHEET_CELL_LIMIT}); it would be truncated")
-    return {"pair_id": record["id"], "act": core.act_label(core.record_act(record)),
-            "title": record.get("title", ""), "question": record["question"],
-            "answer": record["answers"]["text"][0], "context": ctx,
-            **{c: "" for c in AUDIT_CRITERIA}, "comment": ""}
+        raise ValueError(
+            f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
+            f"({_SPREADSHEET_CELL_LIMIT}); it would be truncated"
+        )
+    return {
+        "pair_id": record["id"],
+        "act": core.act_label(core.record_act(record)),
+        "title": record.get("title", ""),
+        "question": record["question"],
+        "answer": record["answers"]["text"][0],
+        "context": ctx,
+        **{c: "" for c in AUDIT_CRITERIA},
+        "comment": "",
+    }
 
 
 def _write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
     "Write `rows` as CSV (UTF-8 with BOM) atomically (`core.write_text_atomic`)."
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), quoting=csv.QUOTE_MINIMAL)
-    w.writeheader(); w.writerows(rows)
+    w.writeheader()
+    w.writerows(rows)
     return core.write_text_atomic(path, "\ufeff" + buf.getvalue())
 
 # %% ../notebooks/12_quality.ipynb #97c1b774
@@ -180,22 +195,41 @@ unweighted and quadratic-weighted Cohen's κ.
 """
 
 
-def export_audit_kit(records: Sequence[dict], out_dir, annotators: Sequence[str] = ("A", "B"),
-                     n: int | None = 200, seed: int = 0, source: str = "") -> dict:
+def export_audit_kit(
+    records: Sequence[dict],
+    out_dir,
+    annotators: Sequence[str] = ("A", "B"),
+    n: int | None = 200,
+    seed: int = 0,
+    source: str = "",
+) -> dict:
     "Draw the audit pairs (stratified by Act, seeded) and write the blank sheets, README and manifest."
     if len(annotators) < 2 or len(set(annotators)) != len(annotators):
         raise core.InputError(f"--annotators {' '.join(annotators)}: need at least two distinct annotator names")
     for a in annotators:
-        if not _ANNOTATOR_NAME.match(a): raise core.InputError(f"annotator name {a!r}: use letters, digits, _ or -")
+        if not _ANNOTATOR_NAME.match(a):
+            raise core.InputError(f"annotator name {a!r}: use letters, digits, _ or -")
     out = Path(out_dir)
     rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
     sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
     (out / "filled").mkdir(parents=True, exist_ok=True)
     core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
-    counts = {n: int(drawn[n]) for n in [*(core.act_label(k) for k in core.act_keys_in_card_order()), core.UNKNOWN_ACT] if n in drawn}
-    manifest = {"source": source, "seed": seed, "n_requested": n, "n": len(rows), "per_act": counts,
-                "annotators": list(annotators), "ids": [r["pair_id"] for r in rows], "sheets": sheets}
+    counts = {
+        n: int(drawn[n])
+        for n in [*(core.act_label(k) for k in core.act_keys_in_card_order()), core.UNKNOWN_ACT]
+        if n in drawn
+    }
+    manifest = {
+        "source": source,
+        "seed": seed,
+        "n_requested": n,
+        "n": len(rows),
+        "per_act": counts,
+        "annotators": list(annotators),
+        "ids": [r["pair_id"] for r in rows],
+        "sheets": sheets,
+    }
     core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
     return manifest
 
@@ -210,9 +244,11 @@ _SCORE_CELL = re.compile(r"^\s*([123])(?:\.0*)?\s*$")
 def _parse_score_cell(value) -> int:
     "The 1–3 score written in a sheet cell; ValueError for an empty cell or any other value."
     text = "" if value is None else str(value)
-    if not text.strip(): raise ValueError("is empty")
+    if not text.strip():
+        raise ValueError("is empty")
     m = _SCORE_CELL.match(text)
-    if not m: raise ValueError(f"is {text.strip()!r}, not a score in 1-3")
+    if not m:
+        raise ValueError(f"is {text.strip()!r}, not a score in 1-3")
     return int(m.group(1))
 
 
@@ -221,33 +257,43 @@ def _sheet_delimiter(path: Path) -> str:
     header = core.read_text(path).splitlines()[0] if path.stat().st_size else ""
     return max(",;\t", key=header.count) if header else ","
 
+
 def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
     "Read and validate a filled sheet (comma, semicolon or tab separated) → frame indexed by `pair_id` with int columns per criterion."
     path = Path(path)
-    if not path.is_file(): raise AuditSheetError(f"{path}: no such sheet")
+    if not path.is_file():
+        raise AuditSheetError(f"{path}: no such sheet")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=_sheet_delimiter(path))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, core.JSONLError) as e:
         raise AuditSheetError(f"{path}: cannot read as a CSV sheet ({str(e).splitlines()[0].strip()})") from None
     missing = [c for c in ["pair_id", *AUDIT_CRITERIA] if c not in df.columns]
-    if missing: raise AuditSheetError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
-    if df.empty: raise AuditSheetError(f"{path}: the sheet has no rows")
+    if missing:
+        raise AuditSheetError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
+    if df.empty:
+        raise AuditSheetError(f"{path}: the sheet has no rows")
     problems, seen, scores = [], {}, {c: [] for c in AUDIT_CRITERIA}
     for i, row in enumerate(df.to_dict("records")):
         where = f"row {i + 2}"
         pid = row["pair_id"].strip()
-        if not pid: problems.append(f"{where}: pair_id is empty")
-        elif pid in seen: problems.append(f"{where} (pair_id {pid}): duplicate of row {seen[pid]}")
-        else: seen[pid] = i + 2
+        if not pid:
+            problems.append(f"{where}: pair_id is empty")
+        elif pid in seen:
+            problems.append(f"{where} (pair_id {pid}): duplicate of row {seen[pid]}")
+        else:
+            seen[pid] = i + 2
         for c in AUDIT_CRITERIA:
-            try: scores[c].append(_parse_score_cell(row[c]))
+            try:
+                scores[c].append(_parse_score_cell(row[c]))
             except ValueError as e:
-                problems.append(f"{where} (pair_id {pid or '?'}): {c} {e}"); scores[c].append(None)
+                problems.append(f"{where} (pair_id {pid or '?'}): {c} {e}")
+                scores[c].append(None)
     if problems:
         more = f"\n  ... and {len(problems) - max_problems} more" if len(problems) > max_problems else ""
         raise AuditSheetError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:max_problems]) + more)
     out = pd.DataFrame(scores, index=pd.Index(df["pair_id"].str.strip(), name="pair_id")).astype(int)
-    if "act" in df.columns: out.insert(0, "act", df["act"].values)
+    if "act" in df.columns:
+        out.insert(0, "act", df["act"].values)
     return out
 
 
@@ -256,14 +302,17 @@ def _check_same_pairs(a: pd.DataFrame, b: pd.DataFrame, name_a: str = "sheet A",
     only_a, only_b = sorted(set(a.index) - set(b.index)), sorted(set(b.index) - set(a.index))
     if only_a or only_b:
         msg = [f"{name_a} and {name_b} do not hold the same pairs:"]
-        if only_a: msg.append(f"  only in {name_a} ({len(only_a)}): {only_a[:10]}")
-        if only_b: msg.append(f"  only in {name_b} ({len(only_b)}): {only_b[:10]}")
+        if only_a:
+            msg.append(f"  only in {name_a} ({len(only_a)}): {only_a[:10]}")
+        if only_b:
+            msg.append(f"  only in {name_b} ({len(only_b)}): {only_b[:10]}")
         raise AuditSheetError("\n".join(msg))
 
 # %% ../notebooks/12_quality.ipynb #b60df754
 def cohen_kappas(x: Sequence[int], y: Sequence[int]) -> tuple[float, float]:
     "Unweighted and quadratic-weighted Cohen's κ over labels 1–3 (NaN when undefined)."
     from sklearn.metrics import cohen_kappa_score
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         k = cohen_kappa_score(x, y, labels=list(SCORES))
@@ -274,39 +323,48 @@ def cohen_kappas(x: Sequence[int], y: Sequence[int]) -> tuple[float, float]:
 def criterion_agreement(x: Sequence[int], y: Sequence[int]) -> dict:
     "Audit statistics of one criterion for two raters' 1–3 scores on the same pairs."
     x, y = np.asarray(x, dtype=int), np.asarray(y, dtype=int)
-    if x.shape != y.shape or x.size == 0: raise ValueError(f"need two equal, non-empty score lists ({x.size}, {y.size})")
+    if x.shape != y.shape or x.size == 0:
+        raise ValueError(f"need two equal, non-empty score lists ({x.size}, {y.size})")
     k, kq = cohen_kappas(x, y)
-    return {"n": int(x.size),
-            "joint_acceptability": float(np.mean((x >= 2) & (y >= 2))),
-            "any_acceptable": float(np.mean((x >= 2) | (y >= 2))),
-            "both_poor": int(np.sum((x == 1) & (y == 1))),
-            "exact_agreement": float(np.mean(x == y)),
-            "kappa": k, "kappa_quadratic": kq}
+    return {
+        "n": int(x.size),
+        "joint_acceptability": float(np.mean((x >= 2) & (y >= 2))),
+        "any_acceptable": float(np.mean((x >= 2) | (y >= 2))),
+        "both_poor": int(np.sum((x == 1) & (y == 1))),
+        "exact_agreement": float(np.mean(x == y)),
+        "kappa": k,
+        "kappa_quadratic": kq,
+    }
 
 
 def audit_agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     "Per-criterion audit statistics of two validated sheets (aligned on pair id)."
     _check_same_pairs(a, b)
     b = b.loc[a.index]
-    return pd.DataFrame([{"criterion": c, **criterion_agreement(a[c], b[c])} for c in AUDIT_CRITERIA]).set_index("criterion")
+    return pd.DataFrame([{"criterion": c, **criterion_agreement(a[c], b[c])} for c in AUDIT_CRITERIA]).set_index(
+        "criterion"
+    )
 
 
 def audit_results_table(agreement: pd.DataFrame) -> pd.DataFrame:
     "The card's 'Human Audit Results' table (percentages and κ rounded for display)."
-    t = pd.DataFrame({
-        "Criterion": [AUDIT_CRITERIA.get(c, c) for c in agreement.index],
-        "Pairs": agreement["n"].values,
-        "Joint Acceptability (%)": (100 * agreement["joint_acceptability"]).round(1).values,
-        "At Least One ≥ 2 (%)": (100 * agreement["any_acceptable"]).round(1).values,
-        "Both Rated 1": agreement["both_poor"].values,
-        "Unweighted κ": agreement["kappa"].round(3).values,
-        "Quadratic-Weighted κ": agreement["kappa_quadratic"].round(3).values,
-    })
+    t = pd.DataFrame(
+        {
+            "Criterion": [AUDIT_CRITERIA.get(c, c) for c in agreement.index],
+            "Pairs": agreement["n"].values,
+            "Joint Acceptability (%)": (100 * agreement["joint_acceptability"]).round(1).values,
+            "At Least One ≥ 2 (%)": (100 * agreement["any_acceptable"]).round(1).values,
+            "Both Rated 1": agreement["both_poor"].values,
+            "Unweighted κ": agreement["kappa"].round(3).values,
+            "Quadratic-Weighted κ": agreement["kappa_quadratic"].round(3).values,
+        }
+    )
     return t
 
 # %% ../notebooks/12_quality.ipynb #35156604
 def _reject_bool(v):
-    if isinstance(v, bool): raise ValueError("a boolean is not a score")
+    if isinstance(v, bool):
+        raise ValueError("a boolean is not a score")
     return v
 
 
@@ -315,6 +373,7 @@ Score = Annotated[int, BeforeValidator(_reject_bool), Field(ge=1, le=3)]
 
 class JudgeScores(BaseModel):
     "A judge's scores of one QA pair (1 = Poor/Flagged, 2 = Acceptable, 3 = Good)."
+
     model_config = ConfigDict(extra="ignore")
     question_specificity: Score
     answer_sufficiency: Score
@@ -322,8 +381,11 @@ class JudgeScores(BaseModel):
     legal_relevance: Score
 
 
-JUDGE_SCHEMA = {"type": "object", "properties": {c: {"type": "integer", "enum": list(SCORES)} for c in JUDGE_CRITERIA},
-                "required": list(JUDGE_CRITERIA)}
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {c: {"type": "integer", "enum": list(SCORES)} for c in JUDGE_CRITERIA},
+    "required": list(JUDGE_CRITERIA),
+}
 
 
 def parse_judge_reply(raw: str | None) -> tuple[JudgeScores | None, str | None]:
@@ -331,8 +393,10 @@ def parse_judge_reply(raw: str | None) -> tuple[JudgeScores | None, str | None]:
     return llm.parse_json_reply(raw, schema=JudgeScores)
 
 # %% ../notebooks/12_quality.ipynb #b18a7d5b
-JUDGE_SYSTEM = ("You are a careful reviewer of an extractive question-answering dataset built from "
-                "Indian intellectual-property statutes. You return only valid JSON.")
+JUDGE_SYSTEM = (
+    "You are a careful reviewer of an extractive question-answering dataset built from "
+    "Indian intellectual-property statutes. You return only valid JSON."
+)
 
 JUDGE_RUBRIC = """\
 Rate the question-answer pair below on four criteria. Use the scale 1 = Poor/Flagged, 2 = Acceptable, 3 = Good.
@@ -343,48 +407,71 @@ Rate the question-answer pair below on four criteria. Use the scale 1 = Poor/Fla
 - legal_relevance: the question asks about legally meaningful content (a definition, right, power, condition, prohibition, exception, time period, procedure or penalty).
 """
 
-JUDGE_FORMAT = ('Return JSON only: {"question_specificity": 1|2|3, "answer_sufficiency": 1|2|3, '
-                '"answer_minimality": 1|2|3, "legal_relevance": 1|2|3}')
+JUDGE_FORMAT = (
+    'Return JSON only: {"question_specificity": 1|2|3, "answer_sufficiency": 1|2|3, '
+    '"answer_minimality": 1|2|3, "legal_relevance": 1|2|3}'
+)
 
 
 def judge_messages(record: dict) -> list[dict]:
     "Chat messages asking a judge to score one benchmark record."
     act = core.act_for_id(record["id"], strict=False)
-    user = (f"{JUDGE_RUBRIC}\nAct: {act.title if act else core.UNKNOWN_ACT}\nTitle: {record.get('title', '')}\n\nContext:\n"
-            f'"""{record["context"]}"""\n\nQuestion: {record["question"]}\n'
-            f"Answer: {record['answers']['text'][0]}\n\n{JUDGE_FORMAT}")
+    user = (
+        f"{JUDGE_RUBRIC}\nAct: {act.title if act else core.UNKNOWN_ACT}\nTitle: {record.get('title', '')}\n\nContext:\n"
+        f'"""{record["context"]}"""\n\nQuestion: {record["question"]}\n'
+        f"Answer: {record['answers']['text'][0]}\n\n{JUDGE_FORMAT}"
+    )
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
 
 
 def _retry_messages(messages: list[dict], raw: str | None, error: str) -> list[dict]:
     "The messages of the single retry: the failed reply and what was wrong with it."
-    return [*messages, {"role": "assistant", "content": raw or ""},
-            {"role": "user", "content": f"That reply was not valid ({error}). {JUDGE_FORMAT}"}]
+    return [
+        *messages,
+        {"role": "assistant", "content": raw or ""},
+        {"role": "user", "content": f"That reply was not valid ({error}). {JUDGE_FORMAT}"},
+    ]
 
 # %% ../notebooks/12_quality.ipynb #b528a22a
-def _judgment_record(record: dict, judge: Judge, scores: JudgeScores | None, status: str,
-                    error: str | None, attempts: int) -> dict:
+def _judgment_record(
+    record: dict, judge: Judge, scores: JudgeScores | None, status: str, error: str | None, attempts: int
+) -> dict:
     "One line of a judgments file."
-    return {"id": record["id"], "act": core.record_act(record), "judge": judge.name,
-            "status": status, "attempts": attempts, "error": error,
-            **{c: (getattr(scores, c) if scores is not None else None) for c in JUDGE_CRITERIA}}
+    return {
+        "id": record["id"],
+        "act": core.record_act(record),
+        "judge": judge.name,
+        "status": status,
+        "attempts": attempts,
+        "error": error,
+        **{c: (getattr(scores, c) if scores is not None else None) for c in JUDGE_CRITERIA},
+    }
 
 
 def _judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | None = None) -> dict:
     "The request asking `judge` at `endpoint` to score `record` (or the retry `messages`), for `llm.run_requests`."
-    return {"messages": messages if messages is not None else judge_messages(record), "schema": JUDGE_SCHEMA,
-            "params": dict(judge.params), "endpoint": endpoint}
+    return {
+        "messages": messages if messages is not None else judge_messages(record),
+        "schema": JUDGE_SCHEMA,
+        "params": dict(judge.params),
+        "endpoint": endpoint,
+    }
 
 
 def judgment(record: dict, judge: Judge, first, retry=None) -> dict:
     "The judgment of one pair from its first result and, when that reply was invalid, the retry's."
-    if first.raw is None: return _judgment_record(record, judge, None, "error", first.error, 1)
+    if first.raw is None:
+        return _judgment_record(record, judge, None, "error", first.error, 1)
     scores, why = parse_judge_reply(first.raw)
-    if scores is not None: return _judgment_record(record, judge, scores, "ok", None, 1)
-    if retry is None: raise ValueError(f"{record['id']} / {judge.name}: an invalid first reply needs its retry")
-    if retry.raw is None: return _judgment_record(record, judge, None, "error", retry.error, 2)
+    if scores is not None:
+        return _judgment_record(record, judge, scores, "ok", None, 1)
+    if retry is None:
+        raise ValueError(f"{record['id']} / {judge.name}: an invalid first reply needs its retry")
+    if retry.raw is None:
+        return _judgment_record(record, judge, None, "error", retry.error, 2)
     scores, why2 = parse_judge_reply(retry.raw)
-    if scores is not None: return _judgment_record(record, judge, scores, "ok", None, 2)
+    if scores is not None:
+        return _judgment_record(record, judge, scores, "ok", None, 2)
     return _judgment_record(record, judge, None, "invalid", f"1st: {why}; 2nd: {why2}", 2)
 
 
@@ -398,21 +485,53 @@ def _distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
     return list(seen.values())
 
 
-def judge_all(records: Sequence[dict], judges: Sequence[Judge], endpoints: Mapping, cache=None, concurrency: int = 1,
-              progress: bool = True, confirm_cost: bool = False) -> dict[str, list[dict]]:
+def judge_all(
+    records: Sequence[dict],
+    judges: Sequence[Judge],
+    endpoints: Mapping,
+    cache=None,
+    concurrency: int = 1,
+    progress: bool = True,
+    confirm_cost: bool = False,
+) -> dict[str, list[dict]]:
     "Score every record with every judge (`endpoints`: judge model → Endpoint) → judgments per judge name, in record order."
     judges = _distinct_judges(judges)
     missing = sorted({j.model for j in judges} - set(endpoints))
-    if missing: raise ValueError(f"no endpoint for the judge model(s) {missing}; endpoints given for {sorted(endpoints)}")
-    tasks = [(r, j) for r in records for j in judges]              # pair-major
+    if missing:
+        raise ValueError(f"no endpoint for the judge model(s) {missing}; endpoints given for {sorted(endpoints)}")
+    tasks = [(r, j) for r in records for j in judges]  # pair-major
+
     def run(requests, desc):
-        return llm.run_requests(None, requests, cache, concurrency=concurrency, desc=desc, validate=False, progress=progress,
-                                record_request_errors=True, confirm_cost=confirm_cost) if requests else []
+        return (
+            llm.run_requests(
+                None,
+                requests,
+                cache,
+                concurrency=concurrency,
+                desc=desc,
+                validate=False,
+                progress=progress,
+                record_request_errors=True,
+                confirm_cost=confirm_cost,
+            )
+            if requests
+            else []
+        )
+
     first = run([_judge_request(r, j, endpoints[j.model]) for r, j in tasks], f"LLM judges ({len(judges)})")
     invalid = [i for i, res in enumerate(first) if res.raw is not None and parse_judge_reply(res.raw)[0] is None]
-    retried = run([_judge_request(tasks[i][0], tasks[i][1], endpoints[tasks[i][1].model],
-                                 _retry_messages(judge_messages(tasks[i][0]), first[i].raw, parse_judge_reply(first[i].raw)[1]))
-                   for i in invalid], "LLM judges: retries")
+    retried = run(
+        [
+            _judge_request(
+                tasks[i][0],
+                tasks[i][1],
+                endpoints[tasks[i][1].model],
+                _retry_messages(judge_messages(tasks[i][0]), first[i].raw, parse_judge_reply(first[i].raw)[1]),
+            )
+            for i in invalid
+        ],
+        "LLM judges: retries",
+    )
     second = dict(zip(invalid, retried))
     rows = [judgment(r, j, first[i], second.get(i)) for i, (r, j) in enumerate(tasks)]
     return {j.name: [row for row in rows if row["judge"] == j.name] for j in judges}
@@ -424,21 +543,38 @@ def judgments_path(data_source: str, judge: Judge) -> Path:
     return core.build_dir(core.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
 
 
-def run_judges(records: Sequence[dict], judges: Sequence[Judge], data_source: str, config=None, cache=None,
-               concurrency: int = 1, confirm_cost: bool = False, progress: bool = True) -> dict[str, list[dict]]:
+def run_judges(
+    records: Sequence[dict],
+    judges: Sequence[Judge],
+    data_source: str,
+    config=None,
+    cache=None,
+    concurrency: int = 1,
+    confirm_cost: bool = False,
+    progress: bool = True,
+) -> dict[str, list[dict]]:
     "Open the judges' endpoints (`config`: an `llm.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
     judges = _distinct_judges(judges)
     with llm.open_endpoints(config or llm.llm_config(), [j.model for j in judges]) as endpoints:
         out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
-    for j in judges: core.write_jsonl(judgments_path(data_source, j), out[j.name])
+    for j in judges:
+        core.write_jsonl(judgments_path(data_source, j), out[j.name])
     return out
 
 # %% ../notebooks/12_quality.ipynb #e1377f7c
 def judgments_frame(judgments: Iterable[dict]) -> pd.DataFrame:
     "Long table `pair_id, act, judge, criterion, score` (NaN for missing) from judgment records."
-    rows = [{"pair_id": j["id"], "act": j["act"], "judge": j["judge"], "criterion": c,
-             "score": (float(j[c]) if j.get("status") == "ok" and j.get(c) is not None else np.nan)}
-            for j in judgments for c in JUDGE_CRITERIA]
+    rows = [
+        {
+            "pair_id": j["id"],
+            "act": j["act"],
+            "judge": j["judge"],
+            "criterion": c,
+            "score": (float(j[c]) if j.get("status") == "ok" and j.get(c) is not None else np.nan),
+        }
+        for j in judgments
+        for c in JUDGE_CRITERIA
+    ]
     return pd.DataFrame(rows, columns=["pair_id", "act", "judge", "criterion", "score"])
 
 
@@ -446,7 +582,8 @@ def _wide_scores(long: pd.DataFrame, index: Sequence[str], judges: Sequence[str]
     "Scores with one column per judge (in `judges` order; NaN where missing); duplicate judgments are an error."
     key = [*index, "judge"]
     dup = long.duplicated(key, keep=False)
-    if dup.any(): raise ValueError(f"duplicate judgments for {long.loc[dup, key].drop_duplicates().head(3).to_dict('records')}")
+    if dup.any():
+        raise ValueError(f"duplicate judgments for {long.loc[dup, key].drop_duplicates().head(3).to_dict('records')}")
     return long.set_index(key)["score"].unstack("judge").reindex(columns=list(judges))
 
 
@@ -454,13 +591,15 @@ def majority_vote(scores: Sequence[float], n_judges: int) -> float:
     "The score given by more than half of `n_judges` judges (missing = NaN never votes); NaN if none."
     vals = [s for s in scores if not pd.isna(s)]
     for v in set(vals):
-        if vals.count(v) > n_judges / 2: return float(v)
+        if vals.count(v) > n_judges / 2:
+            return float(v)
     return np.nan
 
 
 def _round_to_level(mean: float) -> float:
     "Nearest level of the 1–3 scale for an ensemble mean (halves round up); NaN stays NaN."
-    if pd.isna(mean): return np.nan
+    if pd.isna(mean):
+        return np.nan
     return 1.0 if mean < 1.5 else 2.0 if mean < 2.5 else 3.0
 
 
@@ -488,9 +627,16 @@ def score_distribution(raters: pd.DataFrame, order: Sequence[str] | None = None)
     rows = []
     for (judge, crit), g in raters.groupby(["judge", "criterion"], sort=False):
         s = g["score"].dropna()
-        rows.append({"rater": judge, "criterion": JUDGE_CRITERIA[crit], "pairs": len(g), "missing": int(g["score"].isna().sum()),
-                     **{f"% {v} ({SCALE[v]})": (100 * (s == v).mean() if len(s) else np.nan) for v in SCORES},
-                     "mean": s.mean() if len(s) else np.nan})
+        rows.append(
+            {
+                "rater": judge,
+                "criterion": JUDGE_CRITERIA[crit],
+                "pairs": len(g),
+                "missing": int(g["score"].isna().sum()),
+                **{f"% {v} ({SCALE[v]})": (100 * (s == v).mean() if len(s) else np.nan) for v in SCORES},
+                "mean": s.mean() if len(s) else np.nan,
+            }
+        )
     t = pd.DataFrame(rows)
     raters = list(order) if order is not None else list(dict.fromkeys(t["rater"]))
     crits = list(JUDGE_CRITERIA.values())
@@ -505,7 +651,8 @@ def flagged_share(raters: pd.DataFrame, order: Sequence[str] | None = None) -> p
     t = (100 * d.groupby(["criterion", "judge"])["flagged"].mean()).unstack("judge")
     cols = [o for o in (order if order is not None else t.columns) if o in t.columns]
     t = t.reindex(index=[c for c in JUDGE_CRITERIA if c in t.index], columns=cols)
-    t.index = pd.Index([JUDGE_CRITERIA[c] for c in t.index], name="criterion"); t.columns.name = None
+    t.index = pd.Index([JUDGE_CRITERIA[c] for c in t.index], name="criterion")
+    t.columns.name = None
     return t.round(1).reset_index()
 
 
@@ -516,7 +663,8 @@ def flagged_by_act(raters: pd.DataFrame, rater: str) -> pd.DataFrame:
     t = t.reindex(columns=[c for c in JUDGE_CRITERIA if c in t.columns]).rename(columns=JUDGE_CRITERIA)
     t = t.reindex([k for k in core.act_keys_in_card_order(t.index) if k in t.index])
     t.index = [core.act_label(k) for k in t.index]
-    t.index.name = "Act"; t.columns.name = None
+    t.index.name = "Act"
+    t.columns.name = None
     return t.round(1).reset_index()
 
 # %% ../notebooks/12_quality.ipynb #40ba4b1e
@@ -524,6 +672,7 @@ def judge_agreement(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
     "Per criterion: pairs scored by all judges, Fleiss' κ, ordinal Krippendorff's α, % unanimous."
     import krippendorff
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
     rows = []
     for crit in JUDGE_CRITERIA:
         wide = _wide_scores(long[(long["criterion"] == crit) & long["judge"].isin(members)], ["pair_id"], members)
@@ -533,52 +682,101 @@ def judge_agreement(long: pd.DataFrame, members: Sequence[str]) -> pd.DataFrame:
             if len(full):
                 table, _ = aggregate_raters(full.to_numpy(dtype=int) - 1, n_cat=len(SCORES))
                 fk = float(fleiss_kappa(table))
-            else: fk = np.nan
+            else:
+                fk = np.nan
             rated = wide[wide.notna().sum(axis=1) >= 2]
-            alpha = float(krippendorff.alpha(reliability_data=rated.to_numpy(dtype=float).T, value_domain=list(SCORES),
-                                             level_of_measurement="ordinal")) if len(rated) >= 1 else np.nan
-        rows.append({"criterion": JUDGE_CRITERIA[crit], "pairs scored by all": len(full),
-                     "Fleiss κ": fk, "Krippendorff α (ordinal)": alpha,
-                     "% unanimous": 100 * float((full.nunique(axis=1) == 1).mean()) if len(full) else np.nan})
+            alpha = (
+                float(
+                    krippendorff.alpha(
+                        reliability_data=rated.to_numpy(dtype=float).T,
+                        value_domain=list(SCORES),
+                        level_of_measurement="ordinal",
+                    )
+                )
+                if len(rated) >= 1
+                else np.nan
+            )
+        rows.append(
+            {
+                "criterion": JUDGE_CRITERIA[crit],
+                "pairs scored by all": len(full),
+                "Fleiss κ": fk,
+                "Krippendorff α (ordinal)": alpha,
+                "% unanimous": 100 * float((full.nunique(axis=1) == 1).mean()) if len(full) else np.nan,
+            }
+        )
     return pd.DataFrame(rows).round(3)
 
 # %% ../notebooks/12_quality.ipynb #04ea35a2
 def distribution_figure(raters: pd.DataFrame, panels: Sequence[str], title: str = ""):
     "Stacked horizontal bars of score shares (incl. missing) per criterion, one panel per rater."
     import matplotlib.pyplot as plt
+
     colors = {"1": "#d7301f", "2": "#fdbb84", "3": "#2b8cbe", "missing": "#bdbdbd"}
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.5, 2.8), sharey=True, squeeze=False)
     crits = list(JUDGE_CRITERIA)
     for ax, rater in zip(axes[0], panels):
         d = raters[raters["judge"] == rater]
-        shares = pd.DataFrame({k: [100 * (d[d["criterion"] == c]["score"].fillna(0) == (int(k) if k != "missing" else 0)).mean()
-                                   if (d["criterion"] == c).any() else 0 for c in crits] for k in colors}, index=crits)
+        shares = pd.DataFrame(
+            {
+                k: [
+                    100 * (d[d["criterion"] == c]["score"].fillna(0) == (int(k) if k != "missing" else 0)).mean()
+                    if (d["criterion"] == c).any()
+                    else 0
+                    for c in crits
+                ]
+                for k in colors
+            },
+            index=crits,
+        )
         left = np.zeros(len(crits))
         for k, col in colors.items():
-            ax.barh(range(len(crits)), shares[k], left=left, color=col, label=k if k == "missing" else f"{k} ({SCALE[int(k)]})")
+            ax.barh(
+                range(len(crits)),
+                shares[k],
+                left=left,
+                color=col,
+                label=k if k == "missing" else f"{k} ({SCALE[int(k)]})",
+            )
             left += shares[k].to_numpy()
-        ax.set_title(rater, fontsize=9); ax.set_xlim(0, 100); ax.set_xlabel("% of judged pairs")
+        ax.set_title(rater, fontsize=9)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("% of judged pairs")
         ax.set_yticks(range(len(crits)), [JUDGE_CRITERIA[c] for c in crits])
         ax.invert_yaxis()
     axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
-    if title: fig.suptitle(title, fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
 # %% ../notebooks/12_quality.ipynb #8480d130
-def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
-                          judges: Sequence[str]) -> pd.DataFrame:
+def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame], judges: Sequence[str]) -> pd.DataFrame:
     "Cohen's κ between each judge in `judges` and each annotator sheet, per human criterion (shared pairs only)."
     rows = []
     for judge in judges:
         for annot, sheet in sheets.items():
             for hc, jc in HUMAN_TO_JUDGE.items():
-                j = raters[(raters["judge"] == judge) & (raters["criterion"] == jc)].dropna(subset=["score"]).set_index("pair_id")["score"]
+                j = (
+                    raters[(raters["judge"] == judge) & (raters["criterion"] == jc)]
+                    .dropna(subset=["score"])
+                    .set_index("pair_id")["score"]
+                )
                 ids = [i for i in sheet.index if i in j.index]
-                k, kq = cohen_kappas(sheet.loc[ids, hc].astype(int), j.loc[ids].astype(int)) if ids else (np.nan, np.nan)
-                rows.append({"judge": judge, "annotator": annot, "criterion": AUDIT_CRITERIA[hc],
-                             "judge criterion": JUDGE_CRITERIA[jc], "pairs": len(ids),
-                             "Unweighted κ": k, "Quadratic-Weighted κ": kq})
+                k, kq = (
+                    cohen_kappas(sheet.loc[ids, hc].astype(int), j.loc[ids].astype(int)) if ids else (np.nan, np.nan)
+                )
+                rows.append(
+                    {
+                        "judge": judge,
+                        "annotator": annot,
+                        "criterion": AUDIT_CRITERIA[hc],
+                        "judge criterion": JUDGE_CRITERIA[jc],
+                        "pairs": len(ids),
+                        "Unweighted κ": k,
+                        "Quadratic-Weighted κ": kq,
+                    }
+                )
     return pd.DataFrame(rows).round(3)
 
 # %% ../notebooks/12_quality.ipynb #0429e3d4
@@ -595,7 +793,7 @@ def filled_sheets(folder) -> list[Path]:
 def _sheet_name(path) -> str:
     "The annotator name of a sheet file (`sheet_A.csv` → `A`)."
     stem = Path(path).stem
-    return stem[len("sheet_"):] if stem.startswith("sheet_") else stem
+    return stem[len("sheet_") :] if stem.startswith("sheet_") else stem
 
 
 def score_sheets(path_a, path_b) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
@@ -605,9 +803,13 @@ def score_sheets(path_a, path_b) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]
     a, b = read_audit_sheet(path_a), read_audit_sheet(path_b)
     _check_same_pairs(a, b, str(path_a), str(path_b))
     if a[list(AUDIT_CRITERIA)].equals(b.loc[a.index, list(AUDIT_CRITERIA)]):
-        print(f"warning: {path_a} and {path_b} hold the same scores in every cell: one sheet copied over the other?", file=sys.stderr)
+        print(
+            f"warning: {path_a} and {path_b} hold the same scores in every cell: one sheet copied over the other?",
+            file=sys.stderr,
+        )
     na, nb = _sheet_name(path_a), _sheet_name(path_b)
-    if na == nb: na, nb = f"{na} (1)", f"{nb} (2)"
+    if na == nb:
+        na, nb = f"{na} (1)", f"{nb} (2)"
     return {na: a, nb: b}, audit_results_table(audit_agreement(a, b))
 
 # %% ../notebooks/12_quality.ipynb #3aa58e1e
@@ -616,8 +818,14 @@ def audit_stage(test_records: list[dict], kit, cfg: dict, data_source) -> dict:
     manifest = export_audit_kit(test_records, kit, n=cfg["audit_pairs"], seed=cfg["audit_seed"], source=data_source)
     found = filled_sheets(kit)
     sheets, audit_table = score_sheets(*found) if len(found) == 2 else ({}, None)
-    return {"manifest": manifest, "kit_table": pd.DataFrame([{"Act": a, "pairs": c} for a, c in manifest["per_act"].items()]),
-            "filled": found, "sheets": sheets, "audit_table": audit_table}
+    return {
+        "manifest": manifest,
+        "kit_table": pd.DataFrame([{"Act": a, "pairs": c} for a, c in manifest["per_act"].items()]),
+        "filled": found,
+        "sheets": sheets,
+        "audit_table": audit_table,
+    }
+
 
 def judge_stage(records: list[dict], cfg: dict, data_source, config, cache, confirm_cost: bool = False) -> dict:
     "`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges on `records`."
@@ -626,18 +834,45 @@ def judge_stage(records: list[dict], cfg: dict, data_source, config, cache, conf
     smoke = " (smoke run of the code path: one local model under three names)" if cfg["smoke"] else ""
     long = judgments_frame([r for rows in judgments.values() for r in rows])
     raters = rater_scores(long, names)
-    status = pd.DataFrame([{"judge": k, **pd.Series([r["status"] for r in v]).value_counts().reindex(["ok", "invalid", "error"], fill_value=0).to_dict()}
-                           for k, v in judgments.items()])
+    status = pd.DataFrame(
+        [
+            {
+                "judge": k,
+                **pd.Series([r["status"] for r in v])
+                .value_counts()
+                .reindex(["ok", "invalid", "error"], fill_value=0)
+                .to_dict(),
+            }
+            for k, v in judgments.items()
+        ]
+    )
     order = [single.name, "ensemble (mean, rounded)", "ensemble (majority)"]
-    tables = {"judge_status": (status, "Judge replies: valid, invalid after one retry, failed calls" + smoke),
-              "judge_score_distribution": (score_distribution(raters, order), f"Score distribution per criterion: single judge {single.name} and the ensemble{smoke}"),
-              "judge_flagged_by_criterion": (flagged_share(raters, order=[*dict.fromkeys(names), "ensemble (mean, rounded)", "ensemble (majority)"]),
-                                             f"% of judged pairs flagged (score 1) per criterion{smoke}")}
+    tables = {
+        "judge_status": (status, "Judge replies: valid, invalid after one retry, failed calls" + smoke),
+        "judge_score_distribution": (
+            score_distribution(raters, order),
+            f"Score distribution per criterion: single judge {single.name} and the ensemble{smoke}",
+        ),
+        "judge_flagged_by_criterion": (
+            flagged_share(raters, order=[*dict.fromkeys(names), "ensemble (mean, rounded)", "ensemble (majority)"]),
+            f"% of judged pairs flagged (score 1) per criterion{smoke}",
+        ),
+    }
     for rater, tag in [(single.name, "single"), ("ensemble (majority)", "ensemble")]:
-        tables[f"judge_flagged_by_act_{tag}"] = (flagged_by_act(raters, rater), f"% of judged pairs flagged (score 1) per Act: {rater}{smoke}")
+        tables[f"judge_flagged_by_act_{tag}"] = (
+            flagged_by_act(raters, rater),
+            f"% of judged pairs flagged (score 1) per Act: {rater}{smoke}",
+        )
     tables["judge_agreement"] = (judge_agreement(long, names), f"Agreement between the ensemble's judges{smoke}")
-    return {"judgments": judgments, "raters": raters, "names": names, "tables": tables, "smoke": smoke,
-            "figure": distribution_figure(raters, order, f"LLM-as-judge score distribution{smoke}")}
+    return {
+        "judgments": judgments,
+        "raters": raters,
+        "names": names,
+        "tables": tables,
+        "smoke": smoke,
+        "figure": distribution_figure(raters, order, f"LLM-as-judge score distribution{smoke}"),
+    }
+
 
 def judge_human_table(raters: pd.DataFrame, sheets: dict, names: list[str]) -> pd.DataFrame | None:
     "Cohen's κ between each judge (and the ensemble's majority) and each annotator, or None when they share no pair."

@@ -13,8 +13,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .core import (CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES, act_label, card_comparable, figures_path,
-                           tables_path, write_text_atomic)
+from indicipr.core import (
+    CARD,
+    CARD_GLANCE,
+    CARD_PER_ACT,
+    OFFICIAL_FILES,
+    act_label,
+    card_comparable,
+    figures_path,
+    tables_path,
+    write_text_atomic,
+)
 from .errors import ERROR_TYPES
 
 # %% auto #0
@@ -27,11 +36,12 @@ __all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 
 @dataclass
 class StageResult:
     name: str
-    status: str            # "ok" | "failed" | "missing" | "not run"
+    status: str  # "ok" | "failed" | "missing" | "not run"
     seconds: float = 0.0
     output: str | None = None
     error: str | None = None
-    timings: list = field(default_factory=list)   # what the notebook passed to `core.record_timings`
+    timings: list = field(default_factory=list)  # what the notebook passed to `core.record_timings`
+
 
 def format_seconds(s: float) -> str:
     "`75.3` → `1m15s`, `4.2` → `4.2s`."
@@ -41,12 +51,13 @@ def format_seconds(s: float) -> str:
 # %% ../notebooks/12a_report.ipynb #74f1dcb3
 @dataclass(frozen=True)
 class ReportItem:
-    table: str                      # table name under tables/ (a glob such as "split_sizes_*" gives one entry per match)
-    title: str                      # short heading, also the table of contents' entry
-    figures: tuple = ()             # figures shown beside the table ("*" is replaced by the table's matched part)
-    notebook: str | None = None     # the notebook that writes it (linked to its executed copy)
-    fold: bool = False              # long per-system tables start folded
-    card: str | None = None         # key of CARD_TABLES: the card's values, shown beside on official data
+    table: str  # table name under tables/ (a glob such as "split_sizes_*" gives one entry per match)
+    title: str  # short heading, also the table of contents' entry
+    figures: tuple = ()  # figures shown beside the table ("*" is replaced by the table's matched part)
+    notebook: str | None = None  # the notebook that writes it (linked to its executed copy)
+    fold: bool = False  # long per-system tables start folded
+    card: str | None = None  # key of CARD_TABLES: the card's values, shown beside on official data
+
 
 @dataclass(frozen=True)
 class ReportSection:
@@ -54,108 +65,200 @@ class ReportSection:
     title: str
     items: tuple
 
+
 def _R(table, title, *figures, nb=None, fold=False, card=None) -> ReportItem:
     return ReportItem(table, title, tuple(figures), nb, fold, card)
 
 # %% ../notebooks/12a_report.ipynb #d129af36
 REPORT_SECTIONS = [
-    ReportSection("benchmark", "The benchmark", (
-        _R("dataset_at_a_glance", "Dataset at a glance", "length_distributions", nb="05_stats", card="dataset_at_a_glance"),
-        _R("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
-        _R("00_benchmark_splits", "Dataset splits", nb="00_core"),
-        _R("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
-    )),
-    ReportSection("construction", "Construction", (
-        _R("construction_counts_*", "Construction counts against the card", nb="04_split"),
-        _R("corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"),
-        _R("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
-        _R("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
-        _R("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
-        _R("selection", "Context-balanced selection", nb="04_split", card="selection"),
-        _R("split_sizes_*", "Section-level split", nb="04_split"),
-        _R("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
-        _R("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
-        _R("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
-    )),
-    ReportSection("data", "The data", (
-        _R("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
-        _R("question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"),
-        _R("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
-    )),
-    ReportSection("results", "Results", (
-        _R("results", "All systems", nb="10_significance", card="results"),
-        _R("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
-        _R("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
-        _R("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
-        _R("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
-        _R("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
-        _R("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
-        _R("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
-        _R("encoder_answer_lengths", "Encoders: answer lengths and the decoding cap", "encoder_answer_lengths", nb="08_encoders"),
-        _R("encoder_learning_curve", "Encoders: the learning curve", "encoder_learning_curve", nb="08_encoders", fold=True),
-        _R("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
-        _R("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
-        _R("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
-        _R("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
-        _R("grounded_retrieval_tax", "Grounded QA: the retrieval tax per Act", "grounded_retrieval_tax", nb="09a_grounded"),
-        _R("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
-        _R("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
-        _R("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
-        _R("grounded_retrieval_significance", "Grounded QA: retrievers compared (paired bootstrap)", nb="09a_grounded", fold=True),
-        _R("significance", "Significance (paired bootstrap, Holm)", "significance_ci", nb="10_significance", card="significance"),
-        _R("significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True),
-        _R("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
-        _R("results_runs", "Results: every run", nb="10_significance", fold=True),
-        _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
-        _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
-        _R("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
-        _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
-        _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
-        _R("answer_structure_groups", "Answer-structure groups of the gold answers", "answer_structure_gold", nb="11_errors"),
-        _R("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
-        _R("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
-        _R("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
-        _R("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
-    )),
-    ReportSection("quality", "Quality", (
-        _R("judge_status", "LLM judges: replies", nb="12_quality"),
-        _R("judge_score_distribution", "LLM judges: score distribution", "judge_score_distribution", nb="12_quality", fold=True),
-        _R("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
-        _R("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
-        _R("judge_agreement", "LLM judges: agreement", nb="12_quality"),
-        _R("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
-        _R("audit_results", "Human audit", nb="12_quality", card="audit"),
-        _R("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
-    )),
+    ReportSection(
+        "benchmark",
+        "The benchmark",
+        (
+            _R(
+                "dataset_at_a_glance",
+                "Dataset at a glance",
+                "length_distributions",
+                nb="05_stats",
+                card="dataset_at_a_glance",
+            ),
+            _R("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
+            _R("00_benchmark_splits", "Dataset splits", nb="00_core"),
+            _R("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
+        ),
+    ),
+    ReportSection(
+        "construction",
+        "Construction",
+        (
+            _R("construction_counts_*", "Construction counts against the card", nb="04_split"),
+            _R(
+                "corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"
+            ),
+            _R("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
+            _R("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
+            _R("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
+            _R("selection", "Context-balanced selection", nb="04_split", card="selection"),
+            _R("split_sizes_*", "Section-level split", nb="04_split"),
+            _R("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
+            _R("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
+            _R("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
+        ),
+    ),
+    ReportSection(
+        "data",
+        "The data",
+        (
+            _R("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
+            _R("question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"),
+            _R("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
+        ),
+    ),
+    ReportSection(
+        "results",
+        "Results",
+        (
+            _R("results", "All systems", nb="10_significance", card="results"),
+            _R("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
+            _R("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
+            _R("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
+            _R("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
+            _R("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
+            _R("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
+            _R("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
+            _R(
+                "encoder_answer_lengths",
+                "Encoders: answer lengths and the decoding cap",
+                "encoder_answer_lengths",
+                nb="08_encoders",
+            ),
+            _R(
+                "encoder_learning_curve",
+                "Encoders: the learning curve",
+                "encoder_learning_curve",
+                nb="08_encoders",
+                fold=True,
+            ),
+            _R("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
+            _R("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
+            _R("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
+            _R("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
+            _R(
+                "grounded_retrieval_tax",
+                "Grounded QA: the retrieval tax per Act",
+                "grounded_retrieval_tax",
+                nb="09a_grounded",
+            ),
+            _R("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
+            _R("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
+            _R("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
+            _R(
+                "grounded_retrieval_significance",
+                "Grounded QA: retrievers compared (paired bootstrap)",
+                nb="09a_grounded",
+                fold=True,
+            ),
+            _R(
+                "significance",
+                "Significance (paired bootstrap, Holm)",
+                "significance_ci",
+                nb="10_significance",
+                card="significance",
+            ),
+            _R(
+                "significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True
+            ),
+            _R("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
+            _R("results_runs", "Results: every run", nb="10_significance", fold=True),
+            _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
+            _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
+            _R("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
+            _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
+            _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
+            _R(
+                "answer_structure_groups",
+                "Answer-structure groups of the gold answers",
+                "answer_structure_gold",
+                nb="11_errors",
+            ),
+            _R("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
+            _R("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
+            _R("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
+            _R("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
+        ),
+    ),
+    ReportSection(
+        "quality",
+        "Quality",
+        (
+            _R("judge_status", "LLM judges: replies", nb="12_quality"),
+            _R(
+                "judge_score_distribution",
+                "LLM judges: score distribution",
+                "judge_score_distribution",
+                nb="12_quality",
+                fold=True,
+            ),
+            _R("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
+            _R("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
+            _R("judge_agreement", "LLM judges: agreement", nb="12_quality"),
+            _R("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
+            _R("audit_results", "Human audit", nb="12_quality", card="audit"),
+            _R("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
+        ),
+    ),
 ]
-_FOLD_ROWS = 15          # a table longer than this starts folded
+_FOLD_ROWS = 15  # a table longer than this starts folded
 
 # %% ../notebooks/12a_report.ipynb #25e02d44
-def _count(n: int) -> str: return f"{n:,}"
+def _count(n: int) -> str:
+    return f"{n:,}"
 
-def _scores(s: dict) -> tuple: return tuple(f"{s[m]:.2f}" for m in ("EM", "F1", "Char-F1"))
+
+def _scores(s: dict) -> tuple:
+    return tuple(f"{s[m]:.2f}" for m in ("EM", "F1", "Char-F1"))
+
 
 def _glance_cell(value) -> str:
     return f"{value:.1f}" if isinstance(value, float) else _count(value) if isinstance(value, int) else str(value)
+
 
 def _system_rows(group: str) -> list:
     names = CARD["system_names"]
     return [(names[k], *_scores(v)) for k, v in CARD[group].items()]
 
+
 def _llm_rows() -> list:
     names = CARD["system_names"]
-    return [(names[m], setting.capitalize(), *_scores(v)) for m, runs in CARD["llms"].items() for setting, v in runs.items()]
+    return [
+        (names[m], setting.capitalize(), *_scores(v)) for m, runs in CARD["llms"].items() for setting, v in runs.items()
+    ]
+
 
 def _significance_rows() -> list:
     sig, names = CARD["significance"], CARD["system_names"]
     others = ", ".join(names[k] for k in CARD["encoders"] if k != sig["focus_system"])
-    verdict = "no significant F1 difference" if not sig["significant_differences"] else f"{sig['significant_differences']} significant"
-    return [(f"{names[sig['focus_system']]} vs {others}", f"{verdict} ({sig['n_resamples']:,} resamples, {sig['correction']})")]
+    verdict = (
+        "no significant F1 difference"
+        if not sig["significant_differences"]
+        else f"{sig['significant_differences']} significant"
+    )
+    return [
+        (
+            f"{names[sig['focus_system']]} vs {others}",
+            f"{verdict} ({sig['n_resamples']:,} resamples, {sig['correction']})",
+        )
+    ]
+
 
 def _structure_rows() -> list:
     st = CARD["answer_structure"]
-    label = lambda g: f"Short answers (≤ {st['median_answer_words']} words)" if g == "Short" else f"{g} answers"
+
+    def label(g):
+        return f"Short answers (≤ {st['median_answer_words']} words)" if g == "Short" else f"{g} answers"
+
     return [(label(g), f"{metric} {value:.2f}") for g, (metric, value) in st["groups"].items()]
+
 
 def _error_rows() -> list:
     total = sum(CARD["errors"].values())
@@ -168,65 +271,114 @@ def build_card_tables() -> dict:
     openings = [(o, _count(n)) for o, n in q["openings"].items()]
     return {
         "dataset_at_a_glance": (["Property", "Card"], [(k, _glance_cell(v)) for k, v in CARD_GLANCE.items()]),
-        "corpus": (["Corpus", "Card"], [("Initial statutory contexts", _count(c["initial_contexts"])),
-                                        ("Acts", str(len(CARD["per_act"])))]),
-        "generation": (["Setting", "Card"], [
-            ("Model", CARD["models"]["generation"][0]),
-            ("Temperature", "API default / not explicitly set" if gen["temperature"] is None else str(gen["temperature"])),
-            ("QA pairs requested per context", f"up to {gen['pairs_per_context']}"),
-            ("Initial contexts", _count(c["initial_contexts"])), ("Raw generated candidates", _count(c["raw_candidates"])),
-            ("After automatic filtering", _count(c["filtered_candidates"])),
-            ("Final selected QA pairs", _count(c["final_qa_pairs"])), ("Retained contexts", _count(c["retained_contexts"]))]),
-        "filters": (["Stage", "Card"], [("Raw candidates", _count(c["raw_candidates"])),
-                                        (f"After the {CARD['filters']['count']} filters", _count(c["filtered_candidates"])),
-                                        ("Most exclusions", " and ".join(CARD["filters"]["most_exclusions"]))]),
-        "selection": (["Stage", "Card"], [("Filtered candidates", _count(c["filtered_candidates"])),
-                                          ("Final QA pairs", _count(c["final_qa_pairs"])),
-                                          ("Retained contexts", _count(c["retained_contexts"]))]),
-        "split_integrity": (["Act", "Card Jaccard"], [(f"each of the {len(CARD['per_act'])} Acts", f"{CARD['train_test_jaccard']:.2f}")]),
-        "question_patterns": (["Pattern", "Card"], [("Questions", _count(c["final_qa_pairs"])),
-                                                    ("Unique after normalization", _count(q["unique"]))]
-                                                   + [(f"Begin with “{o}”", n) for o, n in openings]),
+        "corpus": (
+            ["Corpus", "Card"],
+            [("Initial statutory contexts", _count(c["initial_contexts"])), ("Acts", str(len(CARD["per_act"])))],
+        ),
+        "generation": (
+            ["Setting", "Card"],
+            [
+                ("Model", CARD["models"]["generation"][0]),
+                (
+                    "Temperature",
+                    "API default / not explicitly set" if gen["temperature"] is None else str(gen["temperature"]),
+                ),
+                ("QA pairs requested per context", f"up to {gen['pairs_per_context']}"),
+                ("Initial contexts", _count(c["initial_contexts"])),
+                ("Raw generated candidates", _count(c["raw_candidates"])),
+                ("After automatic filtering", _count(c["filtered_candidates"])),
+                ("Final selected QA pairs", _count(c["final_qa_pairs"])),
+                ("Retained contexts", _count(c["retained_contexts"])),
+            ],
+        ),
+        "filters": (
+            ["Stage", "Card"],
+            [
+                ("Raw candidates", _count(c["raw_candidates"])),
+                (f"After the {CARD['filters']['count']} filters", _count(c["filtered_candidates"])),
+                ("Most exclusions", " and ".join(CARD["filters"]["most_exclusions"])),
+            ],
+        ),
+        "selection": (
+            ["Stage", "Card"],
+            [
+                ("Filtered candidates", _count(c["filtered_candidates"])),
+                ("Final QA pairs", _count(c["final_qa_pairs"])),
+                ("Retained contexts", _count(c["retained_contexts"])),
+            ],
+        ),
+        "split_integrity": (
+            ["Act", "Card Jaccard"],
+            [(f"each of the {len(CARD['per_act'])} Acts", f"{CARD['train_test_jaccard']:.2f}")],
+        ),
+        "question_patterns": (
+            ["Pattern", "Card"],
+            [("Questions", _count(c["final_qa_pairs"])), ("Unique after normalization", _count(q["unique"]))]
+            + [(f"Begin with “{o}”", n) for o, n in openings],
+        ),
         "question_openings": (["Opening", "Card"], openings),
-        "unseen_vocabulary": (["Field", "Card unseen (%)"], [(f.capitalize(), f"{v:.1f}") for f, v in CARD["unseen_vocabulary"].items()]),
+        "unseen_vocabulary": (
+            ["Field", "Card unseen (%)"],
+            [(f.capitalize(), f"{v:.1f}") for f, v in CARD["unseen_vocabulary"].items()],
+        ),
         "bm25": (["System", "EM", "F1", "Char-F1"], _system_rows("bm25")),
         "encoders": (["Model", "EM", "F1", "Char-F1"], _system_rows("encoders")),
         "llms": (["Model", "Setting", "EM", "F1", "Char-F1"], _llm_rows()),
         "significance": (["Comparison", "Card"], _significance_rows()),
-        "per_act": (["Act", "Test samples", "Card F1"], [(act_label(k), str(CARD["per_act"][k][1]), f"{f1:.2f}")
-                                                         for k, f1 in CARD["per_act_f1"].items()]),
+        "per_act": (
+            ["Act", "Test samples", "Card F1"],
+            [(act_label(k), str(CARD["per_act"][k][1]), f"{f1:.2f}") for k, f1 in CARD["per_act_f1"].items()],
+        ),
         "errors": (["Error type", "Count", "%"], _error_rows()),
         "answer_structure": (["Group (InLegalBERT)", "Card"], _structure_rows()),
-        "audit": (["Criterion", "Joint acceptability", "κ", "Quadratic κ"], [
-            (k, f"{v['joint_acceptability']:.1f}%", f"{v['kappa']:.3f}", f"{v['quadratic_kappa']:.3f}")
-            for k, v in CARD["audit"]["criteria"].items()]),
+        "audit": (
+            ["Criterion", "Joint acceptability", "κ", "Quadratic κ"],
+            [
+                (k, f"{v['joint_acceptability']:.1f}%", f"{v['kappa']:.3f}", f"{v['quadratic_kappa']:.3f}")
+                for k, v in CARD["audit"]["criteria"].items()
+            ],
+        ),
     }
 
-CARD_TABLES = build_card_tables()   # the dataset card's published values, shown beside the computed tables on official data
+
+CARD_TABLES = (
+    build_card_tables()
+)  # the dataset card's published values, shown beside the computed tables on official data
+
 
 def card_table(key: str | None) -> tuple[list, list] | None:
     "The card's values for a report entry: (columns, rows), or None."
     if key == "per_act_distribution":
-        return ["Act", "Card full", "Card test"], [(act_label(k), f"{full:,}", str(test)) for k, (full, test) in CARD_PER_ACT.items()]
-    if key == "results": return (["System", "EM", "F1", "Char-F1"],
-                                 [r for k in ("bm25", "encoders") for r in CARD_TABLES[k][1]]
-                                 + [(f"{m} ({s})", em, f1, c) for m, s, em, f1, c in CARD_TABLES["llms"][1]])
+        return ["Act", "Card full", "Card test"], [
+            (act_label(k), f"{full:,}", str(test)) for k, (full, test) in CARD_PER_ACT.items()
+        ]
+    if key == "results":
+        return (
+            ["System", "EM", "F1", "Char-F1"],
+            [r for k in ("bm25", "encoders") for r in CARD_TABLES[k][1]]
+            + [(f"{m} ({s})", em, f1, c) for m, s, em, f1, c in CARD_TABLES["llms"][1]],
+        )
     return CARD_TABLES.get(key)
 
 # %% ../notebooks/12a_report.ipynb #03029442
-SPLITS_TABLE = "00_benchmark_splits"      # written by notebook 00: the sizes of the benchmark the run loaded
+SPLITS_TABLE = "00_benchmark_splits"  # written by notebook 00: the sizes of the benchmark the run loaded
+
 
 def read_table(csv_path: Path):
     "A table as `save_table` wrote it (empty cells stay empty strings)."
     import pandas as pd
+
     return pd.read_csv(csv_path, keep_default_na=False, na_values=[])
+
 
 def run_benchmark_sizes(tables_dir: Path) -> dict[str, int] | None:
     "`{split: QA pairs}` of the benchmark the run loaded (notebook 00's table), or None when it is not there."
     path = Path(tables_dir) / f"{SPLITS_TABLE}.csv"
-    if not path.exists(): return None
+    if not path.exists():
+        return None
     t = read_table(path)
     return {str(s): int(n) for s, n in zip(t["Split"], t["QA pairs"]) if str(s) in OFFICIAL_FILES}
+
 
 def report_shows_card(data_source, tables_dir: Path) -> bool:
     "The card's values beside the tables: `core.card_comparable` on the data source and the sizes the run loaded."
@@ -237,91 +389,155 @@ def _table_caption(md_path: Path) -> str:
     "The caption `save_table` wrote as the Markdown file's bold first line ('' when none)."
     if md_path.exists() and md_path.stat().st_size:
         first = md_path.read_text(encoding="utf-8").splitlines()[0]
-        if first.startswith("**") and first.endswith("**"): return first.strip("*")
+        if first.startswith("**") and first.endswith("**"):
+            return first.strip("*")
     return ""
+
 
 def _format_cell(value) -> str:
     "Report formatting: floats with two decimals (whole numbers without), everything else as written."
     if isinstance(value, float):
-        if value != value: return ""
+        if value != value:
+            return ""
         return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.2f}"
     return str(value)
 
+
 _NUMERIC_CELL = re.compile(r"\s*-?\d+(\.\d+)?(\s*±\s*\d+(\.\d+)?)?\s*%?\s*")
+
 
 def _leading_number(value) -> float | None:
     "The number a cell starts with: 17.28 for '17.28 ± 0.57'; None for text or an empty cell."
     m = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(value))
     return float(m.group(1)) if m else None
 
+
 def _table_view(df) -> dict:
     "Columns (numeric ones right-aligned) and formatted rows of a table, for the template."
     rows = [[_format_cell(v) for v in r] for r in df.itertuples(index=False)]
-    numeric = [all(_NUMERIC_CELL.fullmatch(row[j]) for row in rows if row[j] != "") and any(row[j] != "" for row in rows)
-               for j in range(len(df.columns))]
-    return {"columns": [{"name": str(c), "num": n} for c, n in zip(df.columns, numeric)], "rows": rows, "numeric": numeric}
+    numeric = [
+        all(_NUMERIC_CELL.fullmatch(row[j]) for row in rows if row[j] != "") and any(row[j] != "" for row in rows)
+        for j in range(len(df.columns))
+    ]
+    return {
+        "columns": [{"name": str(c), "num": n} for c, n in zip(df.columns, numeric)],
+        "rows": rows,
+        "numeric": numeric,
+    }
 
 # %% ../notebooks/12a_report.ipynb #4630fdee
 def _ci_of(system: str, tables_dir: Path, results) -> str:
     "The best system's CI: CI columns of `results`, else of `results_ci` / `significance_ci`; '95% CI —' when none exists."
-    for frame in [results] + [read_table(tables_dir / f"{n}.csv") for n in ("results_ci", "significance_ci")
-                              if (tables_dir / f"{n}.csv").exists()]:
+    for frame in [results] + [
+        read_table(tables_dir / f"{n}.csv")
+        for n in ("results_ci", "significance_ci")
+        if (tables_dir / f"{n}.csv").exists()
+    ]:
         cols = [c for c in frame.columns if re.search(r"\bCI\b", str(c))]
-        if not cols or "System" not in frame.columns: continue
+        if not cols or "System" not in frame.columns:
+            continue
         rows = frame[frame["System"].astype(str) == str(system)]
-        if len(rows): return "; ".join(f"{c} {_format_cell(rows.iloc[0][c])}" for c in cols if _format_cell(rows.iloc[0][c]))
+        if len(rows):
+            return "; ".join(f"{c} {_format_cell(rows.iloc[0][c])}" for c in cols if _format_cell(rows.iloc[0][c]))
     return "95% CI —"
 
+
 def _system_summary(row) -> dict:
-    return {"system": str(row["System"]), "family": str(row.get("Family", "")), "setting": str(row.get("Setting", "")),
-            **{m: _format_cell(row[m]) if m in row else "—" for m in ("EM", "F1", "Char-F1")}}
+    return {
+        "system": str(row["System"]),
+        "family": str(row.get("Family", "")),
+        "setting": str(row.get("Setting", "")),
+        **{m: _format_cell(row[m]) if m in row else "—" for m in ("EM", "F1", "Char-F1")},
+    }
+
 
 def headline(tables_dir: Path) -> dict | None:
     "The best system by F1 in `results.csv` (EM, F1, Char-F1, CI) and the best system of each family; None without results."
     path = tables_dir / "results.csv"
-    if not path.exists(): return None
+    if not path.exists():
+        return None
     results = read_table(path)
-    if not {"System", "F1"} <= set(results.columns): return None
+    if not {"System", "F1"} <= set(results.columns):
+        return None
     f1 = results["F1"].map(_leading_number)
-    if f1.notna().sum() == 0: return None
+    if f1.notna().sum() == 0:
+        return None
     results = results.assign(_f1=f1)
     best = results.loc[results["_f1"].idxmax()]
     families = []
     if "Family" in results.columns:
         for _, part in results.dropna(subset=["_f1"]).groupby("Family", sort=False):
             families.append(_system_summary(part.loc[part["_f1"].idxmax()]))
-    return {"best": {**_system_summary(best), "ci": _ci_of(best["System"], tables_dir, results)}, "families": families,
-            "caption": _table_caption(path.with_suffix(".md"))}
+    return {
+        "best": {**_system_summary(best), "ci": _ci_of(best["System"], tables_dir, results)},
+        "families": families,
+        "caption": _table_caption(path.with_suffix(".md")),
+    }
 
 # %% ../notebooks/12a_report.ipynb #f8ff907f
-_FOLD_ROWS = 15          # a table longer than this starts folded
+_FOLD_ROWS = 15  # a table longer than this starts folded
 
-def _is_glob(name: str) -> bool: return any(ch in name for ch in "*?[")
+
+def _is_glob(name: str) -> bool:
+    return any(ch in name for ch in "*?[")
+
 
 def _expand_item(item: ReportItem, available: list[str], placed: set) -> list[tuple[str, str]]:
     "(table, matched part) for each not yet placed table the item names; a glob gives one pair per match."
     import fnmatch
-    if not _is_glob(item.table): return [(item.table, "")] if item.table in available and item.table not in placed else []
-    prefix, suffix = item.table.split("*", 1) if "*" in item.table else (item.table, "")
-    return [(t, t[len(prefix):len(t) - len(suffix) or None]) for t in sorted(available)
-            if fnmatch.fnmatch(t, item.table) and t not in placed]
 
-def _report_entry(name: str, title: str, tables_dir: Path, figures: list[str], notebook: str | None = None,
-                 fold: bool = False, card: tuple | None = None, notebook_pages: dict | None = None) -> dict:
+    if not _is_glob(item.table):
+        return [(item.table, "")] if item.table in available and item.table not in placed else []
+    prefix, suffix = item.table.split("*", 1) if "*" in item.table else (item.table, "")
+    return [
+        (t, t[len(prefix) : len(t) - len(suffix) or None])
+        for t in sorted(available)
+        if fnmatch.fnmatch(t, item.table) and t not in placed
+    ]
+
+
+def _report_entry(
+    name: str,
+    title: str,
+    tables_dir: Path,
+    figures: list[str],
+    notebook: str | None = None,
+    fold: bool = False,
+    card: tuple | None = None,
+    notebook_pages: dict | None = None,
+) -> dict:
     "What the template needs to show one table: title, caption, cells, figures beside it, card values, its notebook."
     import pandas as pd
-    try: df, error = read_table(tables_dir / f"{name}.csv"), None
-    except Exception as e: df, error = None, f"could not read {name}.csv: {e}"
-    if df is not None and any("card" in str(c).lower() for c in df.columns): card = None   # already beside
-    rows = 0 if df is None else len(df)
-    return {"id": f"t-{name}", "name": name, "title": title, "caption": _table_caption(tables_dir / f"{name}.md"),
-            "table": None if df is None else _table_view(df), "error": error, "rows": rows, "folded": fold or rows > _FOLD_ROWS,
-            "figures": [{"name": f, "src": f"figures/{f}.png"} for f in figures],
-            "card": None if card is None else _table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
-            "notebook": {"name": notebook, "href": (notebook_pages or {}).get(notebook)} if notebook else None}
 
-def report_sections(tables_dir: Path, figure_names: list[str], official: bool, notebook_pages: dict,
-                    sections: list[ReportSection] | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    try:
+        df, error = read_table(tables_dir / f"{name}.csv"), None
+    except Exception as e:
+        df, error = None, f"could not read {name}.csv: {e}"
+    if df is not None and any("card" in str(c).lower() for c in df.columns):
+        card = None  # already beside
+    rows = 0 if df is None else len(df)
+    return {
+        "id": f"t-{name}",
+        "name": name,
+        "title": title,
+        "caption": _table_caption(tables_dir / f"{name}.md"),
+        "table": None if df is None else _table_view(df),
+        "error": error,
+        "rows": rows,
+        "folded": fold or rows > _FOLD_ROWS,
+        "figures": [{"name": f, "src": f"figures/{f}.png"} for f in figures],
+        "card": None if card is None else _table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
+        "notebook": {"name": notebook, "href": (notebook_pages or {}).get(notebook)} if notebook else None,
+    }
+
+
+def report_sections(
+    tables_dir: Path,
+    figure_names: list[str],
+    official: bool,
+    notebook_pages: dict,
+    sections: list[ReportSection] | None = None,
+) -> tuple[list[dict], list[dict], list[dict]]:
     "The card-ordered sections (`REPORT_SECTIONS` by default), then the tables and figures the spec does not name ('Other')."
     sections = REPORT_SECTIONS if sections is None else sections
     available = sorted(p.stem for p in tables_dir.glob("*.csv"))
@@ -331,38 +547,75 @@ def report_sections(tables_dir: Path, figure_names: list[str], official: bool, n
         for item in sec.items:
             for name, tag in _expand_item(item, available, placed):
                 placed.add(name)
-                figs = [f for f in (f.replace("*", tag) for f in item.figures) if f in figure_names and f not in shown_figures]
+                figs = [
+                    f
+                    for f in (f.replace("*", tag) for f in item.figures)
+                    if f in figure_names and f not in shown_figures
+                ]
                 shown_figures.update(figs)
                 card = card_table(item.card) if official and item.card else None
-                entries.append(_report_entry(name, item.title + (f" ({tag})" if tag else ""), tables_dir, figs,
-                                            item.notebook, item.fold, card, notebook_pages))
+                entries.append(
+                    _report_entry(
+                        name,
+                        item.title + (f" ({tag})" if tag else ""),
+                        tables_dir,
+                        figs,
+                        item.notebook,
+                        item.fold,
+                        card,
+                        notebook_pages,
+                    )
+                )
         out.append({"id": sec.id, "title": sec.title, "entries": entries})
-    others = [_report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed]
+    others = [
+        _report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed
+    ]
     other_figures = [{"name": f, "src": f"figures/{f}.png"} for f in figure_names if f not in shown_figures]
     return out, others, other_figures
 
 # %% ../notebooks/12a_report.ipynb #62c32e76
 REPORT_TEMPLATE = "report.html.j2"
-REPORT_PACKAGES = ["indicipr", "torch", "transformers", "datasets", "openai", "rank-bm25", "llama-cpp-python",
-                   "papermill", "nbdev", "pandas", "numpy", "scikit-learn", "statsmodels", "seaborn"]
+REPORT_PACKAGES = [
+    "indicipr",
+    "torch",
+    "transformers",
+    "datasets",
+    "openai",
+    "rank-bm25",
+    "llama-cpp-python",
+    "papermill",
+    "nbdev",
+    "pandas",
+    "numpy",
+    "scikit-learn",
+    "statsmodels",
+    "seaborn",
+]
+
 
 def templates_dir() -> Path:
     "The folder of the package's jinja2 templates (`indicipr/templates`)."
     import importlib.resources
+
     return Path(str(importlib.resources.files("indicipr") / "templates"))
+
 
 def package_versions(names=REPORT_PACKAGES) -> dict[str, str]:
     "The installed version of each package (and Python's)."
     out = {"python": platform.python_version()}
     for n in names:
-        try: out[n] = _md.version(n)
-        except _md.PackageNotFoundError: out[n] = "not installed"
+        try:
+            out[n] = _md.version(n)
+        except _md.PackageNotFoundError:
+            out[n] = "not installed"
     return out
+
 
 def notebook_to_html(nb_path: Path, out_path: Path) -> Path:
     "Render an executed notebook to a standalone HTML page."
     import nbformat
     from nbconvert import HTMLExporter
+
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(nb_path, as_version=4))
     return write_text_atomic(out_path, body)
 
@@ -384,61 +637,121 @@ table.tbl{border-collapse:collapse;margin:.3em 0 .6em;font-size:.9em;display:blo
 details>summary{cursor:pointer;color:#1f4e9a}
 @media (max-width:760px){#toc{grid-template-columns:repeat(2,minmax(0,1fr))} h1{font-size:1.3em}}"""
 
-EXPLORER_TABLES = ("error_taxonomy_focus", "error_class_sensitivity", "error_taxonomy")   # the tables that link the explorer pages
+EXPLORER_TABLES = (
+    "error_taxonomy_focus",
+    "error_class_sensitivity",
+    "error_taxonomy",
+)  # the tables that link the explorer pages
+
 
 def _copy_explorers(src: Path, dest: Path) -> list[dict]:
     "Copy the run's error-explorer pages (notebook 11: one per system) into the report: `[{name, href}]`."
     import shutil
+
     pages = sorted(src.glob("*.html")) if src.is_dir() else []
-    if pages: dest.mkdir(parents=True, exist_ok=True)
-    for page in pages: shutil.copy2(page, dest / page.name)
+    if pages:
+        dest.mkdir(parents=True, exist_ok=True)
+    for page in pages:
+        shutil.copy2(page, dest / page.name)
     return [{"name": page.stem, "href": f"explorer/{page.name}"} for page in pages]
+
 
 def _notebook_rows(results: list[StageResult], pages: dict) -> list[dict]:
     "The run's notebooks as the template lists them: status, time, note, recorded durations."
-    return [{"name": r.name, "href": pages.get(r.name), "status": r.status, "css": r.status.replace(" ", ""),
-             "time": format_seconds(r.seconds) if r.seconds else "", "note": r.error or "",
-             "timings": [{"name": t.get("name", ""), "seconds": format_seconds(float(t.get("seconds", 0)))} for t in r.timings]}
-            for r in results]
+    return [
+        {
+            "name": r.name,
+            "href": pages.get(r.name),
+            "status": r.status,
+            "css": r.status.replace(" ", ""),
+            "time": format_seconds(r.seconds) if r.seconds else "",
+            "note": r.error or "",
+            "timings": [
+                {"name": t.get("name", ""), "seconds": format_seconds(float(t.get("seconds", 0)))} for t in r.timings
+            ],
+        }
+        for r in results
+    ]
+
 
 def _notebook_pages(results: list[StageResult], rep: Path) -> dict:
     "Each executed notebook as `<report>/<name>.html`; a conversion that fails is noted on its result."
     pages = {}
     for r in results:
         if r.output and Path(r.output).exists():
-            try: notebook_to_html(Path(r.output), rep / f"{r.name}.html"); pages[r.name] = f"{r.name}.html"
-            except Exception as e: r.error = (r.error or "") + f" (HTML conversion failed: {e})"
+            try:
+                notebook_to_html(Path(r.output), rep / f"{r.name}.html")
+                pages[r.name] = f"{r.name}.html"
+            except Exception as e:
+                r.error = (r.error or "") + f" (HTML conversion failed: {e})"
     return pages
 
-def write_report(run_dir: str | Path, results: list[StageResult], parameters: dict, duration: float,
-                 figures_dir: str | Path | None = None) -> Path:
+
+def write_report(
+    run_dir: str | Path,
+    results: list[StageResult],
+    parameters: dict,
+    duration: float,
+    figures_dir: str | Path | None = None,
+) -> Path:
     "Write `<run_dir>/report/index.html` (from the jinja2 template), `run.json` and one HTML page per executed notebook."
     import shutil
+
     import jinja2
-    run_dir = Path(run_dir); rep = run_dir / "report"; (rep / "figures").mkdir(parents=True, exist_ok=True)
+
+    run_dir = Path(run_dir)
+    rep = run_dir / "report"
+    (rep / "figures").mkdir(parents=True, exist_ok=True)
     figs_src = figures_path(figures_dir or parameters.get("figures_dir"))
     tabs_src = tables_path(figures_dir or parameters.get("figures_dir"))
     pages = _notebook_pages(results, rep)
     figure_names = sorted(p.stem for p in figs_src.glob("*.png"))
-    for name in figure_names: shutil.copy2(figs_src / f"{name}.png", rep / "figures" / f"{name}.png")
+    for name in figure_names:
+        shutil.copy2(figs_src / f"{name}.png", rep / "figures" / f"{name}.png")
     data_source = parameters.get("data_source", "sample")
     official = report_shows_card(data_source, tabs_src)
     sections, other_tables, other_figures = report_sections(tabs_src, figure_names, official, pages)
     explorers = _copy_explorers(figs_src / "explorer", rep / "explorer")
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
-    context = {"css": _REPORT_CSS, "run_dir": str(run_dir), "duration": format_seconds(duration),
-               "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "data_source": str(data_source), "profile": str(parameters.get("profile")),
-               "official": official, "sample": str(data_source) == "sample", "headline": headline(tabs_src),
-               "status": ", ".join(f"{n} {s}" for s, n in counts.items() if n), "sections": sections,
-               "other_tables": other_tables, "other_figures": other_figures, "notebooks": _notebook_rows(results, pages),
-               "parameters": {str(k): str(v) for k, v in parameters.items()}, "versions": package_versions(),
-               "explorers": explorers, "explorer_tables": EXPLORER_TABLES}
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    context = {
+        "css": _REPORT_CSS,
+        "run_dir": str(run_dir),
+        "duration": format_seconds(duration),
+        "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "data_source": str(data_source),
+        "profile": str(parameters.get("profile")),
+        "official": official,
+        "sample": str(data_source) == "sample",
+        "headline": headline(tabs_src),
+        "status": ", ".join(f"{n} {s}" for s, n in counts.items() if n),
+        "sections": sections,
+        "other_tables": other_tables,
+        "other_figures": other_figures,
+        "notebooks": _notebook_rows(results, pages),
+        "parameters": {str(k): str(v) for k, v in parameters.items()},
+        "versions": package_versions(),
+        "explorers": explorers,
+        "explorer_tables": EXPLORER_TABLES,
+    }
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     page = env.get_template(REPORT_TEMPLATE).render(**context)
-    write_text_atomic(rep / "run.json", json.dumps({"parameters": parameters, "duration_s": duration,
-                                                    "results": [asdict(r) for r in results],
-                                                    "timings": [{"notebook": r.name, **t} for r in results for t in r.timings]},
-                                                   indent=2, default=str))
+    write_text_atomic(
+        rep / "run.json",
+        json.dumps(
+            {
+                "parameters": parameters,
+                "duration_s": duration,
+                "results": [asdict(r) for r in results],
+                "timings": [{"notebook": r.name, **t} for r in results for t in r.timings],
+            },
+            indent=2,
+            default=str,
+        ),
+    )
     return write_text_atomic(rep / "index.html", page)

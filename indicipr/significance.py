@@ -21,14 +21,16 @@ from statsmodels.stats.multitest import multipletests
 from .core import CARD, act_label
 from .metrics import per_act_table, unknown_act_ids
 
-N_RESAMPLES = CARD["significance"]["n_resamples"]   # the card's bootstrap: 10,000 resamples
+N_RESAMPLES = CARD["significance"]["n_resamples"]  # the card's bootstrap: 10,000 resamples
 
 # %% ../notebooks/10_significance.ipynb #863c2fa1
 TIE_TOLERANCE = 1e-9
 
+
 def resample_indices(n_questions: int, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
     "Bootstrap question indices, shape (n_resamples, n_questions), from `default_rng(seed)`."
     return np.random.default_rng(seed).integers(0, n_questions, size=(n_resamples, n_questions))
+
 
 def resample_counts(indices: np.ndarray) -> np.ndarray:
     "How many times each question occurs in each resample: shape (n_resamples, n_questions)."
@@ -36,27 +38,39 @@ def resample_counts(indices: np.ndarray) -> np.ndarray:
     flat = (indices + n * np.arange(n_resamples)[:, None]).ravel()
     return np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n)
 
+
 def bootstrap_p_value(boot: np.ndarray, observed: float) -> float:
     "Two-sided p-value of a centred bootstrap distribution `boot` for the observed difference."
     extreme = np.abs(boot - observed) >= abs(observed) - TIE_TOLERANCE
     return float((1 + extreme.sum()) / (1 + len(boot)))
 
 # %% ../notebooks/10_significance.ipynb #90efd018
-def paired_bootstrap(scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES,
-                     seed: int = 0) -> pd.DataFrame:
+def paired_bootstrap(
+    scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> pd.DataFrame:
     "Vectorized paired bootstrap of mean differences for `pairs` of rows of `scores` (systems × questions)."
     scores = np.asarray(scores, dtype=float)
     n = scores.shape[1]
-    diffs = np.stack([scores[a] - scores[b] for a, b in pairs])                 # pairs × questions
+    diffs = np.stack([scores[a] - scores[b] for a, b in pairs])  # pairs × questions
     boot = resample_counts(resample_indices(n, n_resamples, seed)) @ diffs.T / n  # resamples × pairs
     observed = diffs.mean(axis=1)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     p = [bootstrap_p_value(boot[:, k], observed[k]) for k in range(len(pairs))]
-    return pd.DataFrame({"a": [a for a, _ in pairs], "b": [b for _, b in pairs], "diff": observed,
-                         "ci_low": low, "ci_high": high, "p_value": p})
+    return pd.DataFrame(
+        {
+            "a": [a for a, _ in pairs],
+            "b": [b for _, b in pairs],
+            "diff": observed,
+            "ci_low": low,
+            "ci_high": high,
+            "p_value": p,
+        }
+    )
 
-def paired_bootstrap_loop(scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES,
-                          seed: int = 0) -> pd.DataFrame:
+
+def paired_bootstrap_loop(
+    scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> pd.DataFrame:
     "The same test written as a plain loop over resamples and pairs (reference for `paired_bootstrap`)."
     scores = np.asarray(scores, dtype=float)
     n = scores.shape[1]
@@ -70,9 +84,18 @@ def paired_bootstrap_loop(scores: np.ndarray, pairs: Sequence[tuple[int, int]], 
     for k, (a, b) in enumerate(pairs):
         observed = float(np.mean(scores[a] - scores[b]))
         low, high = np.percentile(boot[k], [2.5, 97.5])
-        rows.append({"a": a, "b": b, "diff": observed, "ci_low": low, "ci_high": high,
-                     "p_value": bootstrap_p_value(np.array(boot[k]), observed)})
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "diff": observed,
+                "ci_low": low,
+                "ci_high": high,
+                "p_value": bootstrap_p_value(np.array(boot[k]), observed),
+            }
+        )
     return pd.DataFrame(rows)
+
 
 def holm(p_values: Iterable[float]) -> np.ndarray:
     "Holm-adjusted p-values (statsmodels `multipletests(method='holm')`, not its Holm–Šidák default)."
@@ -80,11 +103,25 @@ def holm(p_values: Iterable[float]) -> np.ndarray:
     return multipletests(p_values, method="holm")[1] if p_values else np.array([])
 
 # %% ../notebooks/10_significance.ipynb #2355e12d
-def compare_systems(scores: Mapping[str, Sequence[float]], pairs: Sequence[tuple[str, str]] | None = None,
-                    n_resamples: int = N_RESAMPLES, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+def compare_systems(
+    scores: Mapping[str, Sequence[float]],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
     "Paired bootstrap of every pair (A, B) of systems (or of `pairs`): ΔF1 = A − B, 95% CI, p, Holm-adjusted p over the pairs tested."
     names = list(scores)
-    columns = ["System A", "System B", "ΔF1 (A−B)", "CI 2.5%", "CI 97.5%", "p", "p (Holm)", f"Significant (α={alpha:g})"]
+    columns = [
+        "System A",
+        "System B",
+        "ΔF1 (A−B)",
+        "CI 2.5%",
+        "CI 97.5%",
+        "p",
+        "p (Holm)",
+        f"Significant (α={alpha:g})",
+    ]
     lengths = {len(v) for v in scores.values()}
     if len(lengths) != 1:
         raise ValueError(f"systems must be scored on the same questions; got lengths {sorted(lengths)}")
@@ -97,37 +134,66 @@ def compare_systems(scores: Mapping[str, Sequence[float]], pairs: Sequence[tuple
     matrix = np.stack([np.asarray(scores[n], dtype=float) for n in names])
     res = paired_bootstrap(matrix, [(names.index(a), names.index(b)) for a, b in pairs], n_resamples, seed)
     p_holm = holm(res["p_value"])
-    values = [[a for a, _ in pairs], [b for _, b in pairs], res["diff"], res["ci_low"], res["ci_high"], res["p_value"], p_holm, p_holm < alpha]
+    values = [
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        res["diff"],
+        res["ci_low"],
+        res["ci_high"],
+        res["p_value"],
+        p_holm,
+        p_holm < alpha,
+    ]
     return pd.DataFrame(dict(zip(columns, values)))
 
 # %% ../notebooks/10_significance.ipynb #cf2e56ab
 FAMILY_ORDER = ("lexical", "encoder", "llm")
 
+
 def _seed_label(seed) -> str:
     "A seed as text ('' when the run has none)."
     return "" if seed is None or seed == "" else str(seed)
+
 
 def _family_rank(family: str) -> int:
     "Position of a family in the card's order (lexical, encoder, LLM), unknown families last."
     return FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
 
+
 def per_run_table(runs: Mapping[str, dict]) -> pd.DataFrame:
     "One row per run: system, family, setting, seed, EM, F1, Char-F1, missing."
-    return pd.DataFrame([{"Run": name, "System": r["group"], "Family": r["meta"].get("family", ""),
-                          "Setting": r["meta"].get("setting", ""), "Seed": _seed_label(r["meta"].get("seed")),
-                          "EM": r["summary"]["em"], "F1": r["summary"]["f1"], "Char-F1": r["summary"]["char_f1"],
-                          "Missing": r["summary"]["missing"]} for name, r in runs.items()])
+    return pd.DataFrame(
+        [
+            {
+                "Run": name,
+                "System": r["group"],
+                "Family": r["meta"].get("family", ""),
+                "Setting": r["meta"].get("setting", ""),
+                "Seed": _seed_label(r["meta"].get("seed")),
+                "EM": r["summary"]["em"],
+                "F1": r["summary"]["f1"],
+                "Char-F1": r["summary"]["char_f1"],
+                "Missing": r["summary"]["missing"],
+            }
+            for name, r in runs.items()
+        ]
+    )
+
 
 def _mean_sd(values: pd.Series) -> str:
     "'12.34' for one value, '12.34 ± 0.56' (sample sd) for several."
     return f"{values.mean():.2f}" if len(values) == 1 else f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
 
-def bootstrap_ci(per_question: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+
+def bootstrap_ci(
+    per_question: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     "Percentile bootstrap interval of the mean of per-question scores (questions resampled with replacement)."
     scores = np.asarray(per_question, dtype=float)
     means = scores[resample_indices(len(scores), n_resamples, seed)].mean(axis=1)
     tail = (1 - level) / 2
     return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+
 
 def system_f1_ci(runs: Mapping[str, dict], system: str, n_resamples: int = N_RESAMPLES, seed: int = 0) -> str:
     "`[lo, hi]` 95% interval of a system's F1: its per-question F1 averaged over its seeds, questions bootstrapped."
@@ -135,87 +201,147 @@ def system_f1_ci(runs: Mapping[str, dict], system: str, n_resamples: int = N_RES
     lo, hi = bootstrap_ci(pd.concat(frames, axis=1).mean(axis=1).to_numpy(), n_resamples, seed)
     return f"[{lo:.2f}, {hi:.2f}]"
 
+
 def results_table(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
     "One row per system (seeds aggregated as mean ± sd, F1's 95% bootstrap interval), ordered by family then name."
     per_run = per_run_table(runs)
-    per_run = per_run.iloc[sorted(range(len(per_run)), key=lambda i: (_family_rank(per_run["Family"].iloc[i]), per_run["System"].iloc[i]))]
+    per_run = per_run.iloc[
+        sorted(range(len(per_run)), key=lambda i: (_family_rank(per_run["Family"].iloc[i]), per_run["System"].iloc[i]))
+    ]
     rows = []
     for system, part in per_run.groupby("System", sort=False):
-        rows.append({"System": system, "Family": part["Family"].iloc[0], "Setting": part["Setting"].iloc[0],
-                     "Seeds": len(part), **{m: _mean_sd(part[m]) for m in ("EM", "F1", "Char-F1")},
-                     "F1 95% CI": system_f1_ci(runs, system, n_resamples, seed), "F1 mean": part["F1"].mean()})
+        rows.append(
+            {
+                "System": system,
+                "Family": part["Family"].iloc[0],
+                "Setting": part["Setting"].iloc[0],
+                "Seeds": len(part),
+                **{m: _mean_sd(part[m]) for m in ("EM", "F1", "Char-F1")},
+                "F1 95% CI": system_f1_ci(runs, system, n_resamples, seed),
+                "F1 mean": part["F1"].mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../notebooks/10_significance.ipynb #bf5b5357
-_SIG = CARD["significance"]   # the card's setting: focus system, compared family, resamples
+_SIG = CARD["significance"]  # the card's setting: focus system, compared family, resamples
 PROFILE_DEFAULTS = {
-    "offline": {"split": "test", "focus_system": None, "focus_seed": None, "compare_family": "all",
-                "n_resamples": _SIG["n_resamples"], "seed": 0},
-    "paper": {"split": "test", "focus_system": _SIG["focus_system"], "focus_seed": None,
-              "compare_family": _SIG["compare_family"], "n_resamples": _SIG["n_resamples"], "seed": 0},
+    "offline": {
+        "split": "test",
+        "focus_system": None,
+        "focus_seed": None,
+        "compare_family": "all",
+        "n_resamples": _SIG["n_resamples"],
+        "seed": 0,
+    },
+    "paper": {
+        "split": "test",
+        "focus_system": _SIG["focus_system"],
+        "focus_seed": None,
+        "compare_family": _SIG["compare_family"],
+        "n_resamples": _SIG["n_resamples"],
+        "seed": 0,
+    },
 }
+
 
 def _canonical(name) -> str:
     "A name without case and punctuation, for matching `InLegalBERT` to `inlegalbert`."
     return re.sub(r"[^a-z0-9]", "", str(name).lower())
 
+
 def system_families(runs: Mapping[str, dict]) -> dict[str, str]:
     "The family (meta `family`) of every system, in the order of the runs."
     out = {}
-    for r in runs.values(): out.setdefault(r["group"], r["meta"].get("family", ""))
+    for r in runs.values():
+        out.setdefault(r["group"], r["meta"].get("family", ""))
     return out
+
 
 def evaluation_only(runs: Mapping[str, dict]) -> set[str]:
     "Systems that decode another system's checkpoints another way (their runs name a `plain_system`): extra rows, never the focus or a partner by default."
     return {r["group"] for r in runs.values() if r["meta"].get("plain_system")}
 
+
 def resolve_focus(runs: Mapping[str, dict], focus_system: str | None = None) -> tuple[str, str]:
     """`(system, note)`: the system asked for (by system or model name), else the best mean F1 (the note says which and why).
     A model name and the best-F1 choice pass over evaluation-only decodings; a system name may pick one."""
     groups = list(dict.fromkeys(r["group"] for r in runs.values()))
-    if not groups: raise ValueError("no runs to choose a focus system from")
+    if not groups:
+        raise ValueError("no runs to choose a focus system from")
     extra = evaluation_only(runs)
     mean_f1 = {g: np.mean([r["summary"]["f1"] for r in runs.values() if r["group"] == g]) for g in groups}
     best = max([g for g in groups if g not in extra] or groups, key=lambda g: mean_f1[g])
-    if focus_system is None: return best, f"{best} (best mean F1)"
+    if focus_system is None:
+        return best, f"{best} (best mean F1)"
     want = _canonical(focus_system)
     for g in groups:
-        if want == _canonical(g): return g, f"{g} (the focus system {focus_system!r})"
-    for g in groups:
-        if g not in extra and want in {_canonical(r["meta"].get("model", "")) for r in runs.values() if r["group"] == g}:
+        if want == _canonical(g):
             return g, f"{g} (the focus system {focus_system!r})"
-    return best, f"{best} (best mean F1: the focus system {focus_system!r} has no predictions here; systems: {', '.join(groups)})"
+    for g in groups:
+        if g not in extra and want in {
+            _canonical(r["meta"].get("model", "")) for r in runs.values() if r["group"] == g
+        }:
+            return g, f"{g} (the focus system {focus_system!r})"
+    return (
+        best,
+        f"{best} (best mean F1: the focus system {focus_system!r} has no predictions here; systems: {', '.join(groups)})",
+    )
+
 
 def _seed_order(seed) -> tuple:
     "Sort key of a run's seed: numbers first in numeric order, then other labels, runs without a seed last."
-    if seed is None or seed == "": return (2, "")
+    if seed is None or seed == "":
+        return (2, "")
     return (0, int(seed)) if str(seed).lstrip("-").isdigit() else (1, str(seed))
+
 
 def analysis_runs(runs: Mapping[str, dict], seed=None) -> dict[str, str]:
     "One run per system: its run of seed `seed` when it has one, else its lowest seed (system -> run name)."
     out = {}
     for g in dict.fromkeys(r["group"] for r in runs.values()):
-        names = sorted((n for n, r in runs.items() if r["group"] == g), key=lambda n: (_seed_order(runs[n]["meta"].get("seed")), n))
+        names = sorted(
+            (n for n, r in runs.items() if r["group"] == g), key=lambda n: (_seed_order(runs[n]["meta"].get("seed")), n)
+        )
         named = [n for n in names if seed is not None and str(runs[n]["meta"].get("seed")) == str(seed)]
         out[g] = (named or names)[0]
     return out
+
 
 def runs_by_seed(runs: Mapping[str, dict], group: str) -> dict[str, dict]:
     "The runs of system `group` keyed by seed label ('' for a run without one), in seed order."
     chosen = sorted((r for r in runs.values() if r["group"] == group), key=lambda r: _seed_order(r["meta"].get("seed")))
     return {_seed_label(r["meta"].get("seed")): r for r in chosen}
 
+
 def comparison_partners(runs: Mapping[str, dict], focus: str, family: str = "all") -> list[str]:
     "The systems the focus is compared with: every other system of `family` (`'all'`: every other system), evaluation-only decodings aside."
     extra = evaluation_only(runs)
-    return [g for g, fam in system_families(runs).items() if g != focus and g not in extra and (family == "all" or fam == family)]
+    return [
+        g
+        for g, fam in system_families(runs).items()
+        if g != focus and g not in extra and (family == "all" or fam == family)
+    ]
 
-def card_comparisons(frames: Mapping[str, pd.DataFrame], focus: str, partners: Sequence[str],
-                     n_resamples: int = _SIG["n_resamples"], seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+
+def card_comparisons(
+    frames: Mapping[str, pd.DataFrame],
+    focus: str,
+    partners: Sequence[str],
+    n_resamples: int = _SIG["n_resamples"],
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
     "The card's test: paired bootstrap of the focus system's per-question F1 against each partner, Holm over these comparisons."
     systems = [focus, *partners]
-    return compare_systems({s: frames[s]["f1"].to_numpy() for s in systems}, pairs=[(focus, p) for p in partners],
-                           n_resamples=n_resamples, seed=seed, alpha=alpha)
+    return compare_systems(
+        {s: frames[s]["f1"].to_numpy() for s in systems},
+        pairs=[(focus, p) for p in partners],
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=alpha,
+    )
+
 
 def per_act_f1_table(frame: pd.DataFrame, card: bool = False) -> pd.DataFrame:
     "Per-Act scores of one system, best F1 first; `card` adds the card's per-Act F1 of InLegalBERT."
@@ -230,6 +356,7 @@ def per_act_figure(table: pd.DataFrame, system: str):
     "Horizontal bars of F1 per Act (sorted), annotated with the number of questions."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     table = table.sort_values("F1", ascending=False)
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
     sns.barplot(data=table, y="Act", x="F1", ax=ax, color="C0", orient="h")
@@ -242,9 +369,11 @@ def per_act_figure(table: pd.DataFrame, system: str):
     fig.tight_layout()
     return fig
 
+
 def ci_figure(comparisons: pd.DataFrame):
     "Differences in F1 with their 95% bootstrap CIs, one line per pair (Holm-significant ones filled)."
     import matplotlib.pyplot as plt
+
     labels = [f"{a} − {b}" for a, b in zip(comparisons["System A"], comparisons["System B"])]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(labels) + 1.2))
     y = np.arange(len(labels))[::-1]
@@ -265,27 +394,51 @@ def ci_figure(comparisons: pd.DataFrame):
 def decoding_pairs(runs: Mapping[str, dict]) -> list[tuple[str, str]]:
     "(plain system, evaluation-only system) pairs: each system whose runs name a `plain_system` that is scored too."
     from indicipr.metrics import system_group
+
     groups, pairs = {r["group"] for r in runs.values()}, {}
     for r in runs.values():
         plain = r["meta"].get("plain_system")
-        if plain and system_group(plain) in groups: pairs.setdefault(r["group"], system_group(plain))
+        if plain and system_group(plain) in groups:
+            pairs.setdefault(r["group"], system_group(plain))
     return [(p, b) for b, p in pairs.items()]
+
 
 def decoding_comparison(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
     "Paired bootstrap of each evaluation-only decoding against its plain twin: per shared seed, and on seed-averaged per-question F1."
     rows = []
     for plain, other in decoding_pairs(runs):
-        P, O = ({s: r["frame"].set_index("id")["f1"] for s, r in runs_by_seed(runs, g).items()} for g in (plain, other))
-        seeds = [s for s in P if s in O]
-        if not seeds: continue
-        tests = [(f"seed {s}", O[s], P[s]) for s in seeds]
-        tests.append((f"{len(seeds)} seeds averaged", pd.concat([O[s] for s in seeds], axis=1).mean(axis=1),
-                      pd.concat([P[s] for s in seeds], axis=1).mean(axis=1)))
+        plain_f1, other_f1 = (
+            {s: r["frame"].set_index("id")["f1"] for s, r in runs_by_seed(runs, g).items()} for g in (plain, other)
+        )
+        seeds = [s for s in plain_f1 if s in other_f1]
+        if not seeds:
+            continue
+        tests = [(f"seed {s}", other_f1[s], plain_f1[s]) for s in seeds]
+        tests.append(
+            (
+                f"{len(seeds)} seeds averaged",
+                pd.concat([other_f1[s] for s in seeds], axis=1).mean(axis=1),
+                pd.concat([plain_f1[s] for s in seeds], axis=1).mean(axis=1),
+            )
+        )
         for label, o, p in tests:
             p = p.reindex(o.index)
-            t = compare_systems({other: o.to_numpy(), plain: p.to_numpy()}, pairs=[(other, plain)], n_resamples=n_resamples, seed=seed).iloc[0]
-            rows.append({"System": other, "Plain": plain, "Runs": label, "F1 plain": p.mean(), "F1": o.mean(),
-                         "ΔF1": t["ΔF1 (A−B)"], "CI 2.5%": t["CI 2.5%"], "CI 97.5%": t["CI 97.5%"], "p": t["p"]})
+            t = compare_systems(
+                {other: o.to_numpy(), plain: p.to_numpy()}, pairs=[(other, plain)], n_resamples=n_resamples, seed=seed
+            ).iloc[0]
+            rows.append(
+                {
+                    "System": other,
+                    "Plain": plain,
+                    "Runs": label,
+                    "F1 plain": p.mean(),
+                    "F1": o.mean(),
+                    "ΔF1": t["ΔF1 (A−B)"],
+                    "CI 2.5%": t["CI 2.5%"],
+                    "CI 97.5%": t["CI 97.5%"],
+                    "p": t["p"],
+                }
+            )
     return pd.DataFrame(rows, columns=["System", "Plain", "Runs", "F1 plain", "F1", "ΔF1", "CI 2.5%", "CI 97.5%", "p"])
 
 # %% ../notebooks/10_significance.ipynb #47dc66f3
@@ -293,11 +446,16 @@ def significance_stage(runs: Mapping[str, dict], gold_records: list[dict], st: d
     """`{"tables": {name: (frame, caption, floatfmt)}, "figures": {name: figure}, "notes": [lines], "focus", "chosen"}`
     of the stage for the scored `runs` under the settings `st`."""
     from indicipr.core import card_comparable
+
     n, where = len(gold_records), f"{st['split']} questions ({data_source})"
     tables = {"results_runs": (per_run_table(runs), f"Every run on the {n} {where}", ".2f")}
     results = results_table(runs, st["n_resamples"], st["seed"])
-    tables["results"] = (results.drop(columns="F1 mean"), f"Results on the {n} {where}; mean ± sd over seeds; F1 95% bootstrap "
-                         "interval of the seed-averaged per-question F1", ".2f")
+    tables["results"] = (
+        results.drop(columns="F1 mean"),
+        f"Results on the {n} {where}; mean ± sd over seeds; F1 95% bootstrap "
+        "interval of the seed-averaged per-question F1",
+        ".2f",
+    )
     focus, focus_note = resolve_focus(runs, st["focus_system"])
     chosen = analysis_runs(runs, st["focus_seed"])
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}
@@ -306,22 +464,41 @@ def significance_stage(runs: Mapping[str, dict], gold_records: list[dict], st: d
     what = "every other system" if st["compare_family"] == "all" else f"each other {st['compare_family']} system"
     boot = f"paired bootstrap on per-question F1 ({st['n_resamples']} resamples, seed {st['seed']}); two-sided p-values"
     if partners:
-        tables["significance"] = (card_comparisons(frames, focus, partners, st["n_resamples"], st["seed"]),
-                                  f"{focus} against {what}: {boot}, Holm-corrected over these {len(partners)} comparison(s)", ".4f")
-    else: notes.append(f"No partner for {focus} ({what}): the card's comparisons need them.")
+        tables["significance"] = (
+            card_comparisons(frames, focus, partners, st["n_resamples"], st["seed"]),
+            f"{focus} against {what}: {boot}, Holm-corrected over these {len(partners)} comparison(s)",
+            ".4f",
+        )
+    else:
+        notes.append(f"No partner for {focus} ({what}): the card's comparisons need them.")
     figures = {}
     if len(frames) > 1:
-        all_pairs = compare_systems({s: f["f1"].to_numpy() for s, f in frames.items()}, n_resamples=st["n_resamples"], seed=st["seed"])
-        tables["significance_all_pairs"] = (all_pairs, f"Every pair of systems (extra): {boot}, Holm-corrected over all {len(all_pairs)} pairs", ".4f")
+        all_pairs = compare_systems(
+            {s: f["f1"].to_numpy() for s, f in frames.items()}, n_resamples=st["n_resamples"], seed=st["seed"]
+        )
+        tables["significance_all_pairs"] = (
+            all_pairs,
+            f"Every pair of systems (extra): {boot}, Holm-corrected over all {len(all_pairs)} pairs",
+            ".4f",
+        )
         figures["significance_ci"] = ci_figure(all_pairs)
     decoding = decoding_comparison(runs, st["n_resamples"], st["seed"])
     if len(decoding):
-        tables["decoding_comparison"] = (decoding, "Boundary-aware against plain decoding of the same checkpoints: "
-                                         f"{boot.replace('per-question F1', 'per-question F1 (each seed, and averaged over seeds)')}", ".4f")
-    card = card_comparable(data_source, {st["split"]: gold_records}) and st["split"] == "test" and focus == _SIG["focus_system"]
+        tables["decoding_comparison"] = (
+            decoding,
+            "Boundary-aware against plain decoding of the same checkpoints: "
+            f"{boot.replace('per-question F1', 'per-question F1 (each seed, and averaged over seeds)')}",
+            ".4f",
+        )
+    card = (
+        card_comparable(data_source, {st["split"]: gold_records})
+        and st["split"] == "test"
+        and focus == _SIG["focus_system"]
+    )
     per_act = per_act_f1_table(frames[focus], card=card)
     tables["per_act_focus"] = (per_act, f"Per-Act scores of {focus_note}, run {chosen[focus]}", ".2f")
     figures["per_act_focus"] = per_act_figure(per_act, focus)
     unknown = unknown_act_ids(frames[focus])
-    if unknown: notes.append(f"{len(unknown)} question(s) of no known Act (the Unknown row): {', '.join(unknown)}")
+    if unknown:
+        notes.append(f"{len(unknown)} question(s) of no known Act (the Unknown row): {', '.join(unknown)}")
     return {"tables": tables, "figures": figures, "notes": notes, "focus": focus, "chosen": chosen}

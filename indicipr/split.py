@@ -12,10 +12,30 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from .core import (ACTS, CARD, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS, QAFormatError,
-                           act_keys_in_card_order, act_label, build_dir, card_comparable, data_dir, make_qa_record,
-                           may_publish_sample, read_jsonl, read_qa_file, record_act, record_section, replace_atomic,
-                           source_tag, stage_settings, write_jsonl)
+from indicipr.core import (
+    ACTS,
+    CARD,
+    CARD_PER_ACT,
+    OFFICIAL_COUNTS,
+    OFFICIAL_FILES,
+    SPLITS,
+    QAFormatError,
+    act_keys_in_card_order,
+    act_label,
+    build_dir,
+    card_comparable,
+    data_dir,
+    make_qa_record,
+    may_publish_sample,
+    read_jsonl,
+    read_qa_file,
+    record_act,
+    record_section,
+    replace_atomic,
+    source_tag,
+    stage_settings,
+    write_jsonl,
+)
 from .filters import builds_with_candidates
 
 # %% auto #0
@@ -31,58 +51,88 @@ def normalize_question(q: str) -> str:
     "The card's normalization: lowercase, runs of non-word characters → one space, trimmed."
     return re.sub(r"\W+", " ", q.lower()).strip()
 
+
 def question_jaccard(a: str, b: str) -> float:
     "Jaccard similarity of the questions' word types."
     A, B = set(normalize_question(a).split()), set(normalize_question(b).split())
     return len(A & B) / len(A | B) if A | B else 1.0
 
+
 def span_overlap(c1: dict, c2: dict) -> float:
     "Overlap of the two answers' first occurrences in their (shared) context, relative to the shorter one."
     s1, s2 = c1["context"].find(c1["answer"]), c2["context"].find(c2["answer"])
-    if s1 < 0 or s2 < 0: return 0.0
+    if s1 < 0 or s2 < 0:
+        return 0.0
     inter = min(s1 + len(c1["answer"]), s2 + len(c2["answer"])) - max(s1, s2)
     return max(inter, 0) / min(len(c1["answer"]), len(c2["answer"]))
 
+
 def near_duplicate(c1: dict, c2: dict, min_overlap: float = 0.5, min_jaccard: float = 0.5) -> bool:
     "Same normalized question, or the same answer text asked in similar words."
-    if normalize_question(c1["question"]) == normalize_question(c2["question"]): return True
+    if normalize_question(c1["question"]) == normalize_question(c2["question"]):
+        return True
     return span_overlap(c1, c2) >= min_overlap and question_jaccard(c1["question"], c2["question"]) >= min_jaccard
+
 
 def balance_by_type(cands: list[dict], cap: int) -> list[dict]:
     "At most `cap` candidates, round-robin over question types; chosen ones in their original order."
-    if len(cands) <= cap: return list(cands)
+    if len(cands) <= cap:
+        return list(cands)
     queues = defaultdict(list)
-    for i, c in enumerate(cands): queues[c.get("question_type") or "other"].append(i)
+    for i, c in enumerate(cands):
+        queues[c.get("question_type") or "other"].append(i)
     chosen, order = [], list(queues)
     while len(chosen) < cap:
         for t in order:
-            if queues[t] and len(chosen) < cap: chosen.append(queues[t].pop(0))
+            if queues[t] and len(chosen) < cap:
+                chosen.append(queues[t].pop(0))
     return [cands[i] for i in sorted(chosen)]
+
 
 def select_context(cands: list[dict], max_per_context: int = 4) -> tuple[list[dict], list[tuple[dict, str]]]:
     "Selection within one context: `(selected, [(dropped, reason)])`."
     kept, dropped = [], []
     for c in cands:
         dup = next((k for k in kept if near_duplicate(k, c)), None)
-        if dup is not None: dropped.append((c, f"near-duplicate of {dup.get('candidate_id') or dup['question']!r}"))
-        else: kept.append(c)
+        if dup is not None:
+            dropped.append((c, f"near-duplicate of {dup.get('candidate_id') or dup['question']!r}"))
+        else:
+            kept.append(c)
     selected = balance_by_type(kept, max_per_context)
     ids = {id(c) for c in selected}
     dropped += [(c, f"over the cap of {max_per_context} per context") for c in kept if id(c) not in ids]
     return selected, dropped
 
+
 def select_candidates(filtered: Iterable[dict], max_per_context: int = 4) -> tuple[list[dict], list[dict]]:
     "Context-balanced selection over all contexts (in order of first appearance): `(selected, log)`."
     groups = defaultdict(list)
-    for c in filtered: groups[c["context_id"]].append(c)
+    for c in filtered:
+        groups[c["context_id"]].append(c)
     selected, log = [], []
     for cid, cands in groups.items():
         sel, dropped = select_context(cands, max_per_context)
         selected += sel
-        log += [{"candidate_id": c.get("candidate_id"), "context_id": cid, "question": c["question"], "selected": True,
-                 "reason": None} for c in sel]
-        log += [{"candidate_id": c.get("candidate_id"), "context_id": cid, "question": c["question"], "selected": False,
-                 "reason": why} for c, why in dropped]
+        log += [
+            {
+                "candidate_id": c.get("candidate_id"),
+                "context_id": cid,
+                "question": c["question"],
+                "selected": True,
+                "reason": None,
+            }
+            for c in sel
+        ]
+        log += [
+            {
+                "candidate_id": c.get("candidate_id"),
+                "context_id": cid,
+                "question": c["question"],
+                "selected": False,
+                "reason": why,
+            }
+            for c, why in dropped
+        ]
     return selected, log
 
 # %% ../notebooks/04_split.ipynb #c4120014
@@ -91,27 +141,37 @@ def natural_key(section: str) -> tuple[int, str]:
     m = re.fullmatch(r"(\d+)(.*)", str(section))
     return (int(m.group(1)), m.group(2)) if m else (10**9, str(section))
 
+
 def linked_sections(candidates: list[dict]) -> dict[tuple[str, str], tuple[str, str]]:
     "`{(act, section): representative}`: sections of an Act that share a context text are linked (they must share a split)."
     parent: dict = {}
+
     def root(x):
-        while parent.setdefault(x, x) != x: parent[x] = x = parent[parent[x]]
+        while parent.setdefault(x, x) != x:
+            parent[x] = x = parent[parent[x]]
         return x
+
     first_with_text: dict = {}
     for c in candidates:
         sec = (c["act"], c["section"])
         other = first_with_text.setdefault((c["act"], c["context"]), sec) if c.get("context") else sec
         a, b = root(sec), root(other)
-        if a != b: parent[max(a, b, key=lambda k: natural_key(k[1]))] = min(a, b, key=lambda k: natural_key(k[1]))
+        if a != b:
+            parent[max(a, b, key=lambda k: natural_key(k[1]))] = min(a, b, key=lambda k: natural_key(k[1]))
     return {sec: root(sec) for sec in parent}
 
-def assign_sections(candidates: list[dict], ratios: tuple[float, float, float], seed: int) -> dict[tuple[str, str], str]:
+
+def assign_sections(
+    candidates: list[dict], ratios: tuple[float, float, float], seed: int
+) -> dict[tuple[str, str], str]:
     "`{(act, section): split}` for every section of the candidates; sections sharing a context text (`linked_sections`) go together."
-    if abs(sum(ratios) - 1) > 1e-6 or min(ratios) < 0: raise ValueError(f"ratios {ratios} must be >= 0 and sum to 1")
+    if abs(sum(ratios) - 1) > 1e-6 or min(ratios) < 0:
+        raise ValueError(f"ratios {ratios} must be >= 0 and sum to 1")
     counts = Counter((c["act"], c["section"]) for c in candidates)
     link = linked_sections(candidates)
     group_of = defaultdict(list)
-    for sec in counts: group_of[link[sec]].append(sec)
+    for sec in counts:
+        group_of[link[sec]].append(sec)
     assignment = {}
     for act in sorted({a for a, _ in counts}, key=lambda a: list(ACTS).index(a) if a in ACTS else 99):
         sections = sorted((s for a, s in counts if a == act), key=natural_key)
@@ -120,10 +180,13 @@ def assign_sections(candidates: list[dict], ratios: tuple[float, float, float], 
         seeded = ["test", "validation"] if len(sections) >= 3 else ["test"] if len(sections) == 2 else []
         n_groups = 0
         for s in sections:
-            if (act, s) in assignment: continue
+            if (act, s) in assignment:
+                continue
             group = group_of[link[act, s]]
-            if n_groups < len(seeded): split = seeded[n_groups]
-            else: split = max(SPLITS, key=lambda sp: (ratios[SPLITS.index(sp)] * total - got[sp], -SPLITS.index(sp)))
+            if n_groups < len(seeded):
+                split = seeded[n_groups]
+            else:
+                split = max(SPLITS, key=lambda sp: (ratios[SPLITS.index(sp)] * total - got[sp], -SPLITS.index(sp)))
             n_groups += 1
             for member in group:
                 assignment[member] = split
@@ -134,25 +197,47 @@ def assign_sections(candidates: list[dict], ratios: tuple[float, float, float], 
 class SplitIntegrityError(AssertionError):
     "Something is in two splits, or the split files disagree with the merged file."
 
+
 def _context_n(cid: str) -> int:
     m = re.search(r"_c(\d+)$", cid or "")
     return int(m.group(1)) if m else 0
 
+
 def official_records(selected: list[dict], assignment: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     "`({split: records, 'merged': all}, provenance)`: official-schema records with ids, in benchmark order."
     order = {c_id: i for i, c_id in enumerate(dict.fromkeys(c["context_id"] for c in selected))}
-    ranked = sorted(enumerate(selected), key=lambda ic: (list(ACTS).index(ic[1]["act"]), natural_key(ic[1]["section"]),
-                                                          _context_n(ic[1]["context_id"]), order[ic[1]["context_id"]], ic[0]))
+    ranked = sorted(
+        enumerate(selected),
+        key=lambda ic: (
+            list(ACTS).index(ic[1]["act"]),
+            natural_key(ic[1]["section"]),
+            _context_n(ic[1]["context_id"]),
+            order[ic[1]["context_id"]],
+            ic[0],
+        ),
+    )
     per_act, out, prov = Counter(), {s: [] for s in (*SPLITS, "merged")}, []
     for _, c in ranked:
         per_act[c["act"]] += 1
         qid = f"{ACTS[c['act']].prefix}_{per_act[c['act']]:06d}"
         rec = make_qa_record(qid, c["title"], c["context"], c["question"], c["answer"])
         split = assignment[c["act"], c["section"]]
-        out[split].append(rec); out["merged"].append(rec)
-        prov.append({"id": qid, "split": split, "act": c["act"], "section": c["section"], "context_id": c["context_id"],
-                     "candidate_id": c.get("candidate_id"), "question_type": c.get("question_type"), "model": c.get("model")})
+        out[split].append(rec)
+        out["merged"].append(rec)
+        prov.append(
+            {
+                "id": qid,
+                "split": split,
+                "act": c["act"],
+                "section": c["section"],
+                "context_id": c["context_id"],
+                "candidate_id": c.get("candidate_id"),
+                "question_type": c.get("question_type"),
+                "model": c.get("model"),
+            }
+        )
     return out, prov
+
 
 def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict]) -> None:
     "Raise `SplitIntegrityError` when a context or section crosses splits or the files disagree."
@@ -161,12 +246,20 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
     for split in SPLITS:
         for r in splits[split]:
             p = where.get(r["id"])
-            if p is None or p["split"] != split: raise SplitIntegrityError(f"{r['id']}: in {split} but provenance says {p and p['split']}")
-            if record_act(r) != p["act"]: raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
-            for kind, key in (("context text", r["context"]), ("context id", p["context_id"]), ("section", (p["act"], p["section"]))):
+            if p is None or p["split"] != split:
+                raise SplitIntegrityError(f"{r['id']}: in {split} but provenance says {p and p['split']}")
+            if record_act(r) != p["act"]:
+                raise SplitIntegrityError(f"{r['id']}: id prefix does not match act {p['act']}")
+            for kind, key in (
+                ("context text", r["context"]),
+                ("context id", p["context_id"]),
+                ("section", (p["act"], p["section"])),
+            ):
                 other = seen[kind].setdefault(key, split)
                 if other != split:
-                    raise SplitIntegrityError(f"{kind} {str(key)[:80]!r} is in both {other} and {split} (record {r['id']})")
+                    raise SplitIntegrityError(
+                        f"{kind} {str(key)[:80]!r} is in both {other} and {split} (record {r['id']})"
+                    )
     union = sorted(r["id"] for s in SPLITS for r in splits[s])
     if union != sorted(r["id"] for r in splits["merged"]) or len(set(union)) != len(union):
         raise SplitIntegrityError("merged file is not exactly the union of train, validation and test")
@@ -175,20 +268,34 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
 def split_sizes(splits: dict[str, list[dict]], provenance: list[dict] | None = None, card: bool = False):
     "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `core.record_section`); `card` adds the card's sizes."
     import pandas as pd
+
     prov = {p["id"]: (p["act"], p["section"]) for p in provenance} if provenance is not None else None
     total = max(len(splits["merged"]), 1)
     rows = []
     for s in (*SPLITS, "merged"):
         sections = {prov[r["id"]] if prov is not None else (record_act(r), record_section(r)) for r in splits[s]}
-        row = {"Split": "total" if s == "merged" else s, "QA pairs": len(splits[s]), "Share (%)": 100 * len(splits[s]) / total,
-               "Contexts": len({r["context"] for r in splits[s]}), "Sections": len(sections)}
-        if card: row.update({"Card QA pairs": OFFICIAL_COUNTS[s], "Card share (%)": 100 * OFFICIAL_COUNTS[s] / OFFICIAL_COUNTS["merged"]})
+        row = {
+            "Split": "total" if s == "merged" else s,
+            "QA pairs": len(splits[s]),
+            "Share (%)": 100 * len(splits[s]) / total,
+            "Contexts": len({r["context"] for r in splits[s]}),
+            "Sections": len(sections),
+        }
+        if card:
+            row.update(
+                {
+                    "Card QA pairs": OFFICIAL_COUNTS[s],
+                    "Card share (%)": 100 * OFFICIAL_COUNTS[s] / OFFICIAL_COUNTS["merged"],
+                }
+            )
         rows.append(row)
     return pd.DataFrame(rows)
+
 
 def per_act_distribution(splits: dict[str, list[dict]], card: bool = False):
     "QA pairs per Act in the full dataset and each split (card's Act order, `Unknown` row when needed, total row); `card` adds the card's full/test counts."
     import pandas as pd
+
     names = {"merged": "Full dataset", "train": "Train", "validation": "Validation", "test": "Test set"}
     counts = {s: Counter(record_act(r) for r in splits[s]) for s in names}
     keys = act_keys_in_card_order(k for c in counts.values() for k in c)
@@ -196,31 +303,48 @@ def per_act_distribution(splits: dict[str, list[dict]], card: bool = False):
     rows.append({"Act": "Total", **{names[s]: len(splits[s]) for s in names}})
     table = pd.DataFrame(rows)
     if card:
-        full = [CARD_PER_ACT[k][0] if k in CARD_PER_ACT else None for k in keys] + [sum(f for f, _ in CARD_PER_ACT.values())]
-        test = [CARD_PER_ACT[k][1] if k in CARD_PER_ACT else None for k in keys] + [sum(t for _, t in CARD_PER_ACT.values())]
+        full = [CARD_PER_ACT[k][0] if k in CARD_PER_ACT else None for k in keys] + [
+            sum(f for f, _ in CARD_PER_ACT.values())
+        ]
+        test = [CARD_PER_ACT[k][1] if k in CARD_PER_ACT else None for k in keys] + [
+            sum(t for _, t in CARD_PER_ACT.values())
+        ]
         table["Card full"], table["Card test"] = pd.array(full, dtype="Int64"), pd.array(test, dtype="Int64")
     return table
+
 
 def context_jaccard(splits: dict[str, list[dict]], a: str = "train", b: str = "test", card: bool = False):
     "Per Act: distinct source contexts in splits `a` and `b` and the Jaccard similarity of the two sets; `card` adds the card's train–test figure."
     import pandas as pd
+
     ctx = {s: defaultdict(set) for s in (a, b)}
     for s in (a, b):
-        for r in splits[s]: ctx[s][record_act(r)].add(r["context"])
+        for r in splits[s]:
+            ctx[s][record_act(r)].add(r["context"])
     rows = []
     for k in act_keys_in_card_order([*ctx[a], *ctx[b]]):
         A, B = ctx[a][k], ctx[b][k]
-        row = {"Act": act_label(k), f"{a.title()} contexts": len(A), f"{b.title()} contexts": len(B),
-               "Jaccard": len(A & B) / len(A | B) if A | B else 0.0}
+        row = {
+            "Act": act_label(k),
+            f"{a.title()} contexts": len(A),
+            f"{b.title()} contexts": len(B),
+            "Jaccard": len(A & B) / len(A | B) if A | B else 0.0,
+        }
         if card and (a, b) == ("train", "test"):
             row["Card Jaccard"] = CARD["train_test_jaccard"] if k in CARD_PER_ACT else None
         rows.append(row)
     return pd.DataFrame(rows)
 
+
 def split_integrity_table(splits: dict[str, list[dict]]):
     "The checks a section-level split passes, each with the number of offending items: ids, source contexts and sections in two splits; merged = union."
     import pandas as pd
-    keys = {"ids": lambda r: r["id"], "source contexts": lambda r: r["context"], "sections": lambda r: (record_act(r), record_section(r))}
+
+    keys = {
+        "ids": lambda r: r["id"],
+        "source contexts": lambda r: r["context"],
+        "sections": lambda r: (record_act(r), record_section(r)),
+    }
     rows = []
     for what, key in keys.items():
         sets = {s: {key(r) for r in splits[s]} for s in SPLITS}
@@ -235,24 +359,28 @@ def split_integrity_table(splits: dict[str, list[dict]]):
 
 # %% ../notebooks/04_split.ipynb #6338515e
 PROFILE_DEFAULTS = {
-    "offline": {"ratios": (0.70, 0.10, 0.20), "max_per_context": 4, "seed": 2026},   # tiny sample: a larger test split
+    "offline": {"ratios": (0.70, 0.10, 0.20), "max_per_context": 4, "seed": 2026},  # tiny sample: a larger test split
     "paper": {"ratios": (0.831, 0.092, 0.077), "max_per_context": 4, "seed": 2026},  # the card's 3,710 / 408 / 344
 }
+
 
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
     "Write the four official files atomically and validate each with `read_qa_file`."
     paths = {}
     for s, name in OFFICIAL_FILES.items():
         paths[s] = write_jsonl(Path(folder) / name, splits[s])
-        if len(read_qa_file(paths[s])) != len(splits[s]): raise QAFormatError(f"{paths[s]}: record count changed on reading back")
+        if len(read_qa_file(paths[s])) != len(splits[s]):
+            raise QAFormatError(f"{paths[s]}: record count changed on reading back")
     return paths
+
 
 def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile: str = "offline") -> dict:
     "Selection + section-level split of one build's `filtered.jsonl`; writes the official files; returns a summary."
     cfg = stage_settings(PROFILE_DEFAULTS, profile, ratios=ratios, max_per_context=max_per_context, seed=seed)
     folder = build_dir(tag)
     src = folder / "filtered.jsonl"
-    if not src.is_file(): raise FileNotFoundError(f"{src}: no filtered candidates; run 03_filters for build {tag!r} first")
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no filtered candidates; run 03_filters for build {tag!r} first")
     filtered = [{**c, "section": str(c["section"])} for c in read_jsonl(src)]
     selected, sel_log = select_candidates(filtered, cfg["max_per_context"])
     assignment = assign_sections(selected, tuple(cfg["ratios"]), cfg["seed"])
@@ -262,102 +390,172 @@ def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile:
     write_jsonl(folder / "split_provenance.jsonl", prov)
     written = {s: read_qa_file(p) for s, p in paths.items()}
     check_split_integrity(written, list(read_jsonl(folder / "split_provenance.jsonl")))
-    return {"build": tag, **cfg, "filtered": len(filtered), "selected": len(selected),
-            "dropped_duplicates": sum(1 for r in sel_log if r["reason"] and r["reason"].startswith("near-duplicate")),
-            "dropped_cap": sum(1 for r in sel_log if r["reason"] and r["reason"].startswith("over the cap")),
-            "contexts_filtered": len({c["context_id"] for c in filtered}), "contexts_retained": len({c["context_id"] for c in selected}),
-            "sizes": {s: len(v) for s, v in written.items()}, "folder": str(folder)}
+    return {
+        "build": tag,
+        **cfg,
+        "filtered": len(filtered),
+        "selected": len(selected),
+        "dropped_duplicates": sum(1 for r in sel_log if r["reason"] and r["reason"].startswith("near-duplicate")),
+        "dropped_cap": sum(1 for r in sel_log if r["reason"] and r["reason"].startswith("over the cap")),
+        "contexts_filtered": len({c["context_id"] for c in filtered}),
+        "contexts_retained": len({c["context_id"] for c in selected}),
+        "sizes": {s: len(v) for s, v in written.items()},
+        "folder": str(folder),
+    }
 
 # %% ../notebooks/04_split.ipynb #0e50fca0
 class SamplePublishError(RuntimeError):
     "Something other than the offline rebuild of the sample asked to write `data/sample/`."
 
-def publish_sample(tag: str = "replay", dest: str | Path | None = None, profile: str = "offline", data_source="sample") -> Path:
+
+def publish_sample(
+    tag: str = "replay", dest: str | Path | None = None, profile: str = "offline", data_source="sample"
+) -> Path:
     "Copy a build's four official files into `data/sample/` (only for the offline rebuild of the sample) or into `dest`."
     sample = data_dir() / "sample"
     dest = Path(dest) if dest else sample
     if dest.resolve() == sample.resolve() and not may_publish_sample(profile, data_source):
-        raise SamplePublishError(f"refusing to write {sample}: only the offline rebuild of the sample may "
-                                 f"(profile {profile!r}, data source {data_source!r})")
+        raise SamplePublishError(
+            f"refusing to write {sample}: only the offline rebuild of the sample may "
+            f"(profile {profile!r}, data source {data_source!r})"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     for name in OFFICIAL_FILES.values():
         src = build_dir(tag) / name
         read_qa_file(src)
         tmp = dest / f".{name}.tmp"
-        shutil.copyfile(src, tmp); replace_atomic(tmp, dest / name)
+        shutil.copyfile(src, tmp)
+        replace_atomic(tmp, dest / name)
     return dest
 
 # %% ../notebooks/04_split.ipynb #3cd7f1d0
 def selection_table(summaries: dict[str, dict]):
     "Filtered candidates → near-duplicates and cap → selected pairs and retained contexts, per build."
     import pandas as pd
-    return pd.DataFrame([{"Build": t, "Filtered candidates": s["filtered"], "Contexts (filtered)": s["contexts_filtered"],
-                          "Near-duplicates dropped": s["dropped_duplicates"], "Over cap dropped": s["dropped_cap"],
-                          "Selected QA pairs": s["selected"], "Retained contexts": s["contexts_retained"],
-                          "Pairs per context": round(s["selected"] / max(s["contexts_retained"], 1), 2)} for t, s in summaries.items()])
+
+    return pd.DataFrame(
+        [
+            {
+                "Build": t,
+                "Filtered candidates": s["filtered"],
+                "Contexts (filtered)": s["contexts_filtered"],
+                "Near-duplicates dropped": s["dropped_duplicates"],
+                "Over cap dropped": s["dropped_cap"],
+                "Selected QA pairs": s["selected"],
+                "Retained contexts": s["contexts_retained"],
+                "Pairs per context": round(s["selected"] / max(s["contexts_retained"], 1), 2),
+            }
+            for t, s in summaries.items()
+        ]
+    )
+
 
 def plot_split_distribution(splits: dict[str, list[dict]], title: str):
     "Stacked bars: QA pairs per Act and split."
     import matplotlib.pyplot as plt
-    d = per_act_distribution(splits).iloc[:-1]          # without the total row
+
+    d = per_act_distribution(splits).iloc[:-1]  # without the total row
     fig, ax = plt.subplots(figsize=(7, 3.2))
     left = [0] * len(d)
     for col in ("Train", "Validation", "Test set"):
         ax.barh(d.Act, d[col], left=left, label=col)
-        left = [l + v for l, v in zip(left, d[col])]
-    ax.invert_yaxis(); ax.set_xlabel("QA pairs"); ax.set_title(title)
+        left = [line + v for line, v in zip(left, d[col])]
+    ax.invert_yaxis()
+    ax.set_xlabel("QA pairs")
+    ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.tight_layout()
     return fig
 
 # %% ../notebooks/04_split.ipynb #6ac531ca
-_C = CARD["construction"]   # the card's construction counts, in pipeline order (a view of core.CARD)
-CARD_CONSTRUCTION = [("Initial statutory contexts", _C["initial_contexts"]), ("Raw QA candidates", _C["raw_candidates"]),
-                     ("Filtered QA candidates", _C["filtered_candidates"]), ("Final QA pairs", _C["final_qa_pairs"]),
-                     ("Retained contexts", _C["retained_contexts"]),
-                     *((s.title(), CARD["splits"][s]) for s in ("train", "validation", "test"))]
+_C = CARD["construction"]  # the card's construction counts, in pipeline order (a view of core.CARD)
+CARD_CONSTRUCTION = [
+    ("Initial statutory contexts", _C["initial_contexts"]),
+    ("Raw QA candidates", _C["raw_candidates"]),
+    ("Filtered QA candidates", _C["filtered_candidates"]),
+    ("Final QA pairs", _C["final_qa_pairs"]),
+    ("Retained contexts", _C["retained_contexts"]),
+    *((s.title(), CARD["splits"][s]) for s in ("train", "validation", "test")),
+]
 BUILD_FILES = ("contexts.jsonl", "filter_summary.json", *OFFICIAL_FILES.values(), "split_provenance.jsonl")
+
 
 def construction_counts(tag: str):
     "Stage, count (from the build's files) and the card's count, for build `tag`; names the files a build lacks."
     import json
+
     import pandas as pd
+
     folder = build_dir(tag)
     missing = [n for n in BUILD_FILES if not (folder / n).is_file()]
-    if missing: raise FileNotFoundError(f"{folder}: missing {', '.join(missing)}; run notebooks 01-04 with build_tag={tag!r}")
+    if missing:
+        raise FileNotFoundError(f"{folder}: missing {', '.join(missing)}; run notebooks 01-04 with build_tag={tag!r}")
     summary = json.loads((folder / "filter_summary.json").read_text(encoding="utf-8"))
     splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}
     prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
-    counts = {"Initial statutory contexts": sum(1 for _ in read_jsonl(folder / "contexts.jsonl")),
-              "Raw QA candidates": summary["candidates"], "Filtered QA candidates": summary["filtered"],
-              "Final QA pairs": len(splits["merged"]),
-              "Retained contexts": len({prov[r["id"]]["context_id"] for r in splits["merged"]}),
-              "Train": len(splits["train"]), "Validation": len(splits["validation"]), "Test": len(splits["test"])}
+    counts = {
+        "Initial statutory contexts": sum(1 for _ in read_jsonl(folder / "contexts.jsonl")),
+        "Raw QA candidates": summary["candidates"],
+        "Filtered QA candidates": summary["filtered"],
+        "Final QA pairs": len(splits["merged"]),
+        "Retained contexts": len({prov[r["id"]]["context_id"] for r in splits["merged"]}),
+        "Train": len(splits["train"]),
+        "Validation": len(splits["validation"]),
+        "Test": len(splits["test"]),
+    }
     return pd.DataFrame([{"Stage": k, "Count": counts[k], "Card": card} for k, card in CARD_CONSTRUCTION])
 
 # %% ../notebooks/04_split.ipynb #6ecdee57
 def split_stage(plan, ratios=None, max_per_context=None, seed=None) -> tuple[dict[str, dict], Path | None]:
     "Split the builds of the plan (`split_build`); publish the replay build when the plan says so. Returns the summaries and where the sample went."
-    summaries = {t: split_build(t, ratios, max_per_context, seed, plan.profile)
-                 for t in plan.builds_among(builds_with_candidates())}
-    published = publish_sample("replay", profile=plan.profile, data_source=plan.data_source) if plan.publishes_sample(summaries) else None
+    summaries = {
+        t: split_build(t, ratios, max_per_context, seed, plan.profile)
+        for t in plan.builds_among(builds_with_candidates())
+    }
+    published = (
+        publish_sample("replay", profile=plan.profile, data_source=plan.data_source)
+        if plan.publishes_sample(summaries)
+        else None
+    )
     return summaries, published
+
 
 def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, list[dict]]]:
     "`{name: (table, caption)}` of one split build, and its splits."
     splits = {s: read_qa_file(build_dir(tag) / f) for s, f in OFFICIAL_FILES.items()}
     prov = list(read_jsonl(build_dir(tag) / "split_provenance.jsonl"))
-    return {f"split_sizes_{tag}": (split_sizes(splits, prov), f"Split sizes of the {tag} build (seed {summary['seed']}, target {summary['ratios']})"),
-            f"split_per_act_{tag}": (per_act_distribution(splits), f"QA pairs per Act, {tag} build (card: official dataset)"),
-            f"split_jaccard_{tag}": (context_jaccard(splits), f"Train–test source-context Jaccard per Act, {tag} build")}, splits
+    return {
+        f"split_sizes_{tag}": (
+            split_sizes(splits, prov),
+            f"Split sizes of the {tag} build (seed {summary['seed']}, target {summary['ratios']})",
+        ),
+        f"split_per_act_{tag}": (
+            per_act_distribution(splits),
+            f"QA pairs per Act, {tag} build (card: official dataset)",
+        ),
+        f"split_jaccard_{tag}": (context_jaccard(splits), f"Train–test source-context Jaccard per Act, {tag} build"),
+    }, splits
+
 
 def source_tables(data_source) -> tuple[dict[str, tuple], bool]:
     "`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the card's figures are beside them."
     from indicipr.core import load_benchmark
+
     tag, source = source_tag(data_source), load_benchmark(data_source, merged=True)
     splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}
     card = card_comparable(data_source, splits)
-    return {f"split_integrity_{tag}": (split_integrity_table(splits), f"Split integrity of {tag}: offending items per check"),
-            f"split_jaccard_{tag}": (context_jaccard(splits, card=card), f"Train–test source-context Jaccard per Act ({tag})"),
-            f"split_sizes_{tag}": (split_sizes(splits, card=card), f"Split sizes of {tag} (sections: the numbers of the records' titles)"),
-            f"split_per_act_{tag}": (per_act_distribution(splits, card=card), f"QA pairs per Act ({tag})")}, card
+    return {
+        f"split_integrity_{tag}": (
+            split_integrity_table(splits),
+            f"Split integrity of {tag}: offending items per check",
+        ),
+        f"split_jaccard_{tag}": (
+            context_jaccard(splits, card=card),
+            f"Train–test source-context Jaccard per Act ({tag})",
+        ),
+        f"split_sizes_{tag}": (
+            split_sizes(splits, card=card),
+            f"Split sizes of {tag} (sections: the numbers of the records' titles)",
+        ),
+        f"split_per_act_{tag}": (per_act_distribution(splits, card=card), f"QA pairs per Act ({tag})"),
+    }, card

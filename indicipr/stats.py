@@ -22,31 +22,43 @@ def word_count(text: str) -> int:
     "Number of whitespace-separated words."
     return len(text.split())
 
+
 def distinct_contexts(records: Iterable[Mapping]) -> list[str]:
     "The distinct contexts of QA records, in order of first appearance."
     return list(dict.fromkeys(r["context"] for r in records))
+
 
 def mean_words(texts: Iterable[str]) -> float:
     "Mean word count of `texts` (0.0 for none)."
     counts = [word_count(t) for t in texts]
     return sum(counts) / len(counts) if counts else 0.0
 
-NOT_IN_RELEASE = "— (not in the released files)"   # the card's initial contexts precede the released files
 
-def glance_table(splits: Mapping[str, list[dict]], initial_contexts: int | None = None, card: bool = False) -> pd.DataFrame:
+NOT_IN_RELEASE = "— (not in the released files)"  # the card's initial contexts precede the released files
+
+
+def glance_table(
+    splits: Mapping[str, list[dict]], initial_contexts: int | None = None, card: bool = False
+) -> pd.DataFrame:
     "The card's 'Dataset at a Glance' rows (Property, Value: counts, averages to one decimal); `card` adds the card's value."
     merged = splits["merged"]
     rows = [("Total QA pairs", len(merged))]
     rows.append(("Initial statutory contexts", initial_contexts if initial_contexts is not None else NOT_IN_RELEASE))
-    rows += [("Retained statutory contexts", len(distinct_contexts(merged))),
-             ("Acts covered", len({record_act(r) for r in merged} - {UNKNOWN_ACT_KEY})),
-             ("Training samples", len(splits["train"])), ("Validation samples", len(splits["validation"])),
-             ("Test samples", len(splits["test"])),
-             ("Average context length (words)", mean_words(distinct_contexts(merged))),
-             ("Average question length (words)", mean_words(r["question"] for r in merged)),
-             ("Average answer length (words)", mean_words(r["answers"]["text"][0] for r in merged))]
-    table = pd.DataFrame([{"Property": k, "Value": round(v, 1) if isinstance(v, float) else v} for k, v in rows], dtype=object)
-    if card: table["Card"] = [CARD_GLANCE[k] for k, _ in rows]
+    rows += [
+        ("Retained statutory contexts", len(distinct_contexts(merged))),
+        ("Acts covered", len({record_act(r) for r in merged} - {UNKNOWN_ACT_KEY})),
+        ("Training samples", len(splits["train"])),
+        ("Validation samples", len(splits["validation"])),
+        ("Test samples", len(splits["test"])),
+        ("Average context length (words)", mean_words(distinct_contexts(merged))),
+        ("Average question length (words)", mean_words(r["question"] for r in merged)),
+        ("Average answer length (words)", mean_words(r["answers"]["text"][0] for r in merged)),
+    ]
+    table = pd.DataFrame(
+        [{"Property": k, "Value": round(v, 1) if isinstance(v, float) else v} for k, v in rows], dtype=object
+    )
+    if card:
+        table["Card"] = [CARD_GLANCE[k] for k, _ in rows]
     return table
 
 # %% ../notebooks/05_stats.ipynb #3859cea9
@@ -64,23 +76,33 @@ def initial_context_count(tag: str | None) -> int | None:
 # %% ../notebooks/05_stats.ipynb #ac801b44
 CARD_OPENINGS = tuple(CARD["question_patterns"]["openings"])
 
+
 def opens_with(normalized: str, opening: str) -> bool:
     "Whether a normalized question begins with `opening` as whole words."
     return normalized == opening or normalized.startswith(opening + " ")
 
-def question_pattern_table(questions: list[str], openings: Iterable[str] = CARD_OPENINGS, card: bool = False) -> pd.DataFrame:
+
+def question_pattern_table(
+    questions: list[str], openings: Iterable[str] = CARD_OPENINGS, card: bool = False
+) -> pd.DataFrame:
     "Questions, unique normalized questions, and counts of questions opening with each of `openings`; `card` adds the card's counts."
     norm = [normalize_question(q) for q in questions]
     openings = list(openings)
-    rows = [("Questions", len(norm), 100.0), ("Unique after normalization", len(set(norm)), 100.0 * len(set(norm)) / len(norm))]
+    rows = [
+        ("Questions", len(norm), 100.0),
+        ("Unique after normalization", len(set(norm)), 100.0 * len(set(norm)) / len(norm)),
+    ]
     for opening in openings:
         n = sum(opens_with(q, opening) for q in norm)
         rows.append((f"Begin with “{opening}”", n, 100.0 * n / len(norm)))
     table = pd.DataFrame(rows, columns=["Pattern", "Count", "Share (%)"])
     if card:
         ref = CARD["question_patterns"]
-        table["Card count"] = pd.array([OFFICIAL_COUNTS["merged"], ref["unique"], *(ref["openings"].get(o) for o in openings)], dtype="Int64")
+        table["Card count"] = pd.array(
+            [OFFICIAL_COUNTS["merged"], ref["unique"], *(ref["openings"].get(o) for o in openings)], dtype="Int64"
+        )
     return table
+
 
 def top_openings(questions: list[str], n_words: int = 2, top: int = 15) -> pd.DataFrame:
     "The `top` most frequent openings (first `n_words` words of the normalized question) with counts."
@@ -92,11 +114,13 @@ def vocabulary(texts: Iterable[str]) -> set[str]:
     "Lowercased `\\w+` tokens of `texts`."
     return {t for text in texts for t in re.findall(r"\w+", text.lower())}
 
+
 def unseen_rate(test_texts: Iterable[str], train_texts: Iterable[str]) -> tuple[int, int, float]:
     "(unique test tokens, of them unseen in train, unseen share in %)."
     test_vocab, train_vocab = vocabulary(test_texts), vocabulary(train_texts)
     unseen = len(test_vocab - train_vocab)
     return len(test_vocab), unseen, (100.0 * unseen / len(test_vocab) if test_vocab else 0.0)
+
 
 def _field_texts(records: list[dict], field: str) -> list[str]:
     "Texts of a field: first gold answers, questions, or distinct contexts."
@@ -106,13 +130,15 @@ def _field_texts(records: list[dict], field: str) -> list[str]:
         return distinct_contexts(records)
     return [r["question"] for r in records]
 
+
 def unseen_vocabulary_table(train: list[dict], test: list[dict], card: bool = False) -> pd.DataFrame:
     "Unseen-vocabulary rates of test answers, questions and contexts with respect to training; `card` adds the card's rates."
     rows = []
     for field, label in (("answers", "Answers"), ("questions", "Questions"), ("contexts", "Contexts")):
         n, unseen, rate = unseen_rate(_field_texts(test, field), _field_texts(train, field))
         rows.append({"Field": label, "Unique test tokens": n, "Unseen in training": unseen, "Unseen (%)": rate})
-        if card: rows[-1]["Card unseen (%)"] = CARD["unseen_vocabulary"][field]
+        if card:
+            rows[-1]["Card unseen (%)"] = CARD["unseen_vocabulary"][field]
     return pd.DataFrame(rows)
 
 # %% ../notebooks/05_stats.ipynb #e43a3cdf
@@ -125,10 +151,12 @@ def length_frame(splits: Mapping[str, list[dict]]) -> pd.DataFrame:
             rows += [{"Split": split, "Field": field, "Words": word_count(t)} for t in _field_texts(recs, field)]
     return pd.DataFrame(rows)
 
+
 def length_figure(lengths: pd.DataFrame):
     "Histograms of context, question and answer lengths (words), stacked by split."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     for ax, field in zip(axes, ("contexts", "questions", "answers")):
         part = lengths[lengths["Field"] == field]
@@ -138,10 +166,12 @@ def length_figure(lengths: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+
 def openings_figure(openings: pd.DataFrame):
     "Horizontal bar chart of the most frequent question openings."
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     fig, ax = plt.subplots(figsize=(6, 0.28 * len(openings) + 1))
     sns.barplot(data=openings, y="Opening", x="Count", ax=ax, color="C0", orient="h")
     ax.set_ylabel("")

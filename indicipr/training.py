@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,29 +25,37 @@ __all__ = ['TRAIN_ENGINES', 'PackedWindows', 'TrainConfig', 'resolved_pad_multip
 # %% ../notebooks/07b_training.ipynb #e1a06d1f
 class PackedWindows(torch.utils.data.Dataset):
     "Training windows as padded tensors; batches are sliced to their longest window."
+
     def __init__(self, windows: Windows, pad_id: int = 0, pad_multiple: int = 8):
-        if windows.start_positions is None: raise ValueError("PackedWindows needs labelled windows (labels=True)")
+        if windows.start_positions is None:
+            raise ValueError("PackedWindows needs labelled windows (labels=True)")
         self.lengths = windows.lengths
         n, L = len(windows), int(self.lengths.max())
         self.input_ids = torch.full((n, L), pad_id, dtype=torch.long)
         self.token_type_ids = torch.zeros((n, L), dtype=torch.long) if windows.token_type_ids is not None else None
         for i, x in enumerate(windows.input_ids):
-            self.input_ids[i, :len(x)] = torch.from_numpy(x)
-            if self.token_type_ids is not None: self.token_type_ids[i, :len(x)] = torch.from_numpy(windows.token_type_ids[i])
+            self.input_ids[i, : len(x)] = torch.from_numpy(x)
+            if self.token_type_ids is not None:
+                self.token_type_ids[i, : len(x)] = torch.from_numpy(windows.token_type_ids[i])
         self.start_positions = torch.from_numpy(windows.start_positions)
         self.end_positions = torch.from_numpy(windows.end_positions)
         self._len_t = torch.from_numpy(self.lengths)
         self.pad_multiple, self.max_len, self.pad_id = pad_multiple, L, pad_id
 
-    def __len__(self): return len(self.lengths)
+    def __len__(self):
+        return len(self.lengths)
 
     def __getitems__(self, idx) -> dict:
         idx = torch.as_tensor(idx, dtype=torch.long)
         L = min(_round_up(int(self._len_t[idx].max()), self.pad_multiple), self.max_len)
-        batch = {"input_ids": self.input_ids[idx, :L],
-                 "attention_mask": (torch.arange(L).unsqueeze(0) < self._len_t[idx].unsqueeze(1)).long(),
-                 "start_positions": self.start_positions[idx], "end_positions": self.end_positions[idx]}
-        if self.token_type_ids is not None: batch["token_type_ids"] = self.token_type_ids[idx, :L]
+        batch = {
+            "input_ids": self.input_ids[idx, :L],
+            "attention_mask": (torch.arange(L).unsqueeze(0) < self._len_t[idx].unsqueeze(1)).long(),
+            "start_positions": self.start_positions[idx],
+            "end_positions": self.end_positions[idx],
+        }
+        if self.token_type_ids is not None:
+            batch["token_type_ids"] = self.token_type_ids[idx, :L]
         return batch
 
     def __getitem__(self, i) -> dict:
@@ -55,21 +63,32 @@ class PackedWindows(torch.utils.data.Dataset):
 
     def collate(self, batch):
         "`DataLoader` collate_fn: a batch from `__getitems__` passes through; a list of items is padded and stacked."
-        if isinstance(batch, dict): return batch
+        if isinstance(batch, dict):
+            return batch
         pad = torch.nn.utils.rnn.pad_sequence
         out = {k: torch.stack([b[k] for b in batch]) for k in ("start_positions", "end_positions")}
         for k in ("input_ids", "attention_mask", "token_type_ids"):
             if k in batch[0]:
-                out[k] = pad([b[k] for b in batch], batch_first=True, padding_value=self.pad_id if k == "input_ids" else 0)
+                out[k] = pad(
+                    [b[k] for b in batch], batch_first=True, padding_value=self.pad_id if k == "input_ids" else 0
+                )
         return out
+
 
 class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
     "Random batches of similar length: permute, sort chunks of `chunk` batches by length, shuffle the batches."
+
     def __init__(self, lengths, batch_size: int, seed: int = 0, chunk: int = 50, drop_last: bool = False):
-        self.lengths, self.batch_size, self.seed, self.chunk = np.asarray(lengths), int(batch_size), int(seed), int(chunk)
+        self.lengths, self.batch_size, self.seed, self.chunk = (
+            np.asarray(lengths),
+            int(batch_size),
+            int(seed),
+            int(chunk),
+        )
         self.drop_last, self.epoch = drop_last, 0
 
-    def set_epoch(self, epoch: int): self.epoch = int(epoch)
+    def set_epoch(self, epoch: int):
+        self.epoch = int(epoch)
 
     def __len__(self):
         n = len(self.lengths)
@@ -77,25 +96,29 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
 
     def __iter__(self):
         rng = np.random.default_rng([self.seed, self.epoch])
-        self.epoch += 1                                   # a new order next time even without set_epoch
+        self.epoch += 1  # a new order next time even without set_epoch
         perm = rng.permutation(len(self.lengths))
         size = self.batch_size * self.chunk
         batches = []
         for c in range(0, len(perm), size):
-            part = perm[c:c + size]
+            part = perm[c : c + size]
             part = part[np.argsort(-self.lengths[part], kind="stable")]
-            batches += [part[i:i + self.batch_size] for i in range(0, len(part), self.batch_size)]
-        if self.drop_last: batches = [b for b in batches if len(b) == self.batch_size]
-        for i in rng.permutation(len(batches)): yield batches[i].tolist()
+            batches += [part[i : i + self.batch_size] for i in range(0, len(part), self.batch_size)]
+        if self.drop_last:
+            batches = [b for b in batches if len(b) == self.batch_size]
+        for i in rng.permutation(len(batches)):
+            yield batches[i].tolist()
 
 # %% ../notebooks/07b_training.ipynb #bfc00164
 from transformers import Trainer, TrainingArguments
 
 TRAIN_ENGINES = ("loop", "trainer")
 
+
 @dataclass
 class TrainConfig:
     "Fine-tuning hyper-parameters, and how a run is executed (`engine`, `cuda_graphs`: speed, not the recipe)."
+
     epochs: float = 2.0
     learning_rate: float = 3e-5
     batch_size: int = 12
@@ -103,81 +126,129 @@ class TrainConfig:
     warmup_ratio: float = 0.1
     max_length: int = 384
     stride: int = 128
-    pad_multiple: int | None = None   # None: 64 on GPU (few static shapes), 8 on CPU
+    pad_multiple: int | None = None  # None: 64 on GPU (few static shapes), 8 on CPU
     seed: int = 0
     logging_steps: int = 20
     save_checkpoints: bool = True
-    max_steps: int | None = None      # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
-    engine: str = "loop"              # "loop": the project's training loop; "trainer": the Hugging Face Trainer
-    cuda_graphs: bool | None = None   # loop, one GPU: each length bucket's step as a CUDA graph (None: $INDICIPR_CUDA_GRAPHS=1)
-    freeze_embeddings: bool = False   # the recipe: the embedding layer stays as pre-trained (no gradient, no optimiser state)
-    cpu_bf16: bool = False            # the recipe on a CPU: bf16 autocast where the CPU computes bf16 natively (AVX-512 BF16, AMX)
+    max_steps: int | None = None  # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
+    engine: str = "loop"  # "loop": the project's training loop; "trainer": the Hugging Face Trainer
+    cuda_graphs: bool | None = (
+        None  # loop, one GPU: each length bucket's step as a CUDA graph (None: $INDICIPR_CUDA_GRAPHS=1)
+    )
+    freeze_embeddings: bool = (
+        False  # the recipe: the embedding layer stays as pre-trained (no gradient, no optimiser state)
+    )
+    cpu_bf16: bool = (
+        False  # the recipe on a CPU: bf16 autocast where the CPU computes bf16 natively (AVX-512 BF16, AMX)
+    )
 
-_SPEED_SETTINGS = ("pad_multiple", "engine", "cuda_graphs")    # how a run is executed; a finished run is reused across them
+
+_SPEED_SETTINGS = (
+    "pad_multiple",
+    "engine",
+    "cuda_graphs",
+)  # how a run is executed; a finished run is reused across them
+
 
 def resolved_pad_multiple(cfg: TrainConfig) -> int:
     return cfg.pad_multiple or (64 if torch.cuda.is_available() else 8)
+
 
 def resolved_cuda_graphs(cfg: TrainConfig) -> bool:
     "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs`, else `INDICIPR_CUDA_GRAPHS=1` (off by default)."
     return bool(cfg.cuda_graphs) if cfg.cuda_graphs is not None else os.environ.get("INDICIPR_CUDA_GRAPHS", "") == "1"
 
+
 def _planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
     "Optimiser steps of a run, as the `Trainer` counts them: `max_steps` when set, else ⌈epochs × batches per epoch⌉."
-    if cfg.max_steps: return int(cfg.max_steps)
+    if cfg.max_steps:
+        return int(cfg.max_steps)
     return math.ceil(cfg.epochs * math.ceil(n_windows / (cfg.batch_size * world)))
+
 
 def cpu_bf16_native() -> bool:
     "Whether this CPU computes bf16 natively (oneDNN's test: AVX-512 BF16 or AMX); elsewhere bf16 autocast is emulated and slow."
-    try: return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError): return False
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
 
 def _training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **overrides) -> TrainingArguments:
     "`TrainingArguments` for `cfg`: precision and optimiser by device, warm-up in steps."
     cuda = torch.cuda.is_available()
     bf16 = (cuda and torch.cuda.is_bf16_supported()) or (not cuda and cfg.cpu_bf16 and cpu_bf16_native())
     steps = _planned_steps(cfg, n_windows, int(os.environ.get("WORLD_SIZE", "1")))
-    kw = dict(output_dir=str(output_dir), per_device_train_batch_size=cfg.batch_size, num_train_epochs=cfg.epochs,
-              max_steps=int(cfg.max_steps) if cfg.max_steps else -1,
-              learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay,
-              warmup_steps=int(round(cfg.warmup_ratio * steps)), seed=cfg.seed, data_seed=cfg.seed,
-              bf16=bf16, fp16=cuda and not bf16, optim="adamw_torch_fused" if cuda else "adamw_torch",
-              logging_steps=cfg.logging_steps, report_to="none", remove_unused_columns=False,
-              save_strategy="epoch" if cfg.save_checkpoints else "no", save_total_limit=1,
-              dataloader_num_workers=0, disable_tqdm=False,
-              use_cpu=not cuda)               # so that several CPU processes (accelerate launch) are one distributed run
-    if cuda: torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True
+    kw = dict(
+        output_dir=str(output_dir),
+        per_device_train_batch_size=cfg.batch_size,
+        num_train_epochs=cfg.epochs,
+        max_steps=int(cfg.max_steps) if cfg.max_steps else -1,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=int(round(cfg.warmup_ratio * steps)),
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        bf16=bf16,
+        fp16=cuda and not bf16,
+        optim="adamw_torch_fused" if cuda else "adamw_torch",
+        logging_steps=cfg.logging_steps,
+        report_to="none",
+        remove_unused_columns=False,
+        save_strategy="epoch" if cfg.save_checkpoints else "no",
+        save_total_limit=1,
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        use_cpu=not cuda,
+    )  # so that several CPU processes (accelerate launch) are one distributed run
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     kw.update(overrides)
     return TrainingArguments(**kw)
 
+
 def last_checkpoint(output_dir) -> str | None:
     "The newest `checkpoint-<step>` folder in `output_dir`, for resuming (a half-written one never has that name)."
-    steps = [(int(p.name.split("-")[-1]), p) for p in Path(output_dir).glob("checkpoint-*")
-             if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    steps = [
+        (int(p.name.split("-")[-1]), p)
+        for p in Path(output_dir).glob("checkpoint-*")
+        if p.is_dir() and p.name.split("-")[-1].isdigit()
+    ]
     return str(max(steps)[1]) if steps else None
 
 # %% ../notebooks/07b_training.ipynb #b9b98fc8
 class _QATrainer(Trainer):
     "`Trainer` whose training batches come pre-packed and grouped by length."
+
     def get_train_dataloader(self):
         ds = self.train_dataset
-        if not isinstance(ds, PackedWindows): return super().get_train_dataloader()
-        sampler = _LengthGroupedBatchSampler(ds.lengths, self._train_batch_size, seed=self.args.seed,
-                                            drop_last=self.args.dataloader_drop_last)
-        dl = torch.utils.data.DataLoader(ds, batch_sampler=sampler, collate_fn=ds.collate,
-                                         num_workers=self.args.dataloader_num_workers,
-                                         pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available())
+        if not isinstance(ds, PackedWindows):
+            return super().get_train_dataloader()
+        sampler = _LengthGroupedBatchSampler(
+            ds.lengths, self._train_batch_size, seed=self.args.seed, drop_last=self.args.dataloader_drop_last
+        )
+        dl = torch.utils.data.DataLoader(
+            ds,
+            batch_sampler=sampler,
+            collate_fn=ds.collate,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available(),
+        )
         return self.accelerator.prepare(dl)
 
 # %% ../notebooks/07b_training.ipynb #461a9f01
 def _linear_lr(step: int, base: float, warmup: int, total: int) -> float:
     "Learning rate of optimiser step `step` (0-based) under the `Trainer`'s default linear schedule with warm-up."
-    if step < warmup: return base * step / max(1, warmup)
+    if step < warmup:
+        return base * step / max(1, warmup)
     return base * max(0.0, (total - step) / max(1, total - warmup))
+
 
 def _decay_parameter_names(model) -> set[str]:
     "The parameters that get weight decay, as the `Trainer` picks them (no biases, no LayerNorm weights)."
-    return set(Trainer.get_decay_parameter_names(None, model))     # uses no Trainer state
+    return set(Trainer.get_decay_parameter_names(None, model))  # uses no Trainer state
+
 
 def _adamw(model, args, device, capturable: bool = False):
     """AdamW over the `Trainer`'s two parameter groups (decay / no decay), fused on CUDA when `args.optim` is the fused
@@ -185,31 +256,43 @@ def _adamw(model, args, device, capturable: bool = False):
     decay = _decay_parameter_names(model)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     lr = torch.tensor(float(args.learning_rate), device=device) if capturable else float(args.learning_rate)
-    groups = [{"params": [p for n, p in named if n in decay], "weight_decay": args.weight_decay, "lr": lr},
-              {"params": [p for n, p in named if n not in decay], "weight_decay": 0.0, "lr": lr}]
+    groups = [
+        {"params": [p for n, p in named if n in decay], "weight_decay": args.weight_decay, "lr": lr},
+        {"params": [p for n, p in named if n not in decay], "weight_decay": 0.0, "lr": lr},
+    ]
     kw = dict(lr=lr, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon)
-    if device.type == "cuda" and ("fused" in str(args.optim) or capturable): kw.update(fused=True, capturable=capturable)
+    if device.type == "cuda" and ("fused" in str(args.optim) or capturable):
+        kw.update(fused=True, capturable=capturable)
     return torch.optim.AdamW(groups, **kw)
+
 
 def _set_lr(opt, lr: float):
     "Set every group's learning rate: in place for a tensor learning rate (read by a replayed CUDA graph), else as a float."
     for g in opt.param_groups:
-        if isinstance(g["lr"], torch.Tensor): g["lr"].fill_(lr)
-        else: g["lr"] = lr
+        if isinstance(g["lr"], torch.Tensor):
+            g["lr"].fill_(lr)
+        else:
+            g["lr"] = lr
+
 
 def _model_attention_mask(model, keep: torch.Tensor):
     """The attention mask as the model takes it without inspecting it: (B, 1, 1, L) boolean for SDPA, additive for
     eager attention (transformers returns a 4-D mask as it is); the 2-D mask for any other attention."""
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-    if impl == "sdpa": return keep[:, None, None, :]
+    if impl == "sdpa":
+        return keep[:, None, None, :]
     if impl == "eager":
-        return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, torch.finfo(torch.float32).min)[:, None, None, :]
+        return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, torch.finfo(torch.float32).min)[
+            :, None, None, :
+        ]
     return keep.long()
+
 
 def _qa_loss_sum(out, starts, ends) -> torch.Tensor:
     "The QA loss (mean of the start and end cross-entropies) summed over the batch: the model's loss × batch size."
     ce = torch.nn.functional.cross_entropy
     return (ce(out.start_logits, starts, reduction="sum") + ce(out.end_logits, ends, reduction="sum")) / 2
+
 
 def _unwrap(model):
     "The model inside a DDP wrapper (or the model)."
@@ -218,39 +301,56 @@ def _unwrap(model):
 # %% ../notebooks/07b_training.ipynb #329ce066
 _LOOP_STATE = "loop_state.pt"
 
+
 def _save_loop_checkpoint(output_dir, step: int, model, opt, scaler, losses: torch.Tensor, counts: np.ndarray) -> Path:
     "Write `checkpoint-<step>` atomically (a temporary folder, then a rename); older checkpoints are removed."
     output_dir = Path(output_dir)
     final, tmp = output_dir / f"checkpoint-{step}", output_dir / f".checkpoint-{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized(): rng["cuda"] = torch.cuda.get_rng_state_all()
-    torch.save({"step": step, "model": _unwrap(model).state_dict(), "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None, "rng": rng,
-                "losses": losses[:step].detach().cpu(), "counts": torch.from_numpy(np.asarray(counts[:step], dtype=np.int64))},
-               tmp / _LOOP_STATE)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save(
+        {
+            "step": step,
+            "model": _unwrap(model).state_dict(),
+            "optimizer": opt.state_dict(),
+            "scaler": scaler.state_dict() if scaler is not None else None,
+            "rng": rng,
+            "losses": losses[:step].detach().cpu(),
+            "counts": torch.from_numpy(np.asarray(counts[:step], dtype=np.int64)),
+        },
+        tmp / _LOOP_STATE,
+    )
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     for p in output_dir.glob("checkpoint-*"):
-        if p != final and p.is_dir(): shutil.rmtree(p, ignore_errors=True)
+        if p != final and p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
     return final
+
 
 def _load_loop_checkpoint(folder, model, opt, scaler, device) -> dict | None:
     "Restore model, optimiser, scaler and random state from a loop checkpoint; its state, or None if it is not one."
     path = Path(folder) / _LOOP_STATE
-    if not path.is_file(): return None
+    if not path.is_file():
+        return None
     st = torch.load(path, map_location=device, weights_only=True)
     _unwrap(model).load_state_dict(st["model"])
     opt.load_state_dict(st["optimizer"])
-    if scaler is not None and st.get("scaler"): scaler.load_state_dict(st["scaler"])
+    if scaler is not None and st.get("scaler"):
+        scaler.load_state_dict(st["scaler"])
     torch.set_rng_state(st["rng"]["cpu"].cpu())
-    if "cuda" in st["rng"] and torch.cuda.is_available(): torch.cuda.set_rng_state_all([s.cpu() for s in st["rng"]["cuda"]])
+    if "cuda" in st["rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in st["rng"]["cuda"]])
     return st
 
 # %% ../notebooks/07b_training.ipynb #6269b9f1
 class _GraphedSteps:
     """Run `step(idx, L)` (one whole optimiser step on the current, non-default stream) as CUDA graphs: the first full
     batch of a length runs eagerly, the second is captured and replayed from then on; short batches run eagerly."""
+
     def __init__(self, step, opt, batch_size: int):
         self.step, self.opt, self.batch_size = step, opt, int(batch_size)
         self.graphs, self.seen, self.pool = {}, set(), None
@@ -260,9 +360,12 @@ class _GraphedSteps:
         if self.failed is None and len(idx) == self.batch_size:
             if L in self.graphs:
                 graph, static_idx, loss = self.graphs[L]
-                static_idx.copy_(idx); graph.replay(); self.replays += 1
+                static_idx.copy_(idx)
+                graph.replay()
+                self.replays += 1
                 return loss
-            if L in self.seen: return self._capture(idx, L)
+            if L in self.seen:
+                return self._capture(idx, L)
             self.seen.add(L)
         self.eager += 1
         return self.step(idx, L)
@@ -274,14 +377,15 @@ class _GraphedSteps:
         try:
             with torch.cuda.graph(graph, pool=self.pool, stream=torch.cuda.current_stream()):
                 loss = self.step(static_idx, L)
-        except Exception as e:                  # a host sync or an unsupported op in the step: stay eager
+        except Exception as e:  # a host sync or an unsupported op in the step: stay eager
             self.failed = f"{type(e).__name__}: {str(e)[:300]}"
             self.opt.zero_grad(set_to_none=True)
             self.eager += 1
             return self.step(idx, L)
         self.pool = self.pool or graph.pool()
         self.graphs[L] = (graph, static_idx, loss)
-        graph.replay(); self.replays += 1
+        graph.replay()
+        self.replays += 1
         return loss
 
     def summary(self) -> dict:
@@ -290,41 +394,70 @@ class _GraphedSteps:
 # %% ../notebooks/07b_training.ipynb #5c0193a5
 class _LoopRun:
     "A finished run of the loop: what callers of `fit` read of a `Trainer`, plus the loss of every step."
-    def __init__(self, model, args, state, step_losses, resumed_from, rank: int, world_size: int, precision: str,
-                 graphs: dict | None):
+
+    def __init__(
+        self,
+        model,
+        args,
+        state,
+        step_losses,
+        resumed_from,
+        rank: int,
+        world_size: int,
+        precision: str,
+        graphs: dict | None,
+    ):
         self.model, self.args, self.state, self.step_losses = model, args, state, step_losses
-        self.resumed_from, self.rank, self.world_size, self.precision, self.cuda_graphs = resumed_from, rank, world_size, precision, graphs
+        self.resumed_from, self.rank, self.world_size, self.precision, self.cuda_graphs = (
+            resumed_from,
+            rank,
+            world_size,
+            precision,
+            graphs,
+        )
 
-    def is_world_process_zero(self) -> bool: return self.rank == 0
+    def is_world_process_zero(self) -> bool:
+        return self.rank == 0
 
-    def save_model(self, output_dir): _unwrap(self.model).save_pretrained(str(output_dir))
+    def save_model(self, output_dir):
+        _unwrap(self.model).save_pretrained(str(output_dir))
+
 
 def _callback(callbacks, event: str, args, state, control, **kw):
     for cb in callbacks or ():
         fn = getattr(cb, event, None)
-        if fn is not None: fn(args, state, control, **kw)
+        if fn is not None:
+            fn(args, state, control, **kw)
 
-def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: bool = False,
-                resume_from: str | None = None) -> _LoopRun:
+
+def _train_loop(
+    model, train: PackedWindows, args, callbacks=None, cuda_graphs: bool = False, resume_from: str | None = None
+) -> _LoopRun:
     "Train `model` on `train` by the recipe in `args` (see above); resumes from the loop checkpoint `resume_from`."
     import contextlib
+
     from transformers import TrainerControl, TrainerState
-    t0 = time.perf_counter()                                # the run's time: set-up, any capture and read-out included
+
+    t0 = time.perf_counter()  # the run's time: set-up, any capture and read-out included
     world = int(os.environ.get("WORLD_SIZE", "1"))
     cuda = torch.cuda.is_available() and not args.use_cpu
     acc = None
     if world > 1:
         from accelerate import Accelerator
-        acc = Accelerator(cpu=not cuda, mixed_precision="no")     # autocast is the loop's
+
+        acc = Accelerator(cpu=not cuda, mixed_precision="no")  # autocast is the loop's
         device, rank, world = acc.device, acc.process_index, acc.num_processes
     else:
         device, rank = torch.device("cuda" if cuda else "cpu"), 0
-    amp = torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 and cuda else None    # bf16 on a CPU too (`cpu_bf16`)
+    amp = (
+        torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 and cuda else None
+    )  # bf16 on a CPU too (`cpu_bf16`)
     graphs = bool(cuda_graphs) and cuda and world == 1 and amp is not torch.float16
-    torch.manual_seed(args.seed)                            # as the Trainer does when it is made
+    torch.manual_seed(args.seed)  # as the Trainer does when it is made
     model.to(device).train()
     opt = _adamw(model, args, device, capturable=graphs)
-    if acc is not None: model = acc.prepare(model)          # DistributedDataParallel
+    if acc is not None:
+        model = acc.prepare(model)  # DistributedDataParallel
     scaler = torch.amp.GradScaler("cuda") if amp is torch.float16 else None
     params = [p for p in model.parameters() if p.requires_grad]
 
@@ -345,16 +478,21 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
         n_global = n_global or idx.shape[0]
         keep = positions[:L] < lens[idx].unsqueeze(1)
         inputs = {"input_ids": ids[idx, :L], "attention_mask": _model_attention_mask(_unwrap(model), keep)}
-        if tts is not None: inputs["token_type_ids"] = tts[idx, :L]
+        if tts is not None:
+            inputs["token_type_ids"] = tts[idx, :L]
         with autocast:
             loss_sum = _qa_loss_sum(model(**inputs), starts[idx], ends[idx]) * weight
-        loss = loss_sum * (world / n_global)                # DDP averages over processes
+        loss = loss_sum * (world / n_global)  # DDP averages over processes
         (scaler.scale(loss) if scaler is not None else loss).backward()
         if args.max_grad_norm and args.max_grad_norm > 0:
-            if scaler is not None: scaler.unscale_(opt)
+            if scaler is not None:
+                scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True if device.type == "cuda" else None)
-        if scaler is not None: scaler.step(opt); scaler.update()
-        else: opt.step()
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         opt.zero_grad(set_to_none=True)
         return loss_sum.detach()
 
@@ -363,20 +501,29 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
         st = _load_loop_checkpoint(resume_from, model, opt, scaler, device)
         if st is not None:
             done, resumed = int(st["step"]), resume_from
-            losses[:done] = st["losses"].to(device); counts[:done] = st["counts"].numpy()
+            losses[:done] = st["losses"].to(device)
+            counts[:done] = st["counts"].numpy()
     first = done
-    state = TrainerState(max_steps=total, num_train_epochs=math.ceil(total / per_epoch), logging_steps=args.logging_steps,
-                         global_step=done, is_local_process_zero=rank == 0, is_world_process_zero=rank == 0)
+    state = TrainerState(
+        max_steps=total,
+        num_train_epochs=math.ceil(total / per_epoch),
+        logging_steps=args.logging_steps,
+        global_step=done,
+        is_local_process_zero=rank == 0,
+        is_world_process_zero=rank == 0,
+    )
     control = TrainerControl()
     runner = _GraphedSteps(step, opt, B) if graphs else None
-    side = torch.cuda.Stream() if graphs else None          # a graph is captured on a non-default stream
-    if side is not None: side.wait_stream(torch.cuda.current_stream())
+    side = torch.cuda.Stream() if graphs else None  # a graph is captured on a non-default stream
+    if side is not None:
+        side.wait_stream(torch.cuda.current_stream())
     bar = None
     if rank == 0 and not args.disable_tqdm:
         from tqdm.auto import tqdm
+
         bar = tqdm(total=total, initial=done, desc="training", unit="step")
     _callback(callbacks, "on_train_begin", args, state, control, model=model)
-    with (torch.cuda.stream(side) if side is not None else contextlib.nullcontext()):
+    with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
         epoch = done // per_epoch
         while done < total and not control.should_training_stop:
             sampler.set_epoch(epoch)
@@ -386,64 +533,94 @@ def _train_loop(model, train: PackedWindows, args, callbacks=None, cuda_graphs: 
             order = (order.pin_memory() if device.type == "cuda" else order).to(device, non_blocking=True)
             bounds = np.cumsum([0] + [max(1, len(s)) for s in shares])
             for i in range(done - epoch * per_epoch, per_epoch):
-                L = min(_round_up(int(train.lengths[batches[i]].max()), train.pad_multiple), train.max_len)   # the global batch's
-                idx = order[bounds[i]:bounds[i + 1]]
+                L = min(
+                    _round_up(int(train.lengths[batches[i]].max()), train.pad_multiple), train.max_len
+                )  # the global batch's
+                idx = order[bounds[i] : bounds[i + 1]]
                 lr = _linear_lr(done, args.learning_rate, warmup, total)
                 _set_lr(opt, lr)
-                if runner is not None: loss_sum = runner(idx, L)
-                else: loss_sum = step(idx, L, 1.0 if len(shares[i]) else 0.0, len(batches[i]))
+                if runner is not None:
+                    loss_sum = runner(idx, L)
+                else:
+                    loss_sum = step(idx, L, 1.0 if len(shares[i]) else 0.0, len(batches[i]))
                 losses[done].copy_(loss_sum)
                 counts[done] = len(batches[i])
                 done += 1
                 state.global_step, state.epoch = done, epoch + (i + 1) / per_epoch
-                if bar is not None: bar.update(1)
+                if bar is not None:
+                    bar.update(1)
                 _callback(callbacks, "on_step_end", args, state, control, model=model, optimizer=opt)
-                if done >= total or control.should_training_stop: break
+                if done >= total or control.should_training_stop:
+                    break
             else:
                 epoch += 1
                 _callback(callbacks, "on_epoch_end", args, state, control, model=model)
                 if args.save_strategy == "epoch" and done < total and not control.should_training_stop:
-                    if rank == 0: _save_loop_checkpoint(args.output_dir, done, model, opt, scaler, losses, counts)
-                    if acc is not None: acc.wait_for_everyone()
+                    if rank == 0:
+                        _save_loop_checkpoint(args.output_dir, done, model, opt, scaler, losses, counts)
+                    if acc is not None:
+                        acc.wait_for_everyone()
                     _callback(callbacks, "on_save", args, state, control, model=model)
-    if side is not None: torch.cuda.current_stream().wait_stream(side)
+    if side is not None:
+        torch.cuda.current_stream().wait_stream(side)
     per_step = losses[:done].detach()
-    if acc is not None: per_step = acc.reduce(per_step, "sum")
-    step_losses = (per_step.cpu().double().numpy() / np.maximum(counts[:done], 1)).tolist()   # the one host sync
+    if acc is not None:
+        per_step = acc.reduce(per_step, "sum")
+    step_losses = (per_step.cpu().double().numpy() / np.maximum(counts[:done], 1)).tolist()  # the one host sync
     runtime = time.perf_counter() - t0
-    if bar is not None: bar.close()
+    if bar is not None:
+        bar.close()
     every = math.ceil(total * args.logging_steps) if args.logging_steps < 1 else int(args.logging_steps)
     for k in range(every, done + 1, every) if every > 0 else ():
-        state.log_history.append({"loss": float(np.mean(step_losses[k - every:k])), "step": k,
-                                  "learning_rate": _linear_lr(k - 1, args.learning_rate, warmup, total),
-                                  "epoch": round(k / per_epoch, 4)})
-    state.log_history.append({"train_runtime": round(runtime, 4),
-                              "train_samples_per_second": round(int(counts[first:done].sum()) / runtime, 3),
-                              "train_steps_per_second": round((done - first) / runtime, 3),
-                              "train_loss": float(np.mean(step_losses)) if step_losses else None,
-                              "epoch": round(done / per_epoch, 4), "step": done})
+        state.log_history.append(
+            {
+                "loss": float(np.mean(step_losses[k - every : k])),
+                "step": k,
+                "learning_rate": _linear_lr(k - 1, args.learning_rate, warmup, total),
+                "epoch": round(k / per_epoch, 4),
+            }
+        )
+    state.log_history.append(
+        {
+            "train_runtime": round(runtime, 4),
+            "train_samples_per_second": round(int(counts[first:done].sum()) / runtime, 3),
+            "train_steps_per_second": round((done - first) / runtime, 3),
+            "train_loss": float(np.mean(step_losses)) if step_losses else None,
+            "epoch": round(done / per_epoch, 4),
+            "step": done,
+        }
+    )
     _callback(callbacks, "on_train_end", args, state, control, model=model)
     precision = "bf16" if amp is torch.bfloat16 else "fp16" if amp is torch.float16 else "fp32"
-    return _LoopRun(model, args, state, step_losses, resumed, rank, world, precision, runner.summary() if runner else None)
+    return _LoopRun(
+        model, args, state, step_losses, resumed, rank, world, precision, runner.summary() if runner else None
+    )
 
 # %% ../notebooks/07b_training.ipynb #6881090d
 def freeze_embeddings(model) -> int:
     "Stop gradients into `model`'s embedding layer (word, position, token-type embeddings and their LayerNorm); the count of tensors frozen."
     layer = getattr(getattr(model, "base_model", model), "embeddings", None) or model.get_input_embeddings()
     frozen = [p for p in layer.parameters() if p.requires_grad]
-    for p in frozen: p.requires_grad_(False)
+    for p in frozen:
+        p.requires_grad_(False)
     return len(frozen)
+
 
 def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=None, **overrides):
     """Fine-tune `model` on packed windows by `cfg`'s recipe with its engine (`_QATrainer` or the loop); resumes from the
     last checkpoint in `output_dir`. `overrides` go to `TrainingArguments`. Returns the trainer (or the loop's run)."""
-    if cfg.engine not in TRAIN_ENGINES: raise ValueError(f"TrainConfig.engine must be one of {TRAIN_ENGINES}, not {cfg.engine!r}")
-    if cfg.freeze_embeddings: freeze_embeddings(model)
+    if cfg.engine not in TRAIN_ENGINES:
+        raise ValueError(f"TrainConfig.engine must be one of {TRAIN_ENGINES}, not {cfg.engine!r}")
+    if cfg.freeze_embeddings:
+        freeze_embeddings(model)
     args = _training_arguments(cfg, output_dir, len(train), **overrides)
     resume = last_checkpoint(output_dir)
     if cfg.engine == "trainer":
-        if resume and (Path(resume) / _LOOP_STATE).exists(): resume = None
-        trainer = _QATrainer(model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks)
+        if resume and (Path(resume) / _LOOP_STATE).exists():
+            resume = None
+        trainer = _QATrainer(
+            model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks
+        )
         trainer.train(resume_from_checkpoint=resume)
         trainer.resumed_from = resume
         return trainer
@@ -453,6 +630,7 @@ def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=Non
 def _mps_active() -> bool:
     "Whether a CUDA MPS control daemon is listening (its pipe directory holds `control`)."
     return Path(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control").exists()
+
 
 def plan_pool(n_runs: int, free: list, probe: dict | None = None, cpus: int | None = None, mps: bool = False) -> dict:
     """Runs at once per device. `free`: free bytes of each device when the probe ran (the probe's device first, its own
@@ -464,99 +642,149 @@ def plan_pool(n_runs: int, free: list, probe: dict | None = None, cpus: int | No
     per_device, limits = [], set()
     for d, f in enumerate(free):
         mem = int(0.9 * f // footprint) if footprint else n_runs
-        if d == 0: mem += 1                                   # the probe itself
+        if d == 0:
+            mem += 1  # the probe itself
         tput = math.ceil(100 / busy) + 1 if busy and not mps else n_runs
         per_device.append(min(mem, tput))
         limits.add("memory" if mem <= tput else "throughput")
     total = min(n_runs, sum(per_device), cpu_cap)
-    if total == n_runs: limits = {"runs"}
-    elif total == cpu_cap and cpu_cap < sum(per_device): limits = {"cpus"}
+    if total == n_runs:
+        limits = {"runs"}
+    elif total == cpu_cap and cpu_cap < sum(per_device):
+        limits = {"cpus"}
     alloc = [0] * len(free)
-    while sum(alloc) < total:                                 # spread over the devices, within each one's cap
+    while sum(alloc) < total:  # spread over the devices, within each one's cap
         d = min((k for k in range(len(free)) if alloc[k] < per_device[k]), key=lambda k: (alloc[k], k))
         alloc[d] += 1
-    return {"workers": total, "per_device": alloc, "caps": per_device, "limited_by": "/".join(sorted(limits)),
-            "footprint_mib": round(footprint / 2**20) if footprint else None, "busy_percent": busy, "mps": mps,
-            "cpus": cpus}
+    return {
+        "workers": total,
+        "per_device": alloc,
+        "caps": per_device,
+        "limited_by": "/".join(sorted(limits)),
+        "footprint_mib": round(footprint / 2**20) if footprint else None,
+        "busy_percent": busy,
+        "mps": mps,
+        "cpus": cpus,
+    }
 
 # %% ../notebooks/07b_training.ipynb #9eea102b
 from transformers import TrainerCallback
 
+
 class _ProbeCallback(TrainerCallback):
     "After `seconds` of steady steps (from step `start`), send the run's device footprint and busy % to the pool, once."
+
     def __init__(self, queue, start: int = 5, seconds: float = 1.0):
         self.queue, self.start, self.seconds, self.t0, self.sent = queue, start, seconds, None, False
 
     def on_step_end(self, args, state, control, **kw):
-        if self.sent or not torch.cuda.is_available(): return
-        if self.t0 is None:
-            if state.global_step >= self.start: torch.cuda.synchronize(); self.t0 = (time.perf_counter(), state.global_step)
+        if self.sent or not torch.cuda.is_available():
             return
-        if time.perf_counter() - self.t0[0] < self.seconds and state.global_step < state.max_steps: return
+        if self.t0 is None:
+            if state.global_step >= self.start:
+                torch.cuda.synchronize()
+                self.t0 = (time.perf_counter(), state.global_step)
+            return
+        if time.perf_counter() - self.t0[0] < self.seconds and state.global_step < state.max_steps:
+            return
         torch.cuda.synchronize()
         free, total = torch.cuda.mem_get_info()
-        try: busy = float(torch.cuda.utilization())
-        except Exception: busy = None                         # no NVML (pynvml) here
+        try:
+            busy = float(torch.cuda.utilization())
+        except Exception:
+            busy = None  # no NVML (pynvml) here
         footprint = total - free - torch.cuda.memory_reserved() + torch.cuda.max_memory_reserved()
         steps_s = (state.global_step - self.t0[1]) / max(time.perf_counter() - self.t0[0], 1e-9)
-        self.queue.put(("probe", None, {"footprint": int(footprint), "free": int(free), "total": int(total),
-                                        "busy": busy, "steps_per_s": round(steps_s, 2)}, os.getpid()))
+        self.queue.put(
+            (
+                "probe",
+                None,
+                {
+                    "footprint": int(footprint),
+                    "free": int(free),
+                    "total": int(total),
+                    "busy": busy,
+                    "steps_per_s": round(steps_s, 2),
+                },
+                os.getpid(),
+            )
+        )
         self.sent = True
 
     def on_train_end(self, args, state, control, **kw):
-        if not self.sent and torch.cuda.is_available():        # too short to measure: report what there is
+        if not self.sent and torch.cuda.is_available():  # too short to measure: report what there is
             self.t0 = self.t0 or (time.perf_counter(), state.global_step)
-            self.seconds = 0.0; self.on_step_end(args, state, control)
+            self.seconds = 0.0
+            self.on_step_end(args, state, control)
 
 # %% ../notebooks/07b_training.ipynb #2b8f8dfa
 def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None):
     "A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs."
     import traceback
+
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(max(1, int(threads)))
 
     def run(i, job, callbacks=None):
         t0 = time.perf_counter()
-        try: out = fn(job, *shared, callbacks=callbacks)
+        try:
+            out = fn(job, *shared, callbacks=callbacks)
         except BaseException:
-            results.put(("error", i, traceback.format_exc(), os.getpid())); raise SystemExit(1)
-        results.put(("done", i, {"result": out, "wall_s": round(time.perf_counter() - t0, 2), "device": device},
-                     os.getpid()))
+            results.put(("error", i, traceback.format_exc(), os.getpid()))
+            raise SystemExit(1)
+        results.put(
+            ("done", i, {"result": out, "wall_s": round(time.perf_counter() - t0, 2), "device": device}, os.getpid())
+        )
 
     if first is not None:
         run(*first, callbacks=[_ProbeCallback(results)])
-        slot.release()                                        # its implicit slot becomes an ordinary one
+        slot.release()  # its implicit slot becomes an ordinary one
     plan_ready.wait()
     while True:
         slot.acquire()
         item = tasks.get()
-        if item is None: return
+        if item is None:
+            return
         run(*item)
         slot.release()
 
+
 def _importable(fn) -> bool:
     "Whether a spawned process can import `fn` by name: anything but a function of an interactive `__main__` (no file to run again)."
-    if getattr(fn, "__module__", None) != "__main__": return True
+    if getattr(fn, "__module__", None) != "__main__":
+        return True
     return bool(getattr(sys.modules.get("__main__"), "__file__", None))
+
 
 def _pool_size(n_runs: int, workers) -> int | str:
     "`workers` (or `$INDICIPR_TRAIN_WORKERS`) as a count, or 'auto'; 1 where a pool cannot help."
     workers = workers if workers is not None else os.environ.get("INDICIPR_TRAIN_WORKERS") or "auto"
-    if n_runs <= 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1: return 1
-    if workers == "auto": return "auto" if torch.cuda.is_available() else 1
-    try: k = int(workers)
-    except (TypeError, ValueError): raise ValueError(f"workers must be a count or 'auto', not {workers!r}") from None
-    if k < 1: raise ValueError(f"workers must be at least 1, not {k}")
+    if n_runs <= 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return 1
+    if workers == "auto":
+        return "auto" if torch.cuda.is_available() else 1
+    try:
+        k = int(workers)
+    except (TypeError, ValueError):
+        raise ValueError(f"workers must be a count or 'auto', not {workers!r}") from None
+    if k < 1:
+        raise ValueError(f"workers must be at least 1, not {k}")
     return min(k, n_runs)
+
 
 def _device_free_memory(n: int) -> list | None:
     "Free bytes of each CUDA device through NVML (no CUDA context in this process), or None."
     try:
         import pynvml
+
         pynvml.nvmlInit()
-        try: return [pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(d)).free for d in range(n)]
-        finally: pynvml.nvmlShutdown()
-    except Exception: return None
+        try:
+            return [pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(d)).free for d in range(n)]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
 
 def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None = None):
     """Yield `(i, fn(jobs[i], *shared, callbacks=...))` for every job, as each finishes: in this process one after
@@ -565,9 +793,12 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
     size = _pool_size(n, workers)
     info = info if info is not None else {}
     if size != 1 and not _importable(fn):
-        print(f"run_pool: {getattr(fn, '__qualname__', fn)!r} is defined in __main__ (a notebook cell or an interactive session), "
-              "which spawned worker processes cannot import; the runs go one after another in this process "
-              "(call the function from its module, e.g. indicipr.encoders, to run them at once)", file=sys.stderr)
+        print(
+            f"run_pool: {getattr(fn, '__qualname__', fn)!r} is defined in __main__ (a notebook cell or an interactive session), "
+            "which spawned worker processes cannot import; the runs go one after another in this process "
+            "(call the function from its module, e.g. indicipr.encoders, to run them at once)",
+            file=sys.stderr,
+        )
         size = 1
     if size == 1:
         info.update(plan={"workers": 1, "per_device": [1], "limited_by": "sequential", "mps": _mps_active()}, runs={})
@@ -579,6 +810,7 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
         return
     import multiprocessing as mp
     import queue as queue_mod
+
     ctx = mp.get_context("spawn")
     cuda = torch.cuda.is_available()
     n_dev = torch.cuda.device_count() if cuda else 1
@@ -592,33 +824,52 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
     procs = []
     for k in range(procs_n):
         first = (0, jobs[0]) if (size == "auto" and k == 0) else None
-        procs.append(ctx.Process(target=_pool_worker, daemon=True,
-                                 args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first)))
-    for i in range(1 if size == "auto" else 0, n): tasks.put((i, jobs[i]))
-    for _ in procs: tasks.put(None)
+        procs.append(
+            ctx.Process(
+                target=_pool_worker,
+                daemon=True,
+                args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first),
+            )
+        )
+    for i in range(1 if size == "auto" else 0, n):
+        tasks.put((i, jobs[i]))
+    for _ in procs:
+        tasks.put(None)
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     saved = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
-        for p, d in zip(procs, devices):                      # a spawned process starts with this environment
-            if cuda and n_dev > 1: os.environ["CUDA_VISIBLE_DEVICES"] = visible[d] if visible else str(d)
+        for p, d in zip(procs, devices):  # a spawned process starts with this environment
+            if cuda and n_dev > 1:
+                os.environ["CUDA_VISIBLE_DEVICES"] = visible[d] if visible else str(d)
             p.start()
     finally:
-        if saved is None: os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        else: os.environ["CUDA_VISIBLE_DEVICES"] = saved
+        if saved is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
     if size != "auto":
         per = [devices.count(d if cuda else None) for d in range(n_dev)]
         for d, k in enumerate(per):
-            for _ in range(k): slots[d].release()
-        info["plan"] = {"workers": procs_n, "per_device": per, "limited_by": "workers", "mps": _mps_active(), "cpus": cpus}
+            for _ in range(k):
+                slots[d].release()
+        info["plan"] = {
+            "workers": procs_n,
+            "per_device": per,
+            "limited_by": "workers",
+            "mps": _mps_active(),
+            "cpus": cpus,
+        }
         plan_ready.set()
     info["runs"] = {}
     got, planned = 0, size != "auto"
     try:
         while got < n:
-            try: kind, i, payload, pid = results.get(timeout=5)
+            try:
+                kind, i, payload, pid = results.get(timeout=5)
             except queue_mod.Empty:
                 dead = [p for p in procs if p.exitcode not in (None, 0)]
-                if dead: raise RuntimeError(f"a training worker (pid {dead[0].pid}) died with exit code {dead[0].exitcode}")
+                if dead:
+                    raise RuntimeError(f"a training worker (pid {dead[0].pid}) died with exit code {dead[0].exitcode}")
                 continue
             if kind == "error":
                 raise RuntimeError(f"run {i} of {n} failed in a worker process (pid {pid}):\n{payload}")
@@ -626,25 +877,30 @@ def run_pool(fn, jobs: list, shared: tuple = (), workers=None, info: dict | None
                 if not planned:
                     probe = payload if kind == "probe" else None
                     free = _device_free_memory(n_dev) or [probe["free"] if probe else 0] * n_dev
-                    if probe: free[0] = probe["free"]
+                    if probe:
+                        free[0] = probe["free"]
                     plan = plan_pool(n, free, probe, cpus, _mps_active())
                     plan["workers"] = min(plan["workers"], procs_n)
                     per = [min(k, devices.count(d if cuda else None)) for d, k in enumerate(plan["per_device"])]
                     per[0] = max(1, per[0])
                     plan["per_device"], plan["probe"] = per, probe
                     for d, k in enumerate(per):
-                        for _ in range(k - 1 if d == 0 else k): slots[d].release()
+                        for _ in range(k - 1 if d == 0 else k):
+                            slots[d].release()
                     info["plan"], planned = plan, True
                     plan_ready.set()
-                if kind == "probe": continue
+                if kind == "probe":
+                    continue
             info["runs"][i] = {"wall_s": payload["wall_s"], "worker": pid, "device": payload["device"]}
             got += 1
             yield i, payload["result"]
     finally:
-        if got == n:                                          # workers still waiting for a slot go on to their `None`
+        if got == n:  # workers still waiting for a slot go on to their `None`
             plan_ready.set()
             for s in slots:
-                for _ in procs: s.release()
+                for _ in procs:
+                    s.release()
         for p in procs:
             p.join(timeout=30 if got == n else 0)
-            if p.is_alive(): p.terminate()
+            if p.is_alive():
+                p.terminate()

@@ -1,4 +1,5 @@
 """Fixtures shared by the test files. Plain helpers (paths, readers, loopback servers, skip guards) are in helpers.py."""
+
 import copy
 
 import pytest
@@ -18,7 +19,9 @@ def root(tmp_path, monkeypatch):
 def tmp_data_dir(tmp_path, monkeypatch):
     "`data_dir()` (predictions, caches) in a temporary folder; the rest of the project stays where it is."
     from indicipr import metrics
-    for module in (core, metrics): monkeypatch.setattr(module, "data_dir", lambda: tmp_path)   # metrics writes the predictions
+
+    for module in (core, metrics):
+        monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # metrics writes the predictions
     return tmp_path
 
 
@@ -44,4 +47,5 @@ def qa_test_records(splits):
 def statute_sections():
     "The real statute sections the project holds, every batch (../shared/statutes, else the committed copies), checked."
     from indicipr.corpus import read_sections_jsonl, statutes_jsonl_paths
+
     return read_sections_jsonl(statutes_jsonl_paths())

@@ -16,6 +16,7 @@ Every request is recorded (`requests`: path, body, Authorization header, time; `
 of GET requests), and the largest number of requests handled at the same time is kept in
 `max_in_flight`.
 """
+
 import json
 import re
 import threading
@@ -41,11 +42,22 @@ def qa_reply(body: dict) -> str:
     context = m.group(1) if m else prompt
     title = re.search(r"^Title: (.*)$", prompt, re.M)
     words = context.split()
-    return json.dumps({"items": [
-        {"question": f"What does {title.group(1) if title else 'this provision'} begin with?",
-         "answer": " ".join(words[:6]), "question_type": "other"},
-        {"question": "Which words close the provision?", "answer": " ".join(words[-4:]), "question_type": "other"},
-    ]})
+    return json.dumps(
+        {
+            "items": [
+                {
+                    "question": f"What does {title.group(1) if title else 'this provision'} begin with?",
+                    "answer": " ".join(words[:6]),
+                    "question_type": "other",
+                },
+                {
+                    "question": "Which words close the provision?",
+                    "answer": " ".join(words[-4:]),
+                    "question_type": "other",
+                },
+            ]
+        }
+    )
 
 
 class FakeLLM(LoopbackServer):
@@ -66,38 +78,70 @@ class FakeLLM(LoopbackServer):
 
         class Handler(JSONHandler):
             def do_GET(self):
-                with fake._lock: fake.gets.append(self.path)
+                with fake._lock:
+                    fake.gets.append(self.path)
                 self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with fake._lock:
                     action = fake.script.pop(0) if fake.script else "ok"
-                    fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization"),
-                                          "t": time.monotonic(), "action": action})
+                    fake.requests.append(
+                        {
+                            "path": self.path,
+                            "body": body,
+                            "auth": self.headers.get("Authorization"),
+                            "t": time.monotonic(),
+                            "action": action,
+                        }
+                    )
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
-                    if fake.delay: time.sleep(fake.delay)
+                    if fake.delay:
+                        time.sleep(fake.delay)
                     kind = action if isinstance(action, str) else action[0]
                     if kind == "status":
                         _, code, headers, payload = action
                         return self._send(code, payload, headers)
-                    if kind == "sleep": time.sleep(action[1])
+                    if kind == "sleep":
+                        time.sleep(action[1])
                     content, finish = fake.reply(body), "stop"
-                    if kind == "content": content = action[1]
-                    if kind == "finish": content, finish = action[1], action[2]
-                    if self.path.endswith("/api/chat"):        # Ollama's native chat API
-                        return self._send(200, {"model": body.get("model"), "created_at": "2025-01-01T00:00:00Z",
-                                                "message": {"role": "assistant", "content": content},
-                                                "done": True, "done_reason": finish})
-                    self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                                     "model": body.get("model", fake.model),
-                                     "choices": [{"index": 0, "finish_reason": finish,
-                                                  "message": {"role": "assistant", "content": content}}],
-                                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                    if kind == "content":
+                        content = action[1]
+                    if kind == "finish":
+                        content, finish = action[1], action[2]
+                    if self.path.endswith("/api/chat"):  # Ollama's native chat API
+                        return self._send(
+                            200,
+                            {
+                                "model": body.get("model"),
+                                "created_at": "2025-01-01T00:00:00Z",
+                                "message": {"role": "assistant", "content": content},
+                                "done": True,
+                                "done_reason": finish,
+                            },
+                        )
+                    self._send(
+                        200,
+                        {
+                            "id": "chatcmpl-fake",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": body.get("model", fake.model),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": finish,
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                        },
+                    )
                 finally:
-                    with fake._lock: fake.in_flight -= 1
+                    with fake._lock:
+                        fake.in_flight -= 1
 
         self.base_url = f"http://127.0.0.1:{self._serve(Handler)}/v1"
         return self

@@ -2,6 +2,7 @@
 
 Paths are the checkout's own, fixed at import: some tests move the project root (`INDICIPR_ROOT`, the `root`
 fixture) and still need the committed fixtures and recordings."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,10 +16,10 @@ import pytest
 
 from indicipr import core, cli
 
-ROOT = Path(__file__).resolve().parents[1]            # the checkout
-BIN = Path(sys.executable).parent                     # the virtualenv's console scripts (indicipr, nbdev_*)
-QA_SMALL = ROOT / "tests" / "fixtures" / "qa_small"    # official-format files cut from real statute text
-SHARED = core.shared_dir()                            # ../shared beside the checkout (or None), before any root move
+ROOT = Path(__file__).resolve().parents[1]  # the checkout
+BIN = Path(sys.executable).parent  # the virtualenv's console scripts (indicipr, nbdev_*)
+QA_SMALL = ROOT / "tests" / "fixtures" / "qa_small"  # official-format files cut from real statute text
+SHARED = core.shared_dir()  # ../shared beside the checkout (or None), before any root move
 
 
 # ---------------------------------------------------------------- committed data
@@ -35,10 +36,15 @@ def read_qa_small_all() -> dict[str, list[dict]]:
 def recorded_generations() -> list[dict]:
     "The recorded generation replies the sample is rebuilt from, every batch: the committed copies, else ../shared/sample."
     from indicipr.corpus import batch_files
+
     local = ROOT / "data" / "sample" / "recorded"
     files = batch_files(local, "generations") if local.is_dir() else []
-    if not files and SHARED is not None: files = batch_files(SHARED / "sample", "generations")
-    if not files: pytest.fail(f"no recorded generations: neither {local}/generations.jsonl nor ../shared/sample/generations.jsonl exists")
+    if not files and SHARED is not None:
+        files = batch_files(SHARED / "sample", "generations")
+    if not files:
+        pytest.fail(
+            f"no recorded generations: neither {local}/generations.jsonl nor ../shared/sample/generations.jsonl exists"
+        )
     return [r for f in files for r in core.read_jsonl(f)]
 
 
@@ -47,10 +53,22 @@ def recorded_candidates() -> list[dict]:
     out = []
     for r in recorded_generations():
         for n, it in enumerate(json.loads(r["response"])["items"], 1):
-            out.append({"candidate_id": f"{r['context_id']}_q{n}", "context_id": r["context_id"], "act": r["act"],
-                        "section": r["section"], "title": r["title"], "context": r["context"], "question": it["question"],
-                        "answer": it["answer"], "question_type": it["question_type"], "model": r["model"],
-                        "parse_error": None, "raw": None})
+            out.append(
+                {
+                    "candidate_id": f"{r['context_id']}_q{n}",
+                    "context_id": r["context_id"],
+                    "act": r["act"],
+                    "section": r["section"],
+                    "title": r["title"],
+                    "context": r["context"],
+                    "question": it["question"],
+                    "answer": it["answer"],
+                    "question_type": it["question_type"],
+                    "model": r["model"],
+                    "parse_error": None,
+                    "raw": None,
+                }
+            )
     return out
 
 
@@ -61,8 +79,11 @@ def write_prediction_file(path: Path, preds: dict[str, str], layout: str | None 
     path = Path(path)
     layout = layout or ("jsonl" if path.suffix == ".jsonl" else "dict")
     records = [{"id": k, "prediction_text": v} for k, v in preds.items()]
-    text = {"jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records),
-            "records": lambda: json.dumps(records), "dict": lambda: json.dumps(preds)}[layout]()
+    text = {
+        "jsonl": lambda: "".join(json.dumps(r) + "\n" for r in records),
+        "records": lambda: json.dumps(records),
+        "dict": lambda: json.dumps(preds),
+    }[layout]()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
@@ -78,6 +99,7 @@ def run_stage_notebook(name: str, out: Path, params: dict) -> Path:
 def notebook_output_text(path: Path) -> str:
     "All text the cells of an executed notebook printed or displayed."
     import nbformat
+
     out = []
     for cell in nbformat.read(str(path), as_version=4).cells:
         for o in cell.get("outputs", []):
@@ -101,7 +123,11 @@ def port_open(port: int) -> bool:
 
 # ---------------------------------------------------------------- skip guards
 # In CI (`CI` set) a missing dependency fails the test instead of skipping it: the CI setup installs it.
-needs_llama_cpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
-                                     reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')")
-needs_lm_eval = pytest.mark.skipif(importlib.util.find_spec("lm_eval") is None and not os.environ.get("CI"),
-                                   reason="lm-evaluation-harness is not installed (pip install -e '.[lm-eval]')")
+needs_llama_cpp = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None and not os.environ.get("CI"),
+    reason="llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')",
+)
+needs_lm_eval = pytest.mark.skipif(
+    importlib.util.find_spec("lm_eval") is None and not os.environ.get("CI"),
+    reason="lm-evaluation-harness is not installed (pip install -e '.[lm-eval]')",
+)

@@ -19,6 +19,7 @@
    the new folder, and prints each stage's count beside the card's and the filter table; `data/sample/` (checkout and
    copy) must be byte-identical afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,31 +42,54 @@ from indicipr import core  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD_CONTEXTS = core.CARD["construction"]["initial_contexts"]
-LLM_ENV = ("INDICIPR_LLM_ENDPOINTS", "INDICIPR_LLM_BASE_URL", "INDICIPR_LLM_API_KEY", "INDICIPR_LLM_MODEL",
-           "INDICIPR_GENERATION_MODEL", "INDICIPR_QA_MODELS", "INDICIPR_JUDGE_MODELS", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+LLM_ENV = (
+    "INDICIPR_LLM_ENDPOINTS",
+    "INDICIPR_LLM_BASE_URL",
+    "INDICIPR_LLM_API_KEY",
+    "INDICIPR_LLM_MODEL",
+    "INDICIPR_GENERATION_MODEL",
+    "INDICIPR_QA_MODELS",
+    "INDICIPR_JUDGE_MODELS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def cache_keys(path: Path) -> set[str]:
     "Keys of the complete lines of a response cache (a line cut by the kill is not a reply)."
     keys = set()
-    if not path.exists(): return keys
+    if not path.exists():
+        return keys
     for line in path.read_bytes().split(b"\n"):
-        try: keys.add(json.loads(line)["key"])
-        except (ValueError, KeyError): pass
+        try:
+            keys.add(json.loads(line)["key"])
+        except (ValueError, KeyError):
+            pass
     return keys
 
 
 def build_env(checkout: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
-    env.update({"INDICIPR_ROOT": str(checkout), "INDICIPR_YES": "1", "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
-                "TOKENIZERS_PARALLELISM": "false"})
+    env.update(
+        {
+            "INDICIPR_ROOT": str(checkout),
+            "INDICIPR_YES": "1",
+            "MPLBACKEND": "Agg",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     shared = ROOT.parent / "shared"
-    if shared.is_dir() and "INDICIPR_SHARED" not in env: env["INDICIPR_SHARED"] = str(shared)
+    if shared.is_dir() and "INDICIPR_SHARED" not in env:
+        env["INDICIPR_SHARED"] = str(shared)
     return env
 
 
@@ -87,6 +111,7 @@ def request_prompts(contexts: list[dict], model: str, questions_per_context: int
     from indicipr import llm
     from indicipr import generate
     from indicipr.core import stage_settings
+
     settings = stage_settings(generate.PROFILE_DEFAULTS, "paper")
     out = {}
     for c in contexts:
@@ -97,10 +122,13 @@ def request_prompts(contexts: list[dict], model: str, questions_per_context: int
 
 
 class Checks:
-    def __init__(self): self.failed = []
+    def __init__(self):
+        self.failed = []
+
     def __call__(self, name: str, ok: bool, detail: str = "") -> bool:
         print(f"  [{'ok' if ok else 'FAIL'}] {name}{': ' + detail if detail else ''}", flush=True)
-        if not ok: self.failed.append(name)
+        if not ok:
+            self.failed.append(name)
         return ok
 
 
@@ -122,69 +150,126 @@ def main(argv=None) -> int:
     check = Checks()
 
     from indicipr.corpus import read_sections_jsonl, section_contexts
+
     records = read_sections_jsonl(ROOT / "data" / "sample" / "statutes" / "sections.jsonl")
     t0 = time.time()
     typeset = typeset_acts(records, work / "pdfs", target_contexts=args.target_contexts)
     n_typeset = sum(len(section_contexts(s)) for secs in typeset.values() for s in secs)
     n_sections = sum(len(v) for v in typeset.values())
-    print(f"typeset {len(typeset)} Acts: {n_sections} sections ({n_sections - len(records)} of them REUSED from the "
-          f"{len(records)} sections the project holds, with varied numbering), {n_typeset} contexts "
-          f"(card: {CARD_CONTEXTS}) in {time.time() - t0:.0f}s", flush=True)
+    print(
+        f"typeset {len(typeset)} Acts: {n_sections} sections ({n_sections - len(records)} of them REUSED from the "
+        f"{len(records)} sections the project holds, with varied numbering), {n_typeset} contexts "
+        f"(card: {CARD_CONTEXTS}) in {time.time() - t0:.0f}s",
+        flush=True,
+    )
 
     env = build_env(checkout)
     cache = checkout / "data" / "cache" / "llm" / "generate.jsonl"
     folder = checkout / "data" / "build" / args.tag
     with OpenAIStandIn(faults=Faults(rate=args.fault_rate)) as server:
-        cmd = [exe, "build", "--tag", args.tag, "--statutes", str(work / "pdfs"), "--profile", "paper", "--yes",
-               "-p", "llm_endpoints", f"*={server.base_url}", "-p", "concurrency", str(args.concurrency)]
+        cmd = [
+            exe,
+            "build",
+            "--tag",
+            args.tag,
+            "--statutes",
+            str(work / "pdfs"),
+            "--profile",
+            "paper",
+            "--yes",
+            "-p",
+            "llm_endpoints",
+            f"*={server.base_url}",
+            "-p",
+            "concurrency",
+            str(args.concurrency),
+        ]
         t0 = time.time()
         rc, killed = run_build([*cmd, "--run-dir", str(work / "run1")], env, cache, args.kill_at)
         at_kill = cache_keys(cache)
         served_at_kill = sum(server.served.values())
-        check("the build was killed mid-generation", killed and 0 < len(at_kill),
-              f"killed={killed}, {len(at_kill)} replies cached, {served_at_kill} served, after {time.time() - t0:.0f}s")
+        check(
+            "the build was killed mid-generation",
+            killed and 0 < len(at_kill),
+            f"killed={killed}, {len(at_kill)} replies cached, {served_at_kill} served, after {time.time() - t0:.0f}s",
+        )
         rc, _ = run_build([*cmd, "--run-dir", str(work / "run2")], env)
         check("the resumed build finished", rc == 0, f"exit {rc} after {time.time() - t0:.0f}s in all")
         stats = server.summary()
         repeated = server.repeated()
     if rc != 0:
-        print("rebuild rehearsal: FAILED (the build did not finish)"); return 1
+        print("rebuild rehearsal: FAILED (the build did not finish)")
+        return 1
 
     from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
+
     contexts = list(read_jsonl(folder / "contexts.jsonl"))
     by_prompt = request_prompts(contexts, "gpt-4o")
     cached_prompts = {by_prompt[k] for k in at_kill if k in by_prompt}
     again = {h for (_, h) in repeated}
-    check("contexts at the card's scale", abs(len(contexts) - CARD_CONTEXTS) <= 0.02 * CARD_CONTEXTS, f"{len(contexts)} vs {CARD_CONTEXTS}")
-    check("no cached reply was requested again", not (again & cached_prompts), f"{len(again & cached_prompts)} repeated")
-    check("repeats only for the requests in flight at the kill", len(again) <= args.concurrency,
-          f"{len(again)} re-sent (at most {args.concurrency} were in flight)")
-    check("every context got exactly one stored reply", len(cache_keys(cache) & set(by_prompt)) == len(contexts)
-          and stats["by_model_kind"].get("gpt-4o generation") == len(contexts) + len(again),
-          f"{stats['by_model_kind']}")
+    check(
+        "contexts at the card's scale",
+        abs(len(contexts) - CARD_CONTEXTS) <= 0.02 * CARD_CONTEXTS,
+        f"{len(contexts)} vs {CARD_CONTEXTS}",
+    )
+    check(
+        "no cached reply was requested again", not (again & cached_prompts), f"{len(again & cached_prompts)} repeated"
+    )
+    check(
+        "repeats only for the requests in flight at the kill",
+        len(again) <= args.concurrency,
+        f"{len(again)} re-sent (at most {args.concurrency} were in flight)",
+    )
+    check(
+        "every context got exactly one stored reply",
+        len(cache_keys(cache) & set(by_prompt)) == len(contexts)
+        and stats["by_model_kind"].get("gpt-4o generation") == len(contexts) + len(again),
+        f"{stats['by_model_kind']}",
+    )
     generations = list(read_jsonl(folder / "generations.jsonl"))
     check("generations.jsonl complete", len(generations) == len(contexts) and all(g["response"] for g in generations))
     splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}
-    check("four valid official files", len(splits["merged"]) > 0 and len(splits["merged"]) == sum(len(splits[s]) for s in ("train", "validation", "test")),
-          ", ".join(f"{s} {len(v)}" for s, v in splits.items()))
+    check(
+        "four valid official files",
+        len(splits["merged"]) > 0
+        and len(splits["merged"]) == sum(len(splits[s]) for s in ("train", "validation", "test")),
+        ", ".join(f"{s} {len(v)}" for s, v in splits.items()),
+    )
 
     t0 = time.time()
-    score = [exe, "reproduce", "--profile", "paper", "--data-source", str(folder), "--only", "01,02,03,04",
-             "--figures-dir", str(work / "score_figures"), "--run-dir", str(work / "score_run")]
+    score = [
+        exe,
+        "reproduce",
+        "--profile",
+        "paper",
+        "--data-source",
+        str(folder),
+        "--only",
+        "01,02,03,04",
+        "--figures-dir",
+        str(work / "score_figures"),
+        "--run-dir",
+        str(work / "score_run"),
+    ]
     print("$", " ".join(score), flush=True)
     rc = subprocess.run(score, env=env).returncode
     check("the score job ran on the rebuilt folder", rc == 0, f"exit {rc} in {time.time() - t0:.0f}s")
 
     import pandas as pd
+
     tables = folder / "figures" / "tables"
     print("\nconstruction stages, this build beside the card:")
     print(pd.read_csv(tables / f"construction_counts_{args.tag}.csv").to_string(index=False))
     print("\nthe nine filters on this build:")
     print(pd.read_csv(tables / f"filters_{args.tag}.csv").to_string(index=False))
-    check("data/sample/ untouched (checkout and copy)", digests(ROOT / "data" / "sample") == real_sample
-          and digests(checkout / "data" / "sample") == copy_sample)
-    print(f"\nstand-in: {stats}\nwork folder: {work}\nrebuild rehearsal: "
-          f"{'FAILED: ' + ', '.join(check.failed) if check.failed else 'all checks passed'} in {time.time() - t_start:.0f}s")
+    check(
+        "data/sample/ untouched (checkout and copy)",
+        digests(ROOT / "data" / "sample") == real_sample and digests(checkout / "data" / "sample") == copy_sample,
+    )
+    print(
+        f"\nstand-in: {stats}\nwork folder: {work}\nrebuild rehearsal: "
+        f"{'FAILED: ' + ', '.join(check.failed) if check.failed else 'all checks passed'} in {time.time() - t_start:.0f}s"
+    )
     return 1 if check.failed else 0
 
 

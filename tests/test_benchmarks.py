@@ -1,4 +1,5 @@
 """Smoke tests of the benchmark scripts (tiny inputs; the real runs are documented in their docstrings)."""
+
 import json
 import subprocess
 import sys
@@ -25,55 +26,72 @@ def test_gpu_finetune_tiny_runs_every_part(tmp_path):
     at the table's recipe; the table sequential, pooled (2 worker processes) and a rerun alone, through the hub stand-in;
     inference. On a CPU a pooled run is its sequential twin exactly, and so is a rerun."""
     out = tmp_path / "g.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_finetune.py"), "--tiny", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
     a = res["speed"]
     assert a["windows"] == 64 and a["batch_size"] == 12 and a["epochs"] == 1.0
     sy = a["systems"]
-    assert set(sy) == {"plain", "trainer+packing", "loop"}                        # no CUDA graphs on a CPU
-    assert len({r["steps"] for r in sy.values()}) == 1 and sy["loop"]["steps"] == 6      # ⌈64 / 12⌉: the same recipe
+    assert set(sy) == {"plain", "trainer+packing", "loop"}  # no CUDA graphs on a CPU
+    assert len({r["steps"] for r in sy.values()}) == 1 and sy["loop"]["steps"] == 6  # ⌈64 / 12⌉: the same recipe
     assert sy["plain"]["padding"] == "all to 384" and sy["loop"]["padding"].startswith("length-grouped")
     for r in sy.values():
-        assert r["examples_per_s"] == 64 / r["train_runtime"] and r["x_plain"] == r["examples_per_s"] / sy["plain"]["examples_per_s"]
+        assert (
+            r["examples_per_s"] == 64 / r["train_runtime"]
+            and r["x_plain"] == r["examples_per_s"] / sy["plain"]["examples_per_s"]
+        )
     assert res["table_train_options"] == {"engine": "loop", "cuda_graphs": False}
     seq, pooled, rerun = res["sequential"], res["pooled"], res["rerun"]
-    assert [r["system"] for r in seq["runs"]] == [r["system"] for r in pooled["runs"]] == ["inlegalbert_seed0", "inlegalbert_seed1"]
+    assert (
+        [r["system"] for r in seq["runs"]]
+        == [r["system"] for r in pooled["runs"]]
+        == ["inlegalbert_seed0", "inlegalbert_seed1"]
+    )
     assert pooled["pool"]["plan"]["workers"] == 2 and len({r["worker"] for r in pooled["pool"]["runs"].values()}) == 2
     assert seq["pool"]["plan"]["limited_by"] == "sequential" and all(r["steps"] == 2 for r in seq["runs"])
     c = res["pooled_vs_sequential"]
     assert c["twins"] == 2 and c["max_abs_f1_diff"] == 0 and all(r["identical_curve"] for r in c["runs"])
-    assert res["rerun_vs_sequential"]["runs"][0]["identical_curve"] and rerun["runs"][0]["system"] == "inlegalbert_seed0"
+    assert (
+        res["rerun_vs_sequential"]["runs"][0]["identical_curve"] and rerun["runs"][0]["system"] == "inlegalbert_seed0"
+    )
     st = seq["settings"]
-    assert st["checkpoint"] == "law-ai/InLegalBERT" and st["revision"]                    # downloaded from the stand-in
+    assert st["checkpoint"] == "law-ai/InLegalBERT" and st["revision"]  # downloaded from the stand-in
     assert (st["layers"], st["hidden"], st["eval_questions"], st["batch_size"]) == (2, 128, 344, 12)
     i = rerun["inference"]
     assert i["questions"] == 344 and i["questions_per_s"] > 0 and i["windows"] >= 344
-    summary = proc.stdout[proc.stdout.index("== gpu_finetune summary"):]
+    summary = proc.stdout[proc.stdout.index("== gpu_finetune summary") :]
     assert all(f"({k})" in summary for k in "abcde") and "questions/s" in summary and "pooled vs sequential" in summary
 
 
 def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):
     import importlib
+
     sys.path.insert(0, str(ROOT / "benchmarks"))
     gpu_finetune = importlib.import_module("gpu_finetune")
     monkeypatch.setenv("OUT", str(tmp_path))
     assert gpu_finetune.default_out() == tmp_path / "gpu_finetune.json"
     monkeypatch.delenv("OUT")
     assert gpu_finetune.default_out() == ROOT / "benchmarks" / "out" / "gpu_finetune.json"
-    command = [l.strip() for l in gpu_finetune.__doc__.splitlines() if "python3 benchmarks/gpu_finetune.py" in l]
-    assert len(command) == 1 and len(command[0]) < 2000       # the device command: one line
+    command = [
+        line.strip() for line in gpu_finetune.__doc__.splitlines() if "python3 benchmarks/gpu_finetune.py" in line
+    ]
+    assert len(command) == 1 and len(command[0]) < 2000  # the device command: one line
 
 
 def test_long_context_questions_keep_exact_gold_spans():
     import qa_inference
+
     recs = [dict(r) for s in ("train", "validation", "test") for r in core.load_benchmark(str(FIXTURE))[s]]
     qs = qa_inference.long_context_questions(recs, min_words=350)
     assert len(qs) == 2 * len(recs) and len({q["id"] for q in qs}) == len(qs)
     for q in qs:
         a, s = q["answers"]["text"][0], q["answers"]["answer_start"][0]
-        assert q["context"][s:s + len(a)] == a
+        assert q["context"][s : s + len(a)] == a
     long = [q for q in qs if len(q["context"].split()) >= 350]
     assert len(long) / len(qs) > 0.9
     assert any(q["answers"]["answer_start"][0] > 1500 for q in qs if q["id"].endswith("#last"))
@@ -85,8 +103,16 @@ def test_forward_flops_matches_torch_flop_counter():
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import BertConfig, BertForQuestionAnswering
     import qa_inference
-    cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                     max_position_embeddings=64, attn_implementation="eager")  # the counter sees eager attention's matmuls
+
+    cfg = BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )  # the counter sees eager attention's matmuls
     model = BertForQuestionAnswering(cfg).eval()
     total = 0
     for n in (17, 40):
@@ -94,7 +120,9 @@ def test_forward_flops_matches_torch_flop_counter():
             model(input_ids=torch.randint(0, 100, (1, n)))
         total += fc.get_total_flops()
     assert qa_inference.forward_flops([17, 40], layers=2, hidden=32, intermediate=64) == total
-    assert qa_inference.forward_flops([40], 2, 32, 64) > 2 * qa_inference.forward_flops([20], 2, 32, 64)  # attention is quadratic
+    assert qa_inference.forward_flops([40], 2, 32, 64) > 2 * qa_inference.forward_flops(
+        [20], 2, 32, 64
+    )  # attention is quadratic
 
 
 def test_floor_counts_the_products_at_ours_padded_batch_shapes():
@@ -102,6 +130,7 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     import numpy as np
     import qa_inference
     from indicipr import qa_model as QM
+
     tok = QM.load_tokenizer("minilm-l6")
     recs = [dict(r) for r in core.load_benchmark(str(FIXTURE))["test"]]
     w = QM.encode_windows(recs, tok, 128, 32)
@@ -110,14 +139,16 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     dims = dict(layers=2, hidden=32, intermediate=64)
     padded = [L for B, L in want for _ in range(B)]
     assert qa_inference.products_flops(want, heads=4, **dims) == qa_inference.forward_flops(padded, **dims)
-    assert qa_inference.products_flops(want, heads=4, **dims) > qa_inference.forward_flops(w.lengths, **dims)  # padding counts
+    assert qa_inference.products_flops(want, heads=4, **dims) > qa_inference.forward_flops(
+        w.lengths, **dims
+    )  # padding counts
     floor = qa_inference.MatmulFloor(want[:4], heads=4, threads=2, **dims)
     times = floor.run()
     assert sorted(times) == ["1 process x 2 threads", "2 workers x 1 thread"] and all(t > 0 for t in times.values())
     assert list(floor.run(limit=1)) == list(times) and np.isfinite(list(times.values())).all()
 
 
-FAKE_PEER = '''
+FAKE_PEER = """
 import argparse, json, sys, time
 p = argparse.ArgumentParser(); p.add_argument("script"); p.add_argument("--serve", action="store_true")
 p.add_argument("--model"); p.add_argument("--questions"); p.add_argument("--threads")
@@ -129,14 +160,14 @@ for line in sys.stdin:
     req = json.loads(line); time.sleep(0.01)
     print("RESULT " + json.dumps({"batch_size": req["batch_size"], "max_answer_len": req["max_answer_len"],
                                   "seconds": 0.5, "predictions": {i: "" for i in ids}}), flush=True)
-'''
+"""
 
 
 def _fake_peer(tmp_path) -> Path:
     "A `--peer-python` that answers the --serve protocol with empty answers (the real peer needs transformers 4)."
     (tmp_path / "fake_peer.py").write_text(FAKE_PEER)
     exe = tmp_path / "fake-python"
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'fake_peer.py'} \"$@\"\n")
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} {tmp_path / "fake_peer.py"} "$@"\n')
     exe.chmod(0o755)
     return exe
 
@@ -146,35 +177,70 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     import pytest
     import qa_inference
     from transformers import BertConfig, BertForQuestionAnswering
-    from indicipr import encoders as E, qa_model as QM
+    from indicipr import qa_model as QM
+
     tok = QM.load_tokenizer("minilm-l6")
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=512)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     model_dir = tmp_path / "tiny"
-    BertForQuestionAnswering(cfg).save_pretrained(model_dir); tok.save_pretrained(model_dir)
+    BertForQuestionAnswering(cfg).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
     engine = "openvino" if QM.openvino_available() else "torch"
-    argv = ["--model", str(model_dir), "--data-source", str(FIXTURE), "--limit", "6", "--repeats", "2", "--threads", "2",
-            "--peer-batch-sizes", "1", "8", "--engine", engine, "--no-int8", "--no-peer-default-len",
-            "--peer-python", str(_fake_peer(tmp_path)), "--out", str(tmp_path / "out")]
+    argv = [
+        "--model",
+        str(model_dir),
+        "--data-source",
+        str(FIXTURE),
+        "--limit",
+        "6",
+        "--repeats",
+        "2",
+        "--threads",
+        "2",
+        "--peer-batch-sizes",
+        "1",
+        "8",
+        "--engine",
+        engine,
+        "--no-int8",
+        "--no-peer-default-len",
+        "--peer-python",
+        str(_fake_peer(tmp_path)),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert qa_inference.main(argv) == 0
     res = json.loads((tmp_path / "out" / "qa_inference.json").read_text())
     kinds = [r["kind"] for r in res["rows"]]
     assert kinds == ["ours", "peer", "ours-torch", "peer", "ours-decoding"] and res["rounds"] == 2
     assert [r["runs"] for r in res["rows"]] == [2, 2, 2, 2, 1]
     for r in res["rows"][:4]:
-        assert r["seconds"]["min"] <= r["seconds"]["median"] <= r["seconds"]["max"] and r["floor / system"]["median"] > 0
-    assert res["rows"][1]["seconds"] == {"median": 0.5, "min": 0.5, "max": 0.5}      # the peer's own timing is used
+        assert (
+            r["seconds"]["min"] <= r["seconds"]["median"] <= r["seconds"]["max"] and r["floor / system"]["median"] > 0
+        )
+    assert res["rows"][1]["seconds"] == {"median": 0.5, "min": 0.5, "max": 0.5}  # the peer's own timing is used
     assert len(res["floor"]["rounds"]) == 2 and all(len(t) == 2 for t in res["floor"]["rounds"])
     assert res["answers_identical_to_torch"] and res["answers_differing"] == 0 and res["engine"] == engine
-    if engine == "openvino": assert res["logit_check"]["max_abs_diff"] < 1e-5
+    if engine == "openvino":
+        assert res["logit_check"]["max_abs_diff"] < 1e-5
     # answers that differ from the torch path fail the run (after the figures are printed)
     import functools
+
     real = QM.predict_answers
+
     @functools.wraps(real)
     def off_by_one(model, tok, records, engine="auto", **kw):
         ans = real(model, tok, records, engine=engine, **kw)
-        if engine != "torch": ans[0].text += "!"
+        if engine != "torch":
+            ans[0].text += "!"
         return ans
+
     monkeypatch.setattr(QM, "predict_answers", off_by_one)
     assert qa_inference.main(argv[:-1] + [str(tmp_path / "out2")]) == 1
     assert not json.loads((tmp_path / "out2" / "qa_inference.json").read_text())["answers_identical_to_torch"]

@@ -1,15 +1,16 @@
 """BM25 baselines on real statutory text (the fixture built from the recorded generations)."""
+
 import pytest
 
 from helpers import QA_SMALL as FIXTURE, read_qa_small
-from indicipr import bm25, core, metrics
+from indicipr import bm25, metrics
 from indicipr.metrics import exact_match, token_f1
 
 
 def test_predictions_are_context_spans_and_deterministic(qa_test_records):
     for system in bm25.SYSTEMS:
         a = bm25.predict_records(qa_test_records, system)
-        assert a == bm25.predict_records(list(reversed(qa_test_records)), system)     # order-independent
+        assert a == bm25.predict_records(list(reversed(qa_test_records)), system)  # order-independent
         assert set(a) == {r["id"] for r in qa_test_records}
         for r in qa_test_records:
             assert a[r["id"]] and a[r["id"]] in r["context"]
@@ -28,7 +29,7 @@ def test_oracle_window_finds_the_answer_when_the_question_is_the_answer(qa_test_
     for r in qa_test_records:
         gold = r["answers"]["text"][0]
         hits += exact_match(bm25.oracle_window_answer(gold, r["context"], bm25.gold_token_count(gold)), gold)
-    assert hits / len(qa_test_records) >= 0.9      # windows are white-space tokens: trailing punctuation is normalised away
+    assert hits / len(qa_test_records) >= 0.9  # windows are white-space tokens: trailing punctuation is normalised away
 
 
 def test_retrieval_returns_the_clause_that_is_asked_for(qa_test_records):
@@ -45,7 +46,7 @@ def test_clauses_cover_the_context_in_order(qa_test_records):
         spans = bm25.clause_spans(r["context"])
         assert all(a < b for a, b in spans) and all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:]))
         covered = "".join(r["context"][a:b] for a, b in spans)
-        assert bm25.bm25_tokens(covered) == bm25.bm25_tokens(r["context"])   # no word lost
+        assert bm25.bm25_tokens(covered) == bm25.bm25_tokens(r["context"])  # no word lost
 
 
 def test_run_writes_predictions(tmp_data_dir):
@@ -54,7 +55,7 @@ def test_run_writes_predictions(tmp_data_dir):
     for system in bm25.SYSTEMS:
         path = tmp_data_dir / "predictions" / "qa_small" / f"{system}.jsonl"
         written = metrics.read_predictions(path)
-        assert written == results[system][0] and set(written) == set(gold)      # every test question, nothing else
+        assert written == results[system][0] and set(written) == set(gold)  # every test question, nothing else
         assert metrics.read_prediction_meta(path)["family"] == "lexical"
         # the reported F1 is the written predictions' F1 against the test split's gold answers
         expected = 100 * sum(token_f1(written[i], golds) for i, golds in gold.items()) / len(gold)

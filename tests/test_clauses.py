@@ -1,5 +1,6 @@
 """The statutory structure of `indicipr.clauses` on every real context the project holds (both statute batches,
 cleaned by the corpus stage, and the sample's recorded contexts), and the synthetic questions built from it."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,7 +24,7 @@ def test_units_nest_and_cover_their_words(contexts):
         for i, u in enumerate(units):
             kinds.add(u.kind)
             assert u.start <= u.body <= u.end <= len(text)
-            if u.parent is not None:                                  # a child lies inside its parent, one level down
+            if u.parent is not None:  # a child lies inside its parent, one level down
                 p = units[u.parent]
                 assert p.start < u.start and u.end <= p.end and C.LEVELS[p.kind] < C.LEVELS[u.kind]
             a, b = C.unit_span(text, units, i)
@@ -41,9 +42,12 @@ def test_boundaries_are_offsets_of_the_text(contexts):
 
 def test_every_synthetic_answer_is_a_span_of_its_context(contexts):
     n = 0
-    for k, text in enumerate(contexts):
+    for _k, text in enumerate(contexts):
         for q in C.clause_questions(text, "12") + C.gap_questions(text, "12", per_piece=2):
-            assert text[q["answer_start"]:q["answer_start"] + len(q["answer"])] == q["answer"] and q["answer"].strip() == q["answer"]
+            assert (
+                text[q["answer_start"] : q["answer_start"] + len(q["answer"])] == q["answer"]
+                and q["answer"].strip() == q["answer"]
+            )
             assert q["question"].endswith("?") and q["answer"] not in ("", q["question"])
             n += 1
     assert n > 5 * len(contexts)

@@ -1,6 +1,7 @@
 """Foundation tests: the official schema, benchmark loading, errors that name file:line, the
 runner, and the nbdev/papermill plumbing (parameters tag survives nbdev_clean; the sync check
 fails when a notebook is edited without export)."""
+
 import json
 import os
 import shutil
@@ -21,11 +22,19 @@ def official_folder(tmp_path, statute_sections):
         ctx = " ".join(sec["text"].split())
         answer = ctx[:60].rsplit(" ", 1)[0]
         prefix = core.ACTS[sec["act"]].prefix
-        recs.append(core.make_qa_record(f"{prefix}_{len(recs) + 1:06d}", f"Section {sec['section']}: {sec['title']}",
-                                        ctx, f"What does Section {sec['section']} begin with?", answer))
+        recs.append(
+            core.make_qa_record(
+                f"{prefix}_{len(recs) + 1:06d}",
+                f"Section {sec['section']}: {sec['title']}",
+                ctx,
+                f"What does Section {sec['section']} begin with?",
+                answer,
+            )
+        )
     folder = tmp_path / "official"
     parts = {"train": recs[:3], "validation": recs[3:4], "test": recs[4:], "merged": recs}
-    for split, rs in parts.items(): core.write_jsonl(folder / core.OFFICIAL_FILES[split], rs)
+    for split, rs in parts.items():
+        core.write_jsonl(folder / core.OFFICIAL_FILES[split], rs)
     return folder, recs
 
 
@@ -35,7 +44,10 @@ def test_load_benchmark_local_folder(official_folder, statute_sections):
     assert set(dd) == {"train", "validation", "test", "merged"}
     assert len(dd["merged"]) == len(recs)
     row = dd["train"][0]
-    assert row["context"][row["answers"]["answer_start"][0]:][:len(row["answers"]["text"][0])] == row["answers"]["text"][0]
+    assert (
+        row["context"][row["answers"]["answer_start"][0] :][: len(row["answers"]["text"][0])]
+        == row["answers"]["text"][0]
+    )
     assert core.act_for_id(row["id"]).key == statute_sections[0]["act"]
 
 
@@ -46,16 +58,45 @@ def test_load_benchmark_committed_fixture():
     assert not train_ctx & test_ctx
 
 
-@pytest.mark.parametrize("kind,mutate,needle", [
-    ("malformed JSON", lambda line, rec: line[:-5], "malformed JSON"),
-    ("missing field", lambda line, rec: json.dumps({k: v for k, v in rec.items() if k != "context"}), "missing field 'context'"),
-    ("wrong type", lambda line, rec: json.dumps({**rec, "question": ["q"]}), "field 'question' should be str"),
-    ("answer_start not int", lambda line, rec: json.dumps({**rec, "answers": {"text": rec["answers"]["text"], "answer_start": ["0"]}}), "should be an int"),
-    ("offset mismatch", lambda line, rec: json.dumps({**rec, "answers": {"text": rec["answers"]["text"], "answer_start": [rec["answers"]["answer_start"][0] + 3]}}), "does not match context"),
-    ("answer not in context", lambda line, rec: json.dumps({**rec, "answers": {"text": ["no such words here at all"], "answer_start": [0]}}), "does not occur in the context"),
-    ("empty context", lambda line, rec: json.dumps({**rec, "context": "  "}), "empty context"),
-    ("duplicate id", lambda line, rec: json.dumps({**rec, "id": "DUP"}), "duplicate id"),
-])
+@pytest.mark.parametrize(
+    "kind,mutate,needle",
+    [
+        ("malformed JSON", lambda line, rec: line[:-5], "malformed JSON"),
+        (
+            "missing field",
+            lambda line, rec: json.dumps({k: v for k, v in rec.items() if k != "context"}),
+            "missing field 'context'",
+        ),
+        ("wrong type", lambda line, rec: json.dumps({**rec, "question": ["q"]}), "field 'question' should be str"),
+        (
+            "answer_start not int",
+            lambda line, rec: json.dumps({**rec, "answers": {"text": rec["answers"]["text"], "answer_start": ["0"]}}),
+            "should be an int",
+        ),
+        (
+            "offset mismatch",
+            lambda line, rec: json.dumps(
+                {
+                    **rec,
+                    "answers": {
+                        "text": rec["answers"]["text"],
+                        "answer_start": [rec["answers"]["answer_start"][0] + 3],
+                    },
+                }
+            ),
+            "does not match context",
+        ),
+        (
+            "answer not in context",
+            lambda line, rec: json.dumps(
+                {**rec, "answers": {"text": ["no such words here at all"], "answer_start": [0]}}
+            ),
+            "does not occur in the context",
+        ),
+        ("empty context", lambda line, rec: json.dumps({**rec, "context": "  "}), "empty context"),
+        ("duplicate id", lambda line, rec: json.dumps({**rec, "id": "DUP"}), "duplicate id"),
+    ],
+)
 def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needle):
     folder, _ = official_folder
     path = folder / "train_squad.jsonl"
@@ -64,15 +105,17 @@ def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needl
         lines[0] = mutate(lines[0], json.loads(lines[0]))
     lines[1] = mutate(lines[1], json.loads(lines[1]))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(core.QAFormatError) as err:          # --strict: any problem is an error naming file, line and what
+    with pytest.raises(core.QAFormatError) as err:  # --strict: any problem is an error naming file, line and what
         core.load_benchmark(folder, strict=True)
     msg = str(err.value)
-    assert f"train_squad.jsonl:2" in msg, msg
+    assert "train_squad.jsonl:2" in msg, msg
     assert needle in msg, msg
-    listed = "\n".join(str(p) for p in core.read_benchmark(folder).problems)   # by default: listed once, the rest loads
-    assert f"train_squad.jsonl:2" in listed and needle in listed, listed
+    listed = "\n".join(str(p) for p in core.read_benchmark(folder).problems)  # by default: listed once, the rest loads
+    assert "train_squad.jsonl:2" in listed and needle in listed, listed
     kept = len(core.load_benchmark(folder, verbose=False)["train"])
-    assert kept == len(lines) - (0 if kind in ("offset mismatch", "answer not in context") else 1)   # only an offset's record is kept
+    assert kept == len(lines) - (
+        0 if kind in ("offset mismatch", "answer not in context") else 1
+    )  # only an offset's record is kept
 
 
 def test_missing_file_is_named(official_folder):
@@ -91,7 +134,9 @@ def test_hub_fails_fast_offline(monkeypatch):
 
 def test_verify_counts(official_folder):
     folder, recs = official_folder
-    assert core.verify_benchmark(folder, expected={"train": 3, "validation": 1, "test": len(recs) - 4, "merged": len(recs)})
+    assert core.verify_benchmark(
+        folder, expected={"train": 3, "validation": 1, "test": len(recs) - 4, "merged": len(recs)}
+    )
     with pytest.raises(core.BenchmarkUnavailable, match="expected 3710"):
         core.verify_benchmark(folder)
 
@@ -99,9 +144,11 @@ def test_verify_counts(official_folder):
 def test_write_jsonl_is_atomic(tmp_path):
     path = tmp_path / "x.jsonl"
     core.write_jsonl(path, [{"a": 1}])
+
     def boom():
         yield {"a": 2}
         raise RuntimeError("killed mid-write")
+
     with pytest.raises(RuntimeError):
         core.write_jsonl(path, boom())
     assert list(core.read_jsonl(path)) == [{"a": 1}]
@@ -114,39 +161,56 @@ def test_cli_info_and_errors(official_folder):
     assert out.returncode == 0 and "train" in out.stdout
     (folder / "test_squad.jsonl").write_text('{"id": 1}\n')
     out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
-    assert out.returncode == 0 and "test_squad.jsonl:1" in out.stderr and "test_squad.jsonl:1" not in out.stdout   # reported, go on
-    out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder), "--strict"], capture_output=True, text=True)
+    assert (
+        out.returncode == 0 and "test_squad.jsonl:1" in out.stderr and "test_squad.jsonl:1" not in out.stdout
+    )  # reported, go on
+    out = subprocess.run(
+        [str(BIN / "indicipr"), "info", "--data-source", str(folder), "--strict"], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "test_squad.jsonl:1" in out.stderr and "Traceback" not in out.stderr
 
 
 # --- nbdev / papermill plumbing -------------------------------------------------------------
 
+
 def notebook_with_parameters_cell():
     import nbformat
+
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("#| default_exp scratch_mod"),
-                nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"], "collapsed": True, "scrolled": True}),
-                nbformat.v4.new_code_cell("y = x + 1", execution_count=3, outputs=[nbformat.v4.new_output("stream", text="2")])]
+    nb.cells = [
+        nbformat.v4.new_code_cell("#| default_exp scratch_mod"),
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"], "collapsed": True, "scrolled": True}),
+        nbformat.v4.new_code_cell("y = x + 1", execution_count=3, outputs=[nbformat.v4.new_output("stream", text="2")]),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
 
 def test_parameters_tag_survives_nbdev_clean(tmp_path):
     import nbformat
+
     shutil.copy(ROOT / "settings.ini", tmp_path / "settings.ini")
-    (tmp_path / "notebooks").mkdir(); (tmp_path / "indicipr").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "indicipr").mkdir()
     path = tmp_path / "notebooks" / "scratch.ipynb"
     nbformat.write(notebook_with_parameters_cell(), path)
     subprocess.run([str(BIN / "nbdev_clean"), "--fname", str(path)], cwd=tmp_path, check=True)
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[1].metadata.get("tags") == ["parameters"]
-    assert "collapsed" not in nb.cells[1].metadata            # other metadata is still cleaned
-    assert nb.cells[2].execution_count is None                 # execution counts are cleaned
+    assert "collapsed" not in nb.cells[1].metadata  # other metadata is still cleaned
+    assert nb.cells[2].execution_count is None  # execution counts are cleaned
     # and papermill still finds the cell to inject after
     import papermill as pm
+
     out = tmp_path / "out.ipynb"
-    pm.execute_notebook(str(path), str(out), parameters={"x": 41}, kernel_name=cli.ensure_kernel(), language="python",
-                        progress_bar=False)
+    pm.execute_notebook(
+        str(path),
+        str(out),
+        parameters={"x": 41},
+        kernel_name=cli.ensure_kernel(),
+        language="python",
+        progress_bar=False,
+    )
     executed = nbformat.read(out, as_version=4)
     assert "injected-parameters" in executed.cells[2].metadata.get("tags", [])
     assert "x = 41" in executed.cells[2].source
@@ -155,14 +219,36 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
 def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
     "Copy the project into a fresh git repo, edit an exported cell, and run the CI sync check."
     repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True); (repo / "indicipr").mkdir()
-    for f in ["settings.ini", "setup.py", ".ci/check_sync.sh", "notebooks/00_core.ipynb", "indicipr/__init__.py", "indicipr/core.py"]:
-        (repo / f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(ROOT / f, repo / f)
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    def git(*a): subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
-    subprocess.run([str(BIN / "nbdev_export")], cwd=repo, check=True, env=env)   # _modidx.py of this one-notebook project
-    git("init", "-q"); git("add", "-A"); git("commit", "-qm", "base")
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "indicipr").mkdir()
+    for f in [
+        "settings.ini",
+        "setup.py",
+        ".ci/check_sync.sh",
+        "notebooks/00_core.ipynb",
+        "indicipr/__init__.py",
+        "indicipr/core.py",
+    ]:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, repo / f)
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+
+    def git(*a):
+        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
+
+    subprocess.run(
+        [str(BIN / "nbdev_export")], cwd=repo, check=True, env=env
+    )  # _modidx.py of this one-notebook project
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
     check = [str(repo / ".ci" / "check_sync.sh")]
     ok = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -179,28 +265,40 @@ def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
 
 # --- runner -------------------------------------------------------------------------------
 
+
 def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'\nfigures_dir = None"):
     import nbformat
+
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]})] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.cells = [nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]})] + [
+        nbformat.v4.new_code_cell(s) for s in sources
+    ]
     nbformat.write(nb, path)
 
 
 def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
-    nbs = tmp_path / "nbs"; nbs.mkdir()
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
     figs = tmp_path / "figs"
-    write_nb(nbs / "00_core.ipynb",
-             "import pandas as pd\nfrom indicipr.core import save_table, record_timings\n"
-             "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
-             "print('chatter that belongs to the executed copy')\n"
-             "record_timings('00_core', demo=1.25)",
-             "from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance().log.warning('kernel plumbing note')")
+    write_nb(
+        nbs / "00_core.ipynb",
+        "import pandas as pd\nfrom indicipr.core import save_table, record_timings\n"
+        "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
+        "print('chatter that belongs to the executed copy')\n"
+        "record_timings('00_core', demo=1.25)",
+        "from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance().log.warning('kernel plumbing note')",
+    )
     write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
     write_nb(nbs / "03_filters.ipynb", "x = 1")
     lines = []
     with pytest.raises(cli.PipelineError) as err:
-        cli.run_pipeline({"profile": "paper", "figures_dir": str(figs)}, run_dir=tmp_path / "run",
-                          notebooks=["00_core", "01_corpus", "02_generate", "03_filters"], nbs_dir=nbs, echo=lines.append)
+        cli.run_pipeline(
+            {"profile": "paper", "figures_dir": str(figs)},
+            run_dir=tmp_path / "run",
+            notebooks=["00_core", "01_corpus", "02_generate", "03_filters"],
+            nbs_dir=nbs,
+            echo=lines.append,
+        )
     msg = str(err.value)
     assert "02_generate.ipynb" in msg and "cell 3 of 4" in msg and "boom in cell two" in msg
     text = "\n".join(lines)
@@ -217,21 +315,28 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     # quiet: nothing but the runner's own lines reached the terminal (no kernel transport/debugger warnings)
     out, err_text = capfd.readouterr()
     assert out == "" and err_text == "", (out, err_text)
-    assert "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00_core.kernel.log").read_text()   # kept, in the run
-    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()                       # empty: removed
+    assert (
+        "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00_core.kernel.log").read_text()
+    )  # kept, in the run
+    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()  # empty: removed
 
 
 def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
     run_dir = tmp_path / "run"
-    out = subprocess.run([str(BIN / "indicipr"), "reproduce", "--only", "00_core,99_nope", "--run-dir", str(run_dir)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [str(BIN / "indicipr"), "reproduce", "--only", "00_core,99_nope", "--run-dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "99_nope" in out.stderr and "Valid names: " + ", ".join(cli.NOTEBOOKS) in out.stderr
-    assert "[1/" not in out.stdout and not run_dir.exists()      # nothing ran, nothing was written
+    assert "[1/" not in out.stdout and not run_dir.exists()  # nothing ran, nothing was written
 
 
 def test_unknown_parameter_is_refused_before_running(tmp_path):
-    nbs = tmp_path / "nbs"; nbs.mkdir()
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
     write_nb(nbs / "00_core.ipynb", "raise SystemExit('must not run')")
     with pytest.raises(cli.RunnerUsageError, match="sedes"):
         cli.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
@@ -241,20 +346,33 @@ def test_unknown_parameter_is_refused_before_running(tmp_path):
 def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
     "A rerun that computes the same numbers must leave git status clean: same table, same figure, same bytes."
     import time
-    import matplotlib; matplotlib.use("Agg")
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import pandas as pd
+
     frame = pd.DataFrame({"Act": ["Designs", "Patents"], "F1": [100.0, 98.4], "EM": ["63.66 ± 0.10", "65.12"]})
+
     def write(figs):
         core.save_table(frame, "per_act_demo", figs, caption="Per-Act F1")
-        fig, ax = plt.subplots(figsize=(4, 3)); ax.bar(["Designs", "Patents"], [100.0, 98.4]); ax.set_title("Per-Act F1")
-        core.save_figure(fig, "per_act_demo", figs); plt.close(fig)
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.bar(["Designs", "Patents"], [100.0, 98.4])
+        ax.set_title("Per-Act F1")
+        core.save_figure(fig, "per_act_demo", figs)
+        plt.close(fig)
         return {p.relative_to(figs): p.read_bytes() for p in sorted(figs.rglob("*")) if p.is_file()}
+
     first = write(tmp_path / "a")
-    time.sleep(1.2)                                   # PDF dates have one-second resolution
+    time.sleep(1.2)  # PDF dates have one-second resolution
     second = write(tmp_path / "a")
-    assert sorted(map(str, first)) == ["per_act_demo.pdf", "per_act_demo.png", "tables/per_act_demo.csv",
-                                       "tables/per_act_demo.md", "tables/per_act_demo.tex"]
+    assert sorted(map(str, first)) == [
+        "per_act_demo.pdf",
+        "per_act_demo.png",
+        "tables/per_act_demo.csv",
+        "tables/per_act_demo.md",
+        "tables/per_act_demo.tex",
+    ]
     assert [k for k in first if first[k] != second[k]] == []
     assert b"/CreationDate" not in first[Path("per_act_demo.pdf")]
     with pytest.raises(ValueError, match="record_timings"):
@@ -268,31 +386,60 @@ def chromium():
 def chromium_or_skip():
     exe = chromium()
     if exe is None:
-        if os.environ.get("CI"): pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
         pytest.skip("chromium not installed")
     return exe
 
 
 def headless(exe, profile_dir, *args, timeout=120):
-    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={profile_dir}", *args], check=True, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile_dir}",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def paper_shaped_tables(figs):
     "A small run's tables and figures under the names the stages write, plus one table the report spec does not name."
-    import matplotlib; matplotlib.use("Agg")
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import pandas as pd
+
     acts = ["Designs", "Patents", "Copyright"]
-    t = lambda name, **cols: core.save_table(pd.DataFrame(cols), name, figs, caption=f"{name} caption")
+
+    def t(name, **cols):
+        return core.save_table(pd.DataFrame(cols), name, figs, caption=f"{name} caption")
+
     t("dataset_at_a_glance", Property=["Total QA pairs", "Test samples"], Value=[191, 36])
     t("per_act_distribution", Act=acts, **{"Full dataset": [28, 32, 28], "Test set": [4, 8, 4]})
     t("split_sizes_replay", Split=["train", "test"], **{"QA pairs": [128, 36]})
     t("question_patterns", Pattern=["Questions"], Count=[191])
-    t("results", System=["bm25_retrieval", "minilm-l6", "smollm2_3-shot"], Family=["lexical", "encoder", "llm"],
-      Setting=["clause retrieval", "fine-tuned", "3-shot"], EM=["0.00", "0.00 ± 0.00", "11.11"],
-      F1=["26.65", "17.28 ± 0.57", "34.82"], **{"Char-F1": ["37.87", "55.78 ± 1.90", "63.55"]})
+    t(
+        "results",
+        System=["bm25_retrieval", "minilm-l6", "smollm2_3-shot"],
+        Family=["lexical", "encoder", "llm"],
+        Setting=["clause retrieval", "fine-tuned", "3-shot"],
+        EM=["0.00", "0.00 ± 0.00", "11.11"],
+        F1=["26.65", "17.28 ± 0.57", "34.82"],
+        **{"Char-F1": ["37.87", "55.78 ± 1.90", "63.55"]},
+    )
     t("llm_results", system=["smollm2_3-shot"], f1=[34.82])
     t("encoder_results", model=["MiniLM-L6"], F1=["17.28 ± 0.57"])
     t("bm25_results", system=["bm25_retrieval"], F1=[26.65])
@@ -303,8 +450,10 @@ def paper_shaped_tables(figs):
     t("answer_structure", System=[f"s{i}" for i in range(40)], F1=[float(i) for i in range(40)])
     t("judge_status", judge=["smollm2"], ok=[6])
     t("zz_not_in_the_spec", x=[1])
-    fig, ax = plt.subplots(figsize=(4, 3)); ax.barh(acts, [100.0, 98.4, 79.41], color="#1f77b4")
-    core.save_figure(fig, "per_act_focus", figs); plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.barh(acts, [100.0, 98.4, 79.41], color="#1f77b4")
+    core.save_figure(fig, "per_act_focus", figs)
+    plt.close(fig)
 
 
 def test_report_first_screen_in_headless_chromium(tmp_path):
@@ -313,10 +462,17 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
     exe = chromium_or_skip()
     figs = tmp_path / "figs"
     paper_shaped_tables(figs)
-    index = report.write_report(tmp_path / "run", [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
-                              {"data_source": "sample", "profile": "offline", "figures_dir": str(figs)}, 13.0)
-    probe = index.with_name("probe.html")          # the page plus a script that reports the layout into the DOM
-    probe.write_text(index.read_text().replace("</body>", """<script>
+    index = report.write_report(
+        tmp_path / "run",
+        [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
+        {"data_source": "sample", "profile": "offline", "figures_dir": str(figs)},
+        13.0,
+    )
+    probe = index.with_name("probe.html")  # the page plus a script that reports the layout into the DOM
+    probe.write_text(
+        index.read_text().replace(
+            "</body>",
+            """<script>
 window.addEventListener('load', () => {      // after the images loaded
   const box = s => { const b = document.querySelector(s).getBoundingClientRect(); return {top: b.top, bottom: b.bottom}; };
   const img = document.querySelector('#f-per_act_focus img');
@@ -325,9 +481,15 @@ window.addEventListener('load', () => {      // after the images loaded
     figure_loaded: img.complete && img.naturalWidth > 0,
     figure_beside_table: box('#f-per_act_focus').top < box('#t-per_act_focus table').bottom}));
 });
-</script></body>"""))
-    dom = headless(exe, tmp_path / "profile", "--window-size=1280,800", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()).stdout
-    import html as html_mod, re
+</script></body>""",
+        )
+    )
+    dom = headless(
+        exe, tmp_path / "profile", "--window-size=1280,800", "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()
+    ).stdout
+    import html as html_mod
+    import re
+
     layout = json.loads(html_mod.unescape(re.search(r'data-layout="([^"]*)"', dom).group(1)))
     sections = re.findall(r'<section class="card-section" id="([a-z]+)"', dom)
     entries = re.findall(r'<section class="entry" id="t-([^"]+)"', dom)
@@ -336,31 +498,46 @@ window.addEventListener('load', () => {      // after the images loaded
     # the card's order: the benchmark, construction, the data, results (BM25 → encoders → LLMs → significance →
     # per-Act → errors → answer structure), quality; what the spec does not name comes after them
     assert sections == ["benchmark", "construction", "data", "results", "quality"], sections
-    assert entries == ["dataset_at_a_glance", "per_act_distribution", "split_sizes_replay", "question_patterns", "results",
-                       "bm25_results", "encoder_results", "llm_results", "significance", "per_act_focus", "error_taxonomy_focus",
-                       "answer_structure_focus", "answer_structure", "judge_status", "zz_not_in_the_spec"], entries
-    assert re.findall(r'<b><a href="#([a-z]+)"', toc)[:5] == sections                    # the contents in the same order
-    assert "smollm2_3-shot" in headline and "34.82" in headline and "63.55" in headline   # best system by F1
+    assert entries == [
+        "dataset_at_a_glance",
+        "per_act_distribution",
+        "split_sizes_replay",
+        "question_patterns",
+        "results",
+        "bm25_results",
+        "encoder_results",
+        "llm_results",
+        "significance",
+        "per_act_focus",
+        "error_taxonomy_focus",
+        "answer_structure_focus",
+        "answer_structure",
+        "judge_status",
+        "zz_not_in_the_spec",
+    ], entries
+    assert re.findall(r'<b><a href="#([a-z]+)"', toc)[:5] == sections  # the contents in the same order
+    assert "smollm2_3-shot" in headline and "34.82" in headline and "63.55" in headline  # best system by F1
     assert "<b>sample</b> (embedded sample) · profile <b>offline</b>" in headline
     # the first screen: headline, then the whole table of contents, and the first section starts below them
     assert 0 <= layout["headline"]["top"] < layout["toc"]["top"] and layout["toc"]["bottom"] <= layout["height"], layout
     assert layout["first_section"]["top"] >= layout["toc"]["bottom"], layout
     assert layout["figure_loaded"] and layout["figure_beside_table"], layout
-    assert '<details><summary>40 rows' in dom                                          # long per-system table folded
+    assert "<details><summary>40 rows" in dom  # long per-system table folded
     # and the pixels agree: the headline's blue panel fills the top of the screenshot
     shot = tmp_path / "shot.png"
     headless(exe, tmp_path / "profile", "--window-size=1280,800", f"--screenshot={shot}", index.as_uri())
     from PIL import Image
+
     img = Image.open(shot).convert("RGB")
     top = img.crop((0, int(layout["headline"]["top"]), img.width, int(layout["headline"]["bottom"])))
-    panel = sum(n for n, (r, g, b) in top.getcolors(1 << 20) if (r, g, b) == (0xe8, 0xf0, 0xfb))
+    panel = sum(n for n, (r, g, b) in top.getcolors(1 << 20) if (r, g, b) == (0xE8, 0xF0, 0xFB))
     assert panel > 0.5 * top.width * top.height * 0.6, "the headline panel is not on the first screen"
 
 
 def test_readme_has_the_two_commands_and_notices():
     text = (ROOT / "README.md").read_text()
     block = text.split("## Two commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    commands = [l.split("#")[0].strip() for l in block.strip().splitlines()]
+    commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
     assert commands == ["make reproduce", "make test"]
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     for needle in ["Research use notice", "## Disclaimer", "@inproceedings{islam2026indiciprqa"]:
@@ -369,7 +546,13 @@ def test_readme_has_the_two_commands_and_notices():
 
 def test_fetch_offline_fails_fast_with_instructions(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([str(BIN / "indicipr"), "fetch", "--dest", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [str(BIN / "indicipr"), "fetch", "--dest", str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "data/benchmark" in out.stderr and "indicipr fetch" in out.stderr
     assert not (tmp_path / "b").exists()
@@ -378,16 +561,19 @@ def test_fetch_offline_fails_fast_with_instructions(tmp_path):
 def _card_leaves(value, path=()):
     "Every (path, number) of a nested CARD value (bools and None are not numbers of the card)."
     if isinstance(value, dict):
-        for k, v in value.items(): yield from _card_leaves(v, (*path, k))
+        for k, v in value.items():
+            yield from _card_leaves(v, (*path, k))
     elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value): yield from _card_leaves(v, (*path, i))
+        for i, v in enumerate(value):
+            yield from _card_leaves(v, (*path, i))
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         yield path, value
 
 
 def _as_written(number) -> set[str]:
     "The ways the card writes a number: 1,173 / 1173, 0.00 / 77.10, -0.008, 99.0%."
-    if isinstance(number, int): return {f"{number:,}", str(number)}
+    if isinstance(number, int):
+        return {f"{number:,}", str(number)}
     return {f"{number:.2f}", f"{number:.1f}", f"{number:.3f}", repr(number)}
 
 
@@ -395,10 +581,14 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
     "core.CARD holds the card's numbers: each one occurs in the card's text (a typo or an invented figure fails)."
     shared = core.shared_dir()
     card_txt = shared / "seed" / "IndicIPR-QA-dataset-card.txt" if shared else None
-    if card_txt is None or not card_txt.exists(): pytest.skip("the dataset card (../shared/seed) is not beside this checkout")
+    if card_txt is None or not card_txt.exists():
+        pytest.skip("the dataset card (../shared/seed) is not beside this checkout")
     text = card_txt.read_text(encoding="utf-8")
-    missing = [(".".join(map(str, p)), n) for p, n in _card_leaves(core.CARD)
-               if p[0] != "errors" and not any(w in text for w in _as_written(n))]
+    missing = [
+        (".".join(map(str, p)), n)
+        for p, n in _card_leaves(core.CARD)
+        if p[0] != "errors" and not any(w in text for w in _as_written(n))
+    ]
     assert not missing, f"numbers of core.CARD not in the dataset card: {missing}"
     # the error counts are small integers: check them against their own table rows
     for (label, _, share), n in zip(report.CARD_TABLES["errors"][1], core.CARD["errors"].values()):
@@ -408,6 +598,7 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
 def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeypatch):
     "One source: stage modules hold no card number of their own, and CARD_TABLES is formatting of core.CARD only."
     from indicipr import bm25, errors, significance, split, stats
+
     for mod in (bm25, errors, significance, split, stats):
         assert mod.CARD is core.CARD, mod.__name__
     assert stats.CARD_OPENINGS == tuple(core.CARD["question_patterns"]["openings"])
@@ -418,7 +609,12 @@ def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeyp
     changed = {**core.CARD, "bm25": {**core.CARD["bm25"], "bm25_retrieval": {"EM": 1.0, "F1": 2.5, "Char-F1": 3.0}}}
     monkeypatch.setattr(report, "CARD", changed)
     assert report.build_card_tables()["bm25"][1][0] == ("BM25 Retrieval", "1.00", "2.50", "3.00")
-    assert report.CARD_TABLES["bm25"][1][0] == ("BM25 Retrieval", "0.00", "20.21", "77.10")   # the module's view is untouched
+    assert report.CARD_TABLES["bm25"][1][0] == (
+        "BM25 Retrieval",
+        "0.00",
+        "20.21",
+        "77.10",
+    )  # the module's view is untouched
 
 
 def test_report_sections_name_current_tables_once():
@@ -435,26 +631,36 @@ def test_report_sections_name_current_tables_once():
 
 def test_no_parameter_shadows_a_name_its_notebook_defines():
     "papermill assigns the parameters in the notebook's namespace: a parameter named like one of the notebook's functions would replace it."
-    import ast, re
-    for nb in (ROOT / "notebooks" / f"{name}.ipynb" for name in cli.NOTEBOOKS):        # the stage notebooks, 09a_grounded too
+    import ast
+    import re
+
+    for nb in (ROOT / "notebooks" / f"{name}.ipynb" for name in cli.NOTEBOOKS):  # the stage notebooks, 09a_grounded too
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        module = next(re.search(r"#\| default_exp (\w+)", "".join(c["source"])).group(1) for c in cells
-                      if "#| default_exp" in "".join(c["source"]))
+        module = next(
+            re.search(r"#\| default_exp (\w+)", "".join(c["source"])).group(1)
+            for c in cells
+            if "#| default_exp" in "".join(c["source"])
+        )
         tree = ast.parse((ROOT / "indicipr" / f"{module}.py").read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         params = set(cli.notebook_parameters(nb))
-        assert not params & defined, f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"
+        assert not params & defined, (
+            f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"
+        )
 
 
 def test_committed_per_act_tables_follow_the_cards_act_order():
     "One Act order: every committed table with an Act column lists the Acts in the card's per-Act order (Unknown, Total last)."
     import csv
+
     order = [core.act_label(k) for k in core.act_keys_in_card_order()]
     checked = 0
     for path in sorted((ROOT / "figures" / "tables").glob("*.csv")):
         rows = list(csv.DictReader(path.open(encoding="utf-8")))
-        if not rows or "Act" not in rows[0] or path.stem.startswith("per_act_focus"):   # per_act_focus: sorted by F1, best first
+        if (
+            not rows or "Act" not in rows[0] or path.stem.startswith("per_act_focus")
+        ):  # per_act_focus: sorted by F1, best first
             continue
         acts = [r["Act"] for r in rows if r["Act"] in order]
         assert acts == sorted(acts, key=order.index), f"{path.name}: {acts}"

@@ -13,6 +13,7 @@ India Code PDF path gives back exactly what the section JSONL path gives.
 * PDFs: `tests/standins/india_code_pdf.py` typesets the seven Acts in the India Code layout; reading
   them back with `read_statute_pdf` recovers every section, its number and title, and its cleaned text.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,15 +25,27 @@ import pytest
 import indicipr.corpus as corpus
 from indicipr import cli
 from indicipr.core import ACTS
-from indicipr.corpus import (build_contexts, check_section, clean_section, cleaner_check_table,
-                             editorial_leftovers, is_toc_page, read_official_pdfs, read_pdf_pages, read_sections_jsonl,
-                             read_statute_pdf, section_contexts, statutes_jsonl_paths)
+from indicipr.corpus import (
+    build_contexts,
+    check_section,
+    clean_section,
+    cleaner_check_table,
+    editorial_leftovers,
+    is_toc_page,
+    read_official_pdfs,
+    read_pdf_pages,
+    read_sections_jsonl,
+    read_statute_pdf,
+    section_contexts,
+    statutes_jsonl_paths,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "editorial_forms.jsonl"
 FORMS = read_sections_jsonl(FIXTURE)
 
 
 # ---------------------------------------------------------------- the cleaner and its check
+
 
 @pytest.mark.parametrize("rec", FORMS, ids=[f"{r['act']}-{r['section']}" for r in FORMS])
 def test_every_editorial_form_goes_and_every_statutory_word_stays(rec):
@@ -44,7 +57,8 @@ def test_every_editorial_form_goes_and_every_statutory_word_stays(rec):
 def _cleaner_that_loses_words(text: str) -> str:
     "A naive note removal: a note regex running to the first `]`, and nothing tidying what a removed note left."
     old_note = re.compile(r"\[\s*\(?\s*Note\s*:.*?\)?\s*\]", re.S | re.I)
-    for rx in (old_note, corpus._BRACKET_NOTE, corpus._INLINE_NOTE, corpus._STARS): text = rx.sub("\x00", text)
+    for rx in (old_note, corpus._BRACKET_NOTE, corpus._INLINE_NOTE, corpus._STARS):
+        text = rx.sub("\x00", text)
     return corpus._EMPTY_CLAUSE.sub("", text).replace("\x00", "")
 
 
@@ -63,13 +77,18 @@ def test_the_check_catches_lost_words_and_empty_brackets(monkeypatch):
 def _cleaner_blind_to_amendment_notes(text: str) -> str:
     "A note removal that knows no amendment histories, renumbering notes, undated notes or `[Omitted]`."
     text = corpus.remove_bracket_notes(corpus.remove_parenthesised_notes(text))
-    for rx in (corpus._INLINE_NOTE, corpus._STARS): text = rx.sub(corpus._GONE, text)
+    for rx in (corpus._INLINE_NOTE, corpus._STARS):
+        text = rx.sub(corpus._GONE, text)
     return corpus.tidy_removed_notes(text)
 
 
 def test_the_check_catches_the_amendment_note_forms(monkeypatch):
     monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_blind_to_amendment_notes)
-    checks = {(r["act"], r["section"], r["form"][:40]): check_section(r) for r in FORMS if r["form"].startswith("amendment note")}
+    checks = {
+        (r["act"], r["section"], r["form"][:40]): check_section(r)
+        for r in FORMS
+        if r["form"].startswith("amendment note")
+    }
     assert len(checks) == 6
     missed = [k for k, c in checks.items() if not c["leftovers"]]
     # only the bracketed `[Inserted by …]` was removed before (as a bracket note); every other new form stays and is caught
@@ -83,7 +102,7 @@ def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, ca
     monkeypatch.setattr(corpus, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
     assert cli.main(["cleaner-check", str(path), "--show", "3"]) == 1
     out = capsys.readouterr().out
-    total = next(l for l in out.splitlines() if l.strip().startswith("Total")).split()
+    total = next(line for line in out.splitlines() if line.strip().startswith("Total")).split()
     assert int(total[1]) == len(read_sections_jsonl(path)) and int(total[3]) > 100 and "FAILED" in out
 
 
@@ -92,7 +111,7 @@ def test_cleaner_check_is_clean_on_every_section_the_project_holds(capsys):
     assert {"sections.jsonl", "sections-batch2.jsonl"} <= {p.name for p in sources}
     assert cli.main(["cleaner-check"]) == 0
     out = capsys.readouterr().out
-    totals = [l.split() for l in out.splitlines() if l.strip().startswith("Total")]
+    totals = [line.split() for line in out.splitlines() if line.strip().startswith("Total")]
     assert [int(t[1]) for t in totals] == [len(corpus.read_statute_source(p)) for p in sources]
     assert all(t[2:] == ["0"] * 6 for t in totals)
     assert "0 leftovers and 0 lost statutory words" in out
@@ -118,7 +137,9 @@ def printed_order(records: list[dict], act: str) -> list[dict]:
     return sorted((r for r in records if r["act"] == act), key=lambda r: section_order(r["section"]))
 
 
-pdf_test = pytest.mark.skipif(not HAS_PDF_TOOLS, reason="the India Code typesetter needs fpdf2 and pypdf (dev dependencies)")
+pdf_test = pytest.mark.skipif(
+    not HAS_PDF_TOOLS, reason="the India Code typesetter needs fpdf2 and pypdf (dev dependencies)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +149,7 @@ def typeset(statute_sections, tmp_path_factory):
 
 
 def _page_body(page: str, head: str) -> list[str]:
-    return [l for l in page.splitlines() if l.strip() and l.strip() != head]
+    return [line for line in page.splitlines() if line.strip() and line.strip() != head]
 
 
 @pdf_test
@@ -140,11 +161,13 @@ def test_typeset_pdf_is_in_the_india_code_layout(typeset, act):
     assert is_toc_page(pages[0]) and not any(is_toc_page(p) for p in pages[1:])
     assert "ARRANGEMENT OF SECTIONS" in pages[0] and "BE it enacted by Parliament" in pages[1]
     body = pages[2:]
-    assert body and all(p.splitlines()[0] == head for p in body)                         # running heads
+    assert body and all(p.splitlines()[0] == head for p in body)  # running heads
     assert all(re.fullmatch(r"\d{1,3}", p.rstrip().splitlines()[-1]) for p in pages[1:])  # page numbers
     text = "\n".join(pages)
     assert re.search(r"^1\. (?:Subs|Ins)\. by ", text, re.M) and re.search(r"^\d\. Omitted by Act", text, re.M)
-    assert re.search(r"[a-z]{3}\d ", text) and re.search(r"\d\[", text) and re.search(r"\d\*\*\*", text)  # glued markers
+    assert (
+        re.search(r"[a-z]{3}\d ", text) and re.search(r"\d\[", text) and re.search(r"\d\*\*\*", text)
+    )  # glued markers
     # some section runs on over a page break: a page's body opens with no section heading or chapter line
     assert any(not re.match(r"(?:\d+[A-Z]*\. [A-Z]|CHAPTER)", _page_body(p, head)[0]) for p in body)
 
@@ -159,12 +182,26 @@ def test_reading_a_typeset_pdf_gives_back_every_section_and_its_cleaned_text(typ
     assert [s["section"] for s in got] == [s["section"] for s in jsonl]
     for g, want in zip(got, jsonl):
         assert g["title"] == (want["title"] if ": " in want["title"] else f"{want['title']}: {UNTITLED_HEADING}")
-        assert g["units"] == want["units"], g["section"]     # no footnote, head or page number leaks; no word lost
+        assert g["units"] == want["units"], g["section"]  # no footnote, head or page number leaks; no word lost
         assert all(editorial_leftovers(u) == [] for u in g["units"])
     from_pdf = build_contexts(records)
-    assert [c["context"] for c in from_pdf] == [c["context"] for c in build_contexts(printed_order(statute_sections, act))]
+    assert [c["context"] for c in from_pdf] == [
+        c["context"] for c in build_contexts(printed_order(statute_sections, act))
+    ]
     text = " ".join(c["context"] for c in from_pdf)
-    for noise in ("Subs. by", "Ins. by", "Omitted by", "w.e.f.", "ARRANGEMENT", "CHAPTER", "BE it enacted", "ACT NO.", "*", "[", "]"):
+    for noise in (
+        "Subs. by",
+        "Ins. by",
+        "Omitted by",
+        "w.e.f.",
+        "ARRANGEMENT",
+        "CHAPTER",
+        "BE it enacted",
+        "ACT NO.",
+        "*",
+        "[",
+        "]",
+    ):
         assert noise not in text
     assert all(not check_section(r)["leftovers"] and not check_section(r)["lost"] for r in records)
 
@@ -175,10 +212,14 @@ def test_repeated_sections_reach_a_target_size_with_varied_numbering(statute_sec
     targets = context_targets(statute_sections, 1173)
     assert set(targets) == set(ACTS) and abs(sum(targets.values()) - 1173) <= len(ACTS)
     want = act_sections(gi, "gi", 30)
-    assert sum(len(section_contexts(s)) for s in want) >= 30 and any(re.search(r"\d[A-Z]$", s["section"]) for s in want[len(gi):])
+    assert sum(len(section_contexts(s)) for s in want) >= 30 and any(
+        re.search(r"\d[A-Z]$", s["section"]) for s in want[len(gi) :]
+    )
     typeset_acts(gi, tmp_path, target_contexts=30)
     got = [clean_section(r) for r in read_statute_pdf(tmp_path / "gi.pdf", "gi")]
-    assert [(s["section"], s["title"], s["units"]) for s in got] == [(s["section"], s["title"], s["units"]) for s in want]
+    assert [(s["section"], s["title"], s["units"]) for s in got] == [
+        (s["section"], s["title"], s["units"]) for s in want
+    ]
 
 
 @pdf_test

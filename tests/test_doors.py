@@ -1,20 +1,21 @@
 """The doors besides the runner: plain papermill, nbdev's docs tools, the command line's own conventions, and the
 sync check's notebook metadata. Each test goes through the tool as a user would (a subprocess from the checkout)."""
+
 import argparse
 import json
 import os
 import shutil
 import subprocess
 
-import pytest
 
 from helpers import BIN, ROOT
 from indicipr import cli
 
 
 def git_status(repo=ROOT) -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def user_env(**extra) -> dict:
@@ -26,22 +27,41 @@ def user_env(**extra) -> dict:
 def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
     "No -k, no -l: the notebook's kernelspec (python3) and language; tables go under runs/interactive/, not figures/."
     before = git_status()
-    out = subprocess.run([str(BIN / "papermill"), "notebooks/06_metrics.ipynb", str(tmp_path / "out.ipynb"), "-p", "split", "validation"],
-                         cwd=ROOT, capture_output=True, text=True, env=user_env(), timeout=600)
+    out = subprocess.run(
+        [
+            str(BIN / "papermill"),
+            "notebooks/06_metrics.ipynb",
+            str(tmp_path / "out.ipynb"),
+            "-p",
+            "split",
+            "validation",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=user_env(),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert git_status() == before, git_status()
     table = ROOT / "runs" / "interactive" / "figures" / "tables" / "metrics_definitions_examples.md"
     assert table.is_file()
     executed = json.loads((tmp_path / "out.ipynb").read_text())
-    assert any("split = \"validation\"" in "".join(c["source"]) for c in executed["cells"])
+    assert any('split = "validation"' in "".join(c["source"]) for c in executed["cells"])
 
 
 def test_papermill_help_notebook_lists_every_parameter_with_its_type():
     "Three notebooks through papermill's CLI (every notebook through the same reader: test_every_notebook_names_the_one_kernel)."
     for name in ("06_metrics", "08_encoders", "12_quality"):
         nb = ROOT / "notebooks" / f"{name}.ipynb"
-        out = subprocess.run([str(BIN / "papermill"), "--help-notebook", str(nb)], cwd=ROOT, capture_output=True, text=True,
-                             env=user_env(), timeout=120)
+        out = subprocess.run(
+            [str(BIN / "papermill"), "--help-notebook", str(nb)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=user_env(),
+            timeout=120,
+        )
         assert out.returncode == 0, (name, out.stderr[-2000:])
         for param in cli.notebook_parameters(nb):
             assert f"  {param}: " in out.stdout, (name, param, out.stdout)
@@ -57,12 +77,25 @@ def test_every_notebook_names_the_one_kernel():
 def sync_check_repo(tmp_path):
     "A fresh git repo holding the sync check and one notebook of the project (as tests/test_core.py builds it)."
     repo = tmp_path / "repo"
-    for f in ["settings.ini", "setup.py", ".ci/check_sync.sh", "notebooks/00_core.ipynb", "indicipr/__init__.py", "indicipr/core.py"]:
-        (repo / f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(ROOT / f, repo / f)
+    for f in [
+        "settings.ini",
+        "setup.py",
+        ".ci/check_sync.sh",
+        "notebooks/00_core.ipynb",
+        "indicipr/__init__.py",
+        "indicipr/core.py",
+    ]:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, repo / f)
     env = user_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    def git(*a): subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
+
+    def git(*a):
+        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
+
     subprocess.run([str(BIN / "nbdev_export")], cwd=repo, check=True, env=env)
-    git("init", "-q"); git("add", "-A"); git("commit", "-qm", "base")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
     return repo, env, git
 
 
@@ -73,20 +106,35 @@ def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     nb_path = repo / "notebooks" / "00_core.ipynb"
     nb = json.loads(nb_path.read_text())
-    nb["metadata"] = {}                                          # what nine notebooks once were: no kernelspec
+    nb["metadata"] = {}  # what nine notebooks once were: no kernelspec
     nb_path.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
     git("commit", "-qam", "drop the kernelspec")
     bad = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
-    assert bad.returncode == 1 and "00_core.ipynb: metadata {}" in bad.stdout and "NOTEBOOK METADATA" in bad.stdout, bad.stdout
+    assert bad.returncode == 1 and "00_core.ipynb: metadata {}" in bad.stdout and "NOTEBOOK METADATA" in bad.stdout, (
+        bad.stdout
+    )
 
 
 def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):
     "nbdev_clean (settings.ini) leaves the project's metadata and a cell's committed outputs as they are."
-    (tmp_path / "notebooks").mkdir(); (tmp_path / "indicipr").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "indicipr").mkdir()
     shutil.copy(ROOT / "settings.ini", tmp_path / "settings.ini")
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {"tags": ["parameters"]},
-                     "outputs": [{"name": "stdout", "output_type": "stream", "text": "F1 43.62\n"}], "source": ["x = 1"]}],
-          "metadata": cli.NOTEBOOK_METADATA, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": "c1",
+                "metadata": {"tags": ["parameters"]},
+                "outputs": [{"name": "stdout", "output_type": "stream", "text": "F1 43.62\n"}],
+                "source": ["x = 1"],
+            }
+        ],
+        "metadata": cli.NOTEBOOK_METADATA,
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     text = json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     (tmp_path / "notebooks" / "a.ipynb").write_text(text)
     subprocess.run([str(BIN / "nbdev_clean")], cwd=tmp_path, check=True, env=user_env(), capture_output=True)
@@ -100,8 +148,12 @@ def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
     for f in files:
         if f.startswith(("notebooks/", "indicipr/")) or f in ("settings.ini", "setup.py", ".gitignore", "README.md"):
-            (repo / f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(ROOT / f, repo / f)
-    stub = tmp_path / "bin" / "quarto"; stub.parent.mkdir(); stub.write_text("#!/bin/sh\nexit 0\n"); stub.chmod(0o755)
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, repo / f)
+    stub = tmp_path / "bin" / "quarto"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
     env = user_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
     env["PATH"] = f"{stub.parent}:{env['PATH']}"
     for a in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
@@ -115,19 +167,26 @@ def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
 def walk_parser(p, path="indicipr"):
     for a in p._actions:
         if isinstance(a, argparse._SubParsersAction):
-            for name, sub in a.choices.items(): yield from walk_parser(sub, f"{path} {name}")
-        else: yield path, a
+            for name, sub in a.choices.items():
+                yield from walk_parser(sub, f"{path} {name}")
+        else:
+            yield path, a
 
 
 def test_every_option_has_a_help_string():
     actions = list(walk_parser(cli.build_parser()))
     assert len(actions) > 60
-    missing = [f"{path} {'/'.join(a.option_strings) or a.dest}" for path, a in actions if not a.help or a.help == argparse.SUPPRESS]
+    missing = [
+        f"{path} {'/'.join(a.option_strings) or a.dest}"
+        for path, a in actions
+        if not a.help or a.help == argparse.SUPPRESS
+    ]
     assert missing == [], missing
 
 
 def test_version():
     from indicipr import __version__
+
     out = subprocess.run([str(BIN / "indicipr"), "--version"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == f"indicipr {__version__}", out
 
@@ -135,44 +194,74 @@ def test_version():
 def test_reproduce_prints_only_results_on_stdout(tmp_path):
     "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows where the report is and the summary."
     before = git_status()
-    out = subprocess.run([str(BIN / "indicipr"), "reproduce", "--only", "06_metrics", "--run-dir", str(tmp_path / "run")],
-                         cwd=ROOT, capture_output=True, text=True, env=user_env(), timeout=600)
+    out = subprocess.run(
+        [str(BIN / "indicipr"), "reproduce", "--only", "06_metrics", "--run-dir", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=user_env(),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert [l.split(":")[0].split(" in ")[0] for l in lines] == ["report", "done"], out.stdout
+    assert [line.split(":")[0].split(" in ")[0] for line in lines] == ["report", "done"], out.stdout
     assert "[1/1] 06_metrics: ok" in out.stderr
-    assert git_status() == before                          # a partial run: its tables went to the run folder
+    assert git_status() == before  # a partial run: its tables went to the run folder
     assert (tmp_path / "run" / "figures" / "tables" / "metrics_definitions_examples.md").is_file()
 
 
 def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
     import nbformat
+
     nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
-    nb.cells = [nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-                                          "from indicipr.core import save_figure"),
-                nbformat.v4.new_code_cell(f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "from indicipr.core import save_figure"
+        ),
+        nbformat.v4.new_code_cell(
+            f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})"
+        ),
+    ]
     nbformat.write(nb, tmp_path / "in.ipynb")
-    out = subprocess.run([str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")], cwd=tmp_path,
-                         capture_output=True, text=True, env=user_env(), timeout=300)
+    out = subprocess.run(
+        [str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=user_env(),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
     shown = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(shown) == 1
     import base64
+
     assert base64.b64decode(shown[0]["data"]["image/png"]) == (tmp_path / "figs" / "shown.png").read_bytes()
 
 
 def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     "tqdm.auto (the stages' progress bars) draws a widget in a kernel: ipywidgets is installed, no 'IProgress not found'."
     import nbformat
+
     nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
-    nb.cells = [nbformat.v4.new_code_cell("from tqdm.auto import tqdm"), nbformat.v4.new_code_cell("_ = list(tqdm(range(3), desc='demo'))")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("from tqdm.auto import tqdm"),
+        nbformat.v4.new_code_cell("_ = list(tqdm(range(3), desc='demo'))"),
+    ]
     nbformat.write(nb, tmp_path / "in.ipynb")
-    out = subprocess.run([str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")], cwd=tmp_path,
-                         capture_output=True, text=True, env=user_env(), timeout=300)
+    out = subprocess.run(
+        [str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=user_env(),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     assert not any("IProgress" in str(o) for o in outputs)
-    assert cli.scrub_outputs(outputs) == []                     # and none of it reaches the committed outputs
+    assert cli.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs

@@ -1,4 +1,5 @@
 """Fine-tuning, resuming, sliding-window labels and inference of `indicipr.encoders` (tiny models, CPU)."""
+
 import json
 import os
 from pathlib import Path
@@ -27,9 +28,16 @@ def tok():
 def tiny_model_dir(tmp_path_factory, tok):
     "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
     from transformers import BertConfig, BertForQuestionAnswering
+
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=512)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     d = tmp_path_factory.mktemp("tiny_bert")
     BertForQuestionAnswering(cfg).save_pretrained(d)
     tok.save_pretrained(d)
@@ -39,15 +47,16 @@ def tiny_model_dir(tmp_path_factory, tok):
 def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
     recs = splits["train"]
     w = QM.encode_windows(recs, tok, max_length=96, stride=32, labels=True)
-    assert len(w) > len(recs)                                   # long contexts overflow at 96 tokens
+    assert len(w) > len(recs)  # long contexts overflow at 96 tokens
     exact = holding = 0
     for i in range(len(w)):
         rec = recs[w.example_index[i]]
         s, e = w.start_positions[i], w.end_positions[i]
-        if s == 0: continue                                      # [CLS]: the window lacks the whole answer
+        if s == 0:
+            continue  # [CLS]: the window lacks the whole answer
         holding += 1
-        text = rec["context"][w.offsets[i][s, 0]:w.offsets[i][e, 1]]
-        assert rec["answers"]["text"][0] in text                 # never cuts the gold span
+        text = rec["context"][w.offsets[i][s, 0] : w.offsets[i][e, 1]]
+        assert rec["answers"]["text"][0] in text  # never cuts the gold span
         exact += text == rec["answers"]["text"][0]
     assert exact / holding > 0.97
     # every example whose answer fits in a window has at least one window with a label
@@ -65,8 +74,8 @@ def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir
     assert [x.text for x in a] == [x.text for x in b]
     assert all(np.isclose(x.score, y.score, atol=1e-4) for x, y in zip(a, b))
     for x, r in zip(a, recs):
-        assert x.text and r["context"][x.start:x.end] == x.text
-        assert len(tok(x.text, add_special_tokens=False)["input_ids"]) <= 24 + 2   # cap (word pieces at the edges)
+        assert x.text and r["context"][x.start : x.end] == x.text
+        assert len(tok(x.text, add_special_tokens=False)["input_ids"]) <= 24 + 2  # cap (word pieces at the edges)
 
 
 def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_model_dir):
@@ -79,18 +88,26 @@ def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_mo
     for i in range(len(w)):
         ids = torch.tensor(w.input_ids[i])[None]
         with torch.no_grad():
-            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.tensor(w.token_type_ids[i])[None])
+            out = model(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                token_type_ids=torch.tensor(w.token_type_ids[i])[None],
+            )
         ctx = w.offsets[i][:, 0] >= 0
         keep = ctx | (w.input_ids[i] == tok.cls_token_id)
-        ps, pe = (np.where(keep, np.exp(x[0].numpy() - x[0].numpy()[keep].max()), 0) for x in (out.start_logits, out.end_logits))
+        ps, pe = (
+            np.where(keep, np.exp(x[0].numpy() - x[0].numpy()[keep].max()), 0)
+            for x in (out.start_logits, out.end_logits)
+        )
         ps, pe = ps / ps.sum(), pe / pe.sum()
         for a in np.flatnonzero(ctx):
             for b in range(a, min(a + M, len(ctx))):
                 if ctx[b]:
                     cand = (ps[a] * pe[b], w.offsets[i][a, 0], w.offsets[i][b, 1])
                     ex = w.example_index[i]
-                    if ex not in best or cand[0] > best[ex][0]: best[ex] = cand
-    assert len(w) > len(recs)                                   # some examples do span several windows
+                    if ex not in best or cand[0] > best[ex][0]:
+                        best[ex] = cand
+    assert len(w) > len(recs)  # some examples do span several windows
     for k, (x, r) in enumerate(zip(got, recs)):
         assert (x.start, x.end) == best[k][1:], r["id"]
         assert np.isclose(np.exp(x.score), best[k][0], rtol=1e-4)
@@ -98,17 +115,30 @@ def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_mo
 
 def test_best_window_wins_across_windows(tok):
     "An example split into windows gets the span of the window with the highest start+end logit."
+
     class Fake(torch.nn.Module):
         "Logits peak on the token 'registrar' (start) and 'register' (end) wherever they are."
+
         def __init__(self):
-            super().__init__(); self.p = torch.nn.Parameter(torch.zeros(1))
+            super().__init__()
+            self.p = torch.nn.Parameter(torch.zeros(1))
             self.s, self.e = tok.convert_tokens_to_ids("registrar"), tok.convert_tokens_to_ids("register")
+
         def forward(self, input_ids, attention_mask=None, token_type_ids=None):
             from types import SimpleNamespace
-            return SimpleNamespace(start_logits=(input_ids == self.s).float() * 5, end_logits=(input_ids == self.e).float() * 5)
+
+            return SimpleNamespace(
+                start_logits=(input_ids == self.s).float() * 5, end_logits=(input_ids == self.e).float() * 5
+            )
+
     filler = " ".join(["The Controller shall publish the notice."] * 30)
     ctx = filler + " The Registrar shall keep a register of trade marks. " + filler
-    rec = {"id": "tm_000001", "question": "Who keeps it?", "context": ctx, "answers": {"text": ["x"], "answer_start": [0]}}
+    rec = {
+        "id": "tm_000001",
+        "question": "Who keeps it?",
+        "context": ctx,
+        "answers": {"text": ["x"], "answer_start": [0]},
+    }
     ans = QM.predict_answers(Fake(), tok, [rec], max_length=64, stride=16, max_answer_length=10)[0]
     assert ans.text == "Registrar shall keep a register"
 
@@ -128,7 +158,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
         assert [(x.start, x.end) for x in a] == [(y.start, y.end) for y in b]
         assert all(abs(x.score - y.score) < 1e-4 for x, y in zip(a, b))
     n_tokens = int(QM.encode_windows(recs, tok, 128, 32).lengths.sum())
-    assert QM.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"     # compiled already: auto reuses it
+    assert QM.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"  # compiled already: auto reuses it
 
 
 def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
@@ -136,19 +166,28 @@ def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     first = QM.openvino_model(model, names)
-    assert QM.openvino_model(model, names) is first                     # reused while nothing changes
-    with torch.no_grad(): model.qa_outputs.bias.add_(1.0)               # an optimiser step would do the same in place
+    assert QM.openvino_model(model, names) is first  # reused while nothing changes
+    with torch.no_grad():
+        model.qa_outputs.bias.add_(1.0)  # an optimiser step would do the same in place
     second = QM.openvino_model(model, names)
     assert second is not first
-    rec = [{"id": "x", "question": "Who keeps the register?", "context": "The Registrar shall keep a register.",
-            "answers": {"text": ["The Registrar"], "answer_start": [0]}}]
+    rec = [
+        {
+            "id": "x",
+            "question": "Who keeps the register?",
+            "context": "The Registrar shall keep a register.",
+            "answers": {"text": ["The Registrar"], "answer_start": [0]},
+        }
+    ]
     lt, lo = (QM.window_logits(model, tok, rec, engine=e)[0] for e in ("torch", "openvino"))
     assert np.abs(lt[0] - lo[0]).max() < 1e-5
 
 
 def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir, monkeypatch):
     model, tok, _ = E.load_finetuned(tiny_model_dir)
-    want = [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")]
+    want = [
+        a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")
+    ]
     monkeypatch.setattr(QM, "openvino_available", lambda: False)
     assert QM.resolve_engine("auto", model, "cpu", 10**9) == "torch"
     assert [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32)] == want
@@ -162,7 +201,10 @@ def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, t
     model, tok, _ = E.load_finetuned(tiny_model_dir)
     recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
     want = [a.text for a in QM.predict_answers(model, tok, recs, engine="torch", **kw)]
-    def fail(*a, **k): raise RuntimeError("unsupported operation")
+
+    def fail(*a, **k):
+        raise RuntimeError("unsupported operation")
+
     monkeypatch.setattr(QM, "openvino_available", lambda: True)
     monkeypatch.setattr(QM, "_AUTO_MIN_TOKENS", 0)
     monkeypatch.setattr(QM, "openvino_model", fail)
@@ -174,7 +216,9 @@ def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, t
 
 
 def _train(model_dir, recs, out, epochs=2, callbacks=None):
-    cfg = TR.TrainConfig(epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1)
+    cfg = TR.TrainConfig(
+        epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1
+    )
     return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
 
 
@@ -189,13 +233,19 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     assert _train(tiny_model_dir, recs, out) == out and (out / "qa_config.json").stat().st_mtime == mtime  # reused
     # `indicipr predict` on the fixture's test split, to a given file
     pred_file = tmp_path / "preds.jsonl"
-    assert cli.main(["predict", "--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]) == 0
+    assert (
+        cli.main(
+            ["predict", "--model", str(out), "--split", "test", "--data-source", str(FIXTURE), "--out", str(pred_file)]
+        )
+        == 0
+    )
     preds = metrics.read_predictions(pred_file)
     test = {r["id"]: r for r in splits["test"]}
     assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
     assert "F1" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as stop: cli.main(["predict", "--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)])
-    assert stop.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err          # argparse names the option
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["predict", "--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)])
+    assert stop.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err  # argparse names the option
     # other settings: trained again
     out2 = _train(tiny_model_dir, recs, out, epochs=1)
     assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None
@@ -203,15 +253,18 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
 
 def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp_path):
     from transformers import TrainerCallback
+
     recs = splits["train"][:24]
 
     class Interrupt(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
-            if state.global_step == self.stop_at: raise KeyboardInterrupt("simulated interruption")
+            if state.global_step == self.stop_at:
+                raise KeyboardInterrupt("simulated interruption")
 
     w = QM.encode_windows(recs, QM.load_tokenizer(tiny_model_dir), 128, 32, labels=True)
     steps_per_epoch = int(np.ceil(len(w) / 8))
-    cb = Interrupt(); cb.stop_at = steps_per_epoch + 1            # during epoch 2, after the epoch-1 checkpoint
+    cb = Interrupt()
+    cb.stop_at = steps_per_epoch + 1  # during epoch 2, after the epoch-1 checkpoint
     with pytest.raises(KeyboardInterrupt):
         _train(tiny_model_dir, recs, tmp_path / "run", callbacks=[cb])
     run = tmp_path / "run"
@@ -241,6 +294,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     "`run_encoders(folder, 'paper')` fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
     import subprocess
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     try:
         from standins.checkpoints import build_checkpoint
@@ -250,18 +304,29 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     repo = "law-ai/InLegalBERT"
     build_checkpoint(repo, tmp_path / "hub" / repo, size="tiny")
     root = tmp_path / "root"
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+    }
     with HubStandIn({("model", repo): tmp_path / "hub" / repo}) as hub:
-        env.update(HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "hf_home"), INDICIPR_ROOT=str(root),
-                   TOKENIZERS_PARALLELISM="false")
-        proc = subprocess.run([sys.executable, "-c", HUB_RUN, str(FIXTURE)], env=env, capture_output=True, text=True,
-                              timeout=240)
+        env.update(
+            HF_ENDPOINT=hub.endpoint,
+            HF_HOME=str(tmp_path / "hf_home"),
+            INDICIPR_ROOT=str(root),
+            TOKENIZERS_PARALLELISM="false",
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", HUB_RUN, str(FIXTURE)], env=env, capture_output=True, text=True, timeout=240
+        )
         seen = hub.paths_seen()
         sha = hub.repos[("model", repo)].sha
     assert proc.returncode == 0, proc.stderr[-3000:]
-    weights = [s for s in seen if "/law-ai/InLegalBERT/resolve/" in s and "model.safetensors" in s and s.startswith("GET")]
-    assert weights and all(s.endswith(("-> 200", "-> 206")) for s in weights), seen     # the real download path
-    settings = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("ROWS "))[5:])
+    weights = [
+        s for s in seen if "/law-ai/InLegalBERT/resolve/" in s and "model.safetensors" in s and s.startswith("GET")
+    ]
+    assert weights and all(s.endswith(("-> 200", "-> 206")) for s in weights), seen  # the real download path
+    settings = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("ROWS "))[5:])
     assert len(settings) == 1
     s = settings[0]
     assert (s["checkpoint"], s["revision"], s["layers"], s["hidden"]) == (repo, sha, 2, 128)
@@ -269,17 +334,33 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     test_ids = {r["id"] for r in core.read_qa_file(FIXTURE / "test_squad.jsonl")}
     assert s["eval_questions"] == len(test_ids)
     preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
-    assert set(preds) == test_ids                                                       # the whole test split
+    assert set(preds) == test_ids  # the whole test split
 
 
 def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
     "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    spec = {"kinds": ["clause", "gap"], "per_piece": 1, "crop_words": 40, "epochs": 0.5, "learning_rate": 1e-3, "batch_size": 8,
-            "seed": 0}
-    kw = dict(models=[tiny_model_dir], seeds=[0, 1], epochs=0.5, learning_rate=1e-3, max_length=128, stride=32,
-              intermediate=spec, curve_every=2, rehearsal=0.5)
-    assert E.PROFILE_DEFAULTS["offline"]["freeze_embeddings"]        # what the runs below inherit
+    spec = {
+        "kinds": ["clause", "gap"],
+        "per_piece": 1,
+        "crop_words": 40,
+        "epochs": 0.5,
+        "learning_rate": 1e-3,
+        "batch_size": 8,
+        "seed": 0,
+    }
+    kw = dict(
+        models=[tiny_model_dir],
+        seeds=[0, 1],
+        epochs=0.5,
+        learning_rate=1e-3,
+        max_length=128,
+        stride=32,
+        intermediate=spec,
+        curve_every=2,
+        rehearsal=0.5,
+    )
+    assert E.PROFILE_DEFAULTS["offline"]["freeze_embeddings"]  # what the runs below inherit
     rows = E.run_encoders(str(FIXTURE), "offline", **kw)
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
     phase1 = E.qa_config(folder)
@@ -287,44 +368,62 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
     assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0 and phase1["freeze_embeddings"]
     n_train = len(core.training_records(core.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
     replay = []
-    for r in rows:                                      # every seed starts from phase 1 and the settings table says what it was
+    for r in rows:  # every seed starts from phase 1 and the settings table says what it was
         cfg = E.qa_config(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
         assert cfg["base_model"] == str(folder) and cfg["intermediate"]["digest"] == phase1["synthetic"]["digest"]
-        assert cfg["rehearsal"]["questions"] == round(0.5 * phase1["synthetic"]["questions"])      # phase 2 replays half of phase 1
+        assert cfg["rehearsal"]["questions"] == round(
+            0.5 * phase1["synthetic"]["questions"]
+        )  # phase 2 replays half of phase 1
         assert cfg["train_examples"] == n_train + cfg["rehearsal"]["questions"]
         replay.append(cfg["rehearsal"]["digest"])
         assert r["settings"]["rehearsal"].startswith(f"{cfg['rehearsal']['questions']} of phase 1's questions")
         s = r["settings"]
         assert s["checkpoint"] == tiny_model_dir and str(tmp_path) not in json.dumps(s)
         assert s["intermediate"].startswith(f"{phase1['synthetic']['questions']} synthetic questions (clause, gap)")
-    curve = E.learning_curve(rows[0]["curve"])          # the first seed carries the learning curve of both phases
+    curve = E.learning_curve(rows[0]["curve"])  # the first seed carries the learning curve of both phases
     assert list(dict.fromkeys(curve.phase)) == ["phase 1: synthetic questions", "fine-tuning on the training split"]
     assert curve.total_step.is_monotonic_increasing and "curve" not in rows[1]
     runs, settings, _ = E.encoder_tables(rows)
-    assert "curve" not in runs.columns and settings["intermediate"].nunique() == 1 and "cut to 40 words" in settings["intermediate"][0]
-    assert len(set(replay)) == 2                        # each seed draws its own share
-    import torch                                        # frozen embeddings: both phases left them as the base model had them
+    assert (
+        "curve" not in runs.columns
+        and settings["intermediate"].nunique() == 1
+        and "cut to 40 words" in settings["intermediate"][0]
+    )
+    assert len(set(replay)) == 2  # each seed draws its own share
+    import torch  # frozen embeddings: both phases left them as the base model had them
     from transformers import AutoModelForQuestionAnswering
+
     base = AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).get_input_embeddings().weight
     tuned = AutoModelForQuestionAnswering.from_pretrained(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, 0))
     assert torch.equal(base, tuned.get_input_embeddings().weight)
-    assert not torch.equal(AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight)
+    assert not torch.equal(
+        AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight
+    )
     mtime = (folder / "qa_config.json").stat().st_mtime
-    E.run_encoders(str(FIXTURE), "offline", **kw)       # a second run reuses both phases
+    E.run_encoders(str(FIXTURE), "offline", **kw)  # a second run reuses both phases
     assert (folder / "qa_config.json").stat().st_mtime == mtime
 
 
 def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny_model_dir, tmp_path, monkeypatch):
     "`boundary_runs` decodes a finished run again (weights tuned on validation) and writes `<model>_boundary_seed<k>` with its provenance."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    rows = E.run_encoders(str(FIXTURE), "offline", models=[tiny_model_dir], seeds=[0], max_steps=3, max_length=128, stride=32,
-                          intermediate=False, curve_every=0)
+    rows = E.run_encoders(
+        str(FIXTURE),
+        "offline",
+        models=[tiny_model_dir],
+        seeds=[0],
+        max_steps=3,
+        max_length=128,
+        stride=32,
+        intermediate=False,
+        curve_every=0,
+    )
     st = core.stage_settings(E.PROFILE_DEFAULTS, "offline", models=[tiny_model_dir])
     assert st["boundary_models"] == "all" and st["boundary_tune_split"] == "validation"
     b = E.boundary_runs(str(FIXTURE), rows, st)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
-    assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]                   # the grid holds the plain decoding (all weights 0)
-    assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0      # and weights 0 answer as the plain decoding
+    assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
+    assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
     path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
     preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
     test = [dict(r) for r in core.load_benchmark(str(FIXTURE), verbose=False)["test"]]
@@ -334,19 +433,24 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert abs(metrics.score_predictions(test, preds)[1]["f1"] - b[0]["f1"]) < 1e-9
     table = E.boundary_table(b)
     assert table.loc[0, "plain system"] == rows[0]["system"]
-    assert E.boundary_runs(str(FIXTURE), rows, {**st, "boundary_models": ["inlegalbert"]}) == []   # not a model of these rows
+    assert (
+        E.boundary_runs(str(FIXTURE), rows, {**st, "boundary_models": ["inlegalbert"]}) == []
+    )  # not a model of these rows
 
 
 def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir, splits):
     """With all weights 0, boundary-aware decoding answers exactly as `predict_answers` on contexts of several windows
     (max_length 64, stride 16): the same score across windows, the same spans, the same ties; a bonus then moves answers."""
     from indicipr import boundary
+
     model, tok = QM.load_qa_model(tiny_model_dir), QM.load_tokenizer(tiny_model_dir)
     recs = splits["validation"] + splits["test"]
     w = QM.encode_windows(recs, tok, 64, 16)
-    assert (np.bincount(w.example_index) > 1).mean() > 0.9              # nearly every context spans several windows
+    assert (np.bincount(w.example_index) > 1).mean() > 0.9  # nearly every context spans several windows
     plain = QM.predict_answers(model, tok, recs, 64, 16, 30, batch_size=4, engine="torch")
-    cands = boundary.span_candidates(model, tok, recs, boundary.LengthPrior(2.0, 1.0), 64, 16, 30, batch_size=4, engine="torch")
+    cands = boundary.span_candidates(
+        model, tok, recs, boundary.LengthPrior(2.0, 1.0), 64, 16, 30, batch_size=4, engine="torch"
+    )
     zero = boundary.decode(recs, cands, boundary.BoundaryParams())
     assert zero == {r["id"]: a.text for r, a in zip(recs, plain)}
     moved = boundary.decode(recs, cands, boundary.BoundaryParams(start_weight=4.0, end_weight=4.0, length_weight=2.0))

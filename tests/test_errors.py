@@ -1,5 +1,6 @@
 """Error taxonomy, answer structure, dataset statistics and the `indicipr evaluate` command line on
 the real-statute fixture."""
+
 import re
 from collections import Counter
 
@@ -11,6 +12,7 @@ from indicipr import errors as E
 from indicipr import metrics as M
 from indicipr import split as SP
 from indicipr import stats as ST
+
 
 def gold_parts(rec):
     return rec["answers"]["text"], rec["context"], rec["answers"]["answer_start"]
@@ -24,7 +26,7 @@ def record(qid):
 def span_of(context, first, last):
     "The span of `context` from the first `first` to the end of the next `last`: an extractive prediction."
     i = context.index(first)
-    return context[i:context.index(last, i) + len(last)]
+    return context[i : context.index(last, i) + len(last)]
 
 
 def n_tokens(text):
@@ -35,21 +37,31 @@ def n_tokens(text):
 # Designs Act s. 19(1) (grounds (a)-(e) for cancellation, joined by '; or'), Geographical Indications Act s. 2(1)
 # (definitions (a)-(d)) and Patents Act s. 6(1) (applicants (a)-(c)).
 CASES = {
-    "span_boundary": [("des_000022", "that it has been published", "original design", "contains"),     # (b) run into (c)
-                      ("gi_000001", "the Appellate Board established", "authorised user”", "contains"),  # (a) run into (b)
-                      ("gi_000001", "the Appellate Board established", "(47 of 1999)", "contains"),      # 3 tokens more
-                      ("des_000022", "country prior", "(c) that the design is", "crossing"),             # both ends wrong
-                      ("des_000022", "published in", "the date of", "inside")],                          # cut short
-    "minor_word": [("des_000022", "(b) that it has been", "registration; or", "contains"),   # with its label and its 'or'
-                   ("gi_000001", "means the Appellate Board", "Act, 1999", "contains"),         # with the definition's 'means'
-                   ("pat_000007", "claiming to be", "of the invention", "inside")],             # 'any person' left out
-    "partial_overlap": [("gi_000001", "Trade Marks Act", "“authorised user” means the authorised user", "crossing"),
-                        ("pat_000007", "the invention; (b)", "the assignee", "crossing")],
-    "low_overlap": [("des_000022", "(a) that the design", "in India;", "disjoint"),           # ground (a), sharing its words
-                    ("gi_000001", "the Code of Civil", "1908", "disjoint"),
-                    ("pat_000008", "application", "application", "inside")],                     # a one-word piece, F1 0.33
-    "completely_wrong": [("des_000022", "the High Court", "Court", "disjoint"),
-                         ("gi_000001", "“district court”", "meaning", "disjoint")],
+    "span_boundary": [
+        ("des_000022", "that it has been published", "original design", "contains"),  # (b) run into (c)
+        ("gi_000001", "the Appellate Board established", "authorised user”", "contains"),  # (a) run into (b)
+        ("gi_000001", "the Appellate Board established", "(47 of 1999)", "contains"),  # 3 tokens more
+        ("des_000022", "country prior", "(c) that the design is", "crossing"),  # both ends wrong
+        ("des_000022", "published in", "the date of", "inside"),
+    ],  # cut short
+    "minor_word": [
+        ("des_000022", "(b) that it has been", "registration; or", "contains"),  # with its label and its 'or'
+        ("gi_000001", "means the Appellate Board", "Act, 1999", "contains"),  # with the definition's 'means'
+        ("pat_000007", "claiming to be", "of the invention", "inside"),
+    ],  # 'any person' left out
+    "partial_overlap": [
+        ("gi_000001", "Trade Marks Act", "“authorised user” means the authorised user", "crossing"),
+        ("pat_000007", "the invention; (b)", "the assignee", "crossing"),
+    ],
+    "low_overlap": [
+        ("des_000022", "(a) that the design", "in India;", "disjoint"),  # ground (a), sharing its words
+        ("gi_000001", "the Code of Civil", "1908", "disjoint"),
+        ("pat_000008", "application", "application", "inside"),
+    ],  # a one-word piece, F1 0.33
+    "completely_wrong": [
+        ("des_000022", "the High Court", "Court", "disjoint"),
+        ("gi_000001", "“district court”", "meaning", "disjoint"),
+    ],
 }
 
 
@@ -76,12 +88,14 @@ def test_minor_word_differences_on_real_sections():
     "An extractive prediction a few tokens off the gold at its edges, with a high F1."
     for pred, gold, ev in check_cases("minor_word"):
         assert M.token_f1_score(pred, gold) >= E.MINOR_WORD_F1
-        assert abs(n_tokens(pred) - n_tokens(gold)) == ev["differing_tokens"] <= E.MINOR_WORD_MAX_TOKENS   # nested: only added or only dropped
+        assert (
+            abs(n_tokens(pred) - n_tokens(gold)) == ev["differing_tokens"] <= E.MINOR_WORD_MAX_TOKENS
+        )  # nested: only added or only dropped
 
 
 def test_partial_overlap_on_real_sections():
     "Crossing spans that share a fair part of each other, but not most."
-    for pred, gold, ev in check_cases("partial_overlap"):
+    for pred, gold, _ev in check_cases("partial_overlap"):
         assert E.PARTIAL_OVERLAP_F1 <= M.token_f1_score(pred, gold) < E.BOUNDARY_F1
 
 
@@ -99,12 +113,12 @@ def test_completely_wrong_on_real_sections():
 
 def test_the_issues_edge_cases():
     "A one-word piece (F1 0.33) is not a boundary error; a crossing span with a high F1 is not partial overlap."
-    golds, context, starts = gold_parts(record("pat_000008"))      # 'the right to make such an application': 5 tokens
+    golds, context, starts = gold_parts(record("pat_000008"))  # 'the right to make such an application': 5 tokens
     ev = E.error_evidence("application", golds, context, starts)
     assert ev["relation"] == "inside" and ev["f1"] == pytest.approx(1 / 3)
     assert E.classify_error("application", golds, context, starts) == "low_overlap"
     golds, context, starts = gold_parts(record("pat_000007"))
-    crossing = span_of(context, "claiming to be", "(b) by")           # drops 'any person', adds 'b by'
+    crossing = span_of(context, "claiming to be", "(b) by")  # drops 'any person', adds 'b by'
     ev = E.error_evidence(crossing, golds, context, starts)
     assert ev["relation"] == "crossing" and ev["f1"] > 0.8
     assert E.classify_error(crossing, golds, context, starts) == "span_boundary"
@@ -119,8 +133,9 @@ def test_extractive_spans_reach_every_class():
         first = next(i for i, (a, b) in enumerate(words) if b > starts[0])
         for i in range(max(0, first - 6), min(len(words), first + 6), 2):
             for n in (1, 3, 8, 20):
-                if i + n > len(words): continue
-                pred = context[words[i][0]:words[i + n - 1][1]]
+                if i + n > len(words):
+                    continue
+                pred = context[words[i][0] : words[i + n - 1][1]]
                 kind = E.classify_error(pred, golds, context, starts)
                 seen[kind] += 1
                 if kind == "completely_wrong":
@@ -135,13 +150,13 @@ def test_taxonomy_on_real_answers():
         golds, context, starts = gold_parts(rec)
         gold, start = golds[0], starts[0]
         words = gold.split()
-        rest = context[start + len(gold):].split()
+        rest = context[start + len(gold) :].split()
         if len(words) < 4 or len(rest) < 6 or len(golds) > 1:
             continue
         assert E.classify_error(gold, golds, context, starts) is None
         assert E.classify_error(gold.upper() + ".", golds, context, starts) is None
-        for n in range(1, 7):                                          # run on by n words of the context
-            run_on = context[start:context.index(rest[n - 1], start + len(gold)) + len(rest[n - 1])]
+        for n in range(1, 7):  # run on by n words of the context
+            run_on = context[start : context.index(rest[n - 1], start + len(gold)) + len(rest[n - 1])]
             added, f1 = n_tokens(run_on) - n_tokens(gold), M.token_f1_score(run_on, gold)
             if added == 0:
                 continue
@@ -151,13 +166,18 @@ def test_taxonomy_on_real_answers():
             elif f1 >= E.BOUNDARY_F1:
                 assert kind == "span_boundary", (rec["id"], run_on)
             else:
-                assert kind == "low_overlap", (rec["id"], run_on)      # the answer drowned in what follows it
+                assert kind == "low_overlap", (rec["id"], run_on)  # the answer drowned in what follows it
             checked[kind] += 1
         truncated = " ".join(words[: len(words) // 2])
         if M.exact_match(truncated, golds) == 0 and context.find(truncated, start) == start and n_tokens(truncated):
             dropped, f1 = n_tokens(gold) - n_tokens(truncated), M.token_f1_score(truncated, gold)
-            expected = ("minor_word" if dropped <= E.MINOR_WORD_MAX_TOKENS and f1 >= E.MINOR_WORD_F1
-                        else "span_boundary" if f1 >= E.BOUNDARY_F1 else "low_overlap")     # 'author' of 'the author who dies last'
+            expected = (
+                "minor_word"
+                if dropped <= E.MINOR_WORD_MAX_TOKENS and f1 >= E.MINOR_WORD_F1
+                else "span_boundary"
+                if f1 >= E.BOUNDARY_F1
+                else "low_overlap"
+            )  # 'author' of 'the author who dies last'
 
             assert E.classify_error(truncated, golds, context, starts) == expected, rec["id"]
             checked["truncated"] += 1
@@ -168,6 +188,7 @@ def test_taxonomy_on_real_answers():
 def test_report_card_table_lines_up_with_the_taxonomy_labels():
     "The report's card table for the errors has the taxonomy's labels, in its order, with the card's counts."
     from indicipr import report
+
     columns, rows = report.card_table("errors")
     frame, _ = M.score_predictions(read_qa_small("test"), {})
     table = E.error_taxonomy_table(frame, card=True)
@@ -228,7 +249,8 @@ def test_stats_on_fixture_match_direct_counts():
     assert unseen.loc["Answers", "Unseen in training"] == len(test_answer_vocab - train_answer_vocab)
     patterns = ST.question_pattern_table([r["question"] for r in splits["merged"]]).set_index("Pattern")
     assert patterns.loc["Begin with “under section”", "Count"] == sum(
-        r["question"].lower().startswith("under section") for r in splits["merged"])
+        r["question"].lower().startswith("under section") for r in splits["merged"]
+    )
 
 
 def test_evaluate_cli_report(tmp_path, capsys):
@@ -238,8 +260,21 @@ def test_evaluate_cli_report(tmp_path, capsys):
     write_prediction_file(tmp_path / "good.jsonl", good)
     write_prediction_file(tmp_path / "weak.json", weak)
     out = tmp_path / "rep" / "report.md"
-    rc = cli.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "good.jsonl"),
-                   "--against", str(tmp_path / "weak.json"), "--out", str(out), "--resamples", "500"])
+    rc = cli.main(
+        [
+            "evaluate",
+            "--gold",
+            str(FIXTURE / "test_squad.jsonl"),
+            "--pred",
+            str(tmp_path / "good.jsonl"),
+            "--against",
+            str(tmp_path / "weak.json"),
+            "--out",
+            str(out),
+            "--resamples",
+            "500",
+        ]
+    )
     assert rc == 0
     report = out.read_text()
     assert report in capsys.readouterr().out
@@ -250,7 +285,7 @@ def test_evaluate_cli_report(tmp_path, capsys):
     for heading in ["Per-Act scores", "Error taxonomy", "Answer structure", "Paired bootstrap"]:
         assert heading in report
     row = next(line for line in report.splitlines() if line.startswith("| good ") and "weak" in line)
-    assert row.rstrip(" |").endswith("True")   # good beats weak, Holm-significant
+    assert row.rstrip(" |").endswith("True")  # good beats weak, Holm-significant
 
 
 def test_evaluate_cli_errors(tmp_path, capsys):
@@ -265,7 +300,17 @@ def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
     "`indicipr evaluate` (the one CLI, indicipr.cli) prints the report of indicipr.errors on stdout."
     gold = read_qa_small("test")
     write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in gold})
-    rc = cli.main(["evaluate", "--gold", str(FIXTURE / "test_squad.jsonl"), "--pred", str(tmp_path / "p.json"), "--resamples", "50"])
+    rc = cli.main(
+        [
+            "evaluate",
+            "--gold",
+            str(FIXTURE / "test_squad.jsonl"),
+            "--pred",
+            str(tmp_path / "p.json"),
+            "--resamples",
+            "50",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "# Evaluation of p" in out.out and "| p " in out.out
@@ -281,4 +326,7 @@ def test_focus_system_tables_with_the_card_beside_them():
     assert tax["Count"].sum() == int((frame["em"] < 100).sum())
     assert "Card count" not in E.error_taxonomy_table(frame)
     st = E.answer_structure_table(frame, card=True)
-    assert st["Card value"].notna().all() and set(st["Card metric"]) <= {"EM", "F1"}   # every group present has the card's figure
+    assert st["Card value"].notna().all() and set(st["Card metric"]) <= {
+        "EM",
+        "F1",
+    }  # every group present has the card's figure

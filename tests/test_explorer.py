@@ -2,6 +2,7 @@
 (never a downloaded browser). The explorer page of `indicipr evaluate --out x.html` opened from file://: its class
 filter shows exactly that class's count, its marked predicted span is the prediction; the report and the explorer at
 400 px are no wider than the window; every predictions form `evaluate` reads gives the same scores."""
+
 import csv
 import json
 import os
@@ -13,8 +14,14 @@ from helpers import ROOT
 from indicipr import cli, core, errors, explorer, metrics, report
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 GOLD = ROOT / "data" / "sample" / "test_squad.jsonl"
 
 
@@ -22,7 +29,8 @@ GOLD = ROOT / "data" / "sample" / "test_squad.jsonl"
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"): pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
         pytest.skip("chromium not installed")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -36,15 +44,22 @@ def varied_predictions(records, shift: int = 0) -> dict[str, str]:
     out = {}
     for i, r in enumerate(records):
         ctx, gold = r["context"], r["answers"]["text"][0]
-        a = int(r["answers"]["answer_start"][0]); b = a + len(gold)
+        a = int(r["answers"]["answer_start"][0])
+        b = a + len(gold)
         words = gold.split()
         kind = (i + shift) % 6
-        if kind == 0: out[r["id"]] = gold
-        elif kind == 1: out[r["id"]] = ctx[a:min(len(ctx), b + 40)].rsplit(" ", 1)[0] if b + 40 < len(ctx) else ctx[a:]
-        elif kind == 2 and len(words) > 2: out[r["id"]] = " ".join(words[: max(1, len(words) // 2)])
-        elif kind == 3 and a > 0: out[r["id"]] = ctx[ctx.rfind(" ", 0, a - 1) + 1:b]
-        elif kind == 4: out[r["id"]] = ctx[: min(len(ctx), 30)].strip()
-        elif kind != 5: out[r["id"]] = gold
+        if kind == 0:
+            out[r["id"]] = gold
+        elif kind == 1:
+            out[r["id"]] = ctx[a : min(len(ctx), b + 40)].rsplit(" ", 1)[0] if b + 40 < len(ctx) else ctx[a:]
+        elif kind == 2 and len(words) > 2:
+            out[r["id"]] = " ".join(words[: max(1, len(words) // 2)])
+        elif kind == 3 and a > 0:
+            out[r["id"]] = ctx[ctx.rfind(" ", 0, a - 1) + 1 : b]
+        elif kind == 4:
+            out[r["id"]] = ctx[: min(len(ctx), 30)].strip()
+        elif kind != 5:
+            out[r["id"]] = gold
     return {k: v for k, v in out.items() if v}
 
 
@@ -60,8 +75,24 @@ def explorer_page(tmp_path_factory):
     preds = {"sysA": varied_predictions(gold), "sysB": varied_predictions(gold, shift=3)}
     paths = {n: write_jsonl(tmp / f"{n}.jsonl", p) for n, p in preds.items()}
     out = tmp / "x.html"
-    assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(paths["sysA"]), "--against", str(paths["sysB"]),
-                     "--resamples", "20", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "evaluate",
+                "--gold",
+                str(GOLD),
+                "--pred",
+                str(paths["sysA"]),
+                "--against",
+                str(paths["sysB"]),
+                "--resamples",
+                "20",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     frames = {n: metrics.score_predictions(gold, p)[0] for n, p in preds.items()}
     classes = {n: errors.classify_errors(f).fillna(explorer.EXACT) for n, f in frames.items()}
     return out, gold, preds, classes
@@ -71,7 +102,7 @@ def test_explorer_page_holds_every_question_marked(explorer_page):
     out, gold, preds, classes = explorer_page
     page = out.read_text()
     assert page.count("<article ") == len(gold) and "http://" not in page and "https://" not in page
-    for r in gold:                                     # every question's block of the first system, its spans marked
+    for r in gold:  # every question's block of the first system, its spans marked
         block = page.split(f'data-id="{r["id"]}"', 1)[1].split("</article>", 1)[0]
         assert "<mark class=" in block, r["id"]
 
@@ -80,20 +111,26 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     out, gold, preds, classes = explorer_page
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(out.as_uri())
-    shown = lambda: page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).length")
+
+    def shown():
+        return page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).length")
+
     assert shown() == len(gold) and page.inner_text("#count") == str(len(gold))
     for system in ("sysA", "sysB"):
         page.select_option("#system", system)
         counts = classes[system].value_counts()
-        assert len(counts) >= 4, counts                               # the page is tried on several classes
+        assert len(counts) >= 4, counts  # the page is tried on several classes
         for cls, n in counts.items():
             page.select_option("#cls", cls)
             assert shown() == n and page.inner_text("#count") == str(n), (system, cls)
         page.select_option("#cls", "")
     # the marked predicted span (overlap + extra words) of each answer reads as the prediction itself
     page.select_option("#system", "sysA")
-    marked = page.eval_on_selector_all("article", """els => els.map(e => [e.dataset.id,
-        [...e.querySelector('.sys').querySelectorAll('mark.both, mark.extra')].map(m => m.textContent).join('')])""")
+    marked = page.eval_on_selector_all(
+        "article",
+        """els => els.map(e => [e.dataset.id,
+        [...e.querySelector('.sys').querySelectorAll('mark.both, mark.extra')].map(m => m.textContent).join('')])""",
+    )
     checked = [(qid, text) for qid, text in marked if qid in preds["sysA"]]
     assert len(checked) == len(preds["sysA"]) and all(text == preds["sysA"][qid] for qid, text in checked), checked[:3]
     # the Act filter and the search box narrow too; 'only where the two differ' keeps the questions they answer apart
@@ -105,8 +142,12 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     assert shown() == 1
     page.fill("#search", "")
     page.check("#disagree")
-    differ = sum(metrics.normalize_answer(preds["sysA"].get(r["id"], "")) != metrics.normalize_answer(preds["sysB"].get(r["id"], ""))
-                 or (r["id"] in preds["sysA"]) != (r["id"] in preds["sysB"]) for r in gold)
+    differ = sum(
+        metrics.normalize_answer(preds["sysA"].get(r["id"], ""))
+        != metrics.normalize_answer(preds["sysB"].get(r["id"], ""))
+        or (r["id"] in preds["sysA"]) != (r["id"] in preds["sysB"])
+        for r in gold
+    )
     assert shown() == differ
     page.close()
 
@@ -114,17 +155,27 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
 def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
     from test_core import paper_shaped_tables
+
     out = explorer_page[0]
     figs = tmp_path / "figs"
     paper_shaped_tables(figs)
-    core.save_table(__import__("pandas").DataFrame({"Parameter": ["a" * 200], **{f"column {i}": [i * 1.5] for i in range(14)}}),
-                    "error_class_sensitivity", figs)                        # a wide table
+    core.save_table(
+        __import__("pandas").DataFrame({"Parameter": ["a" * 200], **{f"column {i}": [i * 1.5] for i in range(14)}}),
+        "error_class_sensitivity",
+        figs,
+    )  # a wide table
     (figs / "explorer").mkdir()
     (figs / "explorer" / "sysA.html").write_text(out.read_text())
-    index = report.write_report(tmp_path / "run", [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
-                                {"data_source": "sample", "profile": "offline", "figures_dir": str(figs), "long": "/x" * 200}, 13.0)
+    index = report.write_report(
+        tmp_path / "run",
+        [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
+        {"data_source": "sample", "profile": "offline", "figures_dir": str(figs), "long": "/x" * 200},
+        13.0,
+    )
     html = index.read_text()
-    assert '<a href="explorer/sysA.html">sysA</a>' in html.split('id="t-error_taxonomy_focus"')[1].split("</section>")[0]
+    assert (
+        '<a href="explorer/sysA.html">sysA</a>' in html.split('id="t-error_taxonomy_focus"')[1].split("</section>")[0]
+    )
     for screen in (1400, 400):
         page = browser.new_page(viewport={"width": screen, "height": 800})
         for url in (index.as_uri(), index.with_name("explorer").joinpath("sysA.html").as_uri()):
@@ -134,7 +185,7 @@ def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
         page.close()
     page = browser.new_page(viewport={"width": 400, "height": 800})
     page.goto(index.as_uri())
-    page.click('a[href="explorer/sysA.html"] >> nth=0')                     # the link opens the copied page
+    page.click('a[href="explorer/sysA.html"] >> nth=0')  # the link opens the copied page
     assert page.url.endswith("/report/explorer/sysA.html") and page.locator("article").count() > 0
     page.close()
 
@@ -147,33 +198,54 @@ def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
     samples = tmp_path / "samples_indicipr_qa_zeroshot_2026-01-01T00-00-00.jsonl"
     docs = {r["id"]: r for r in gold}
     lines = []
-    for i, (qid, text) in enumerate(preds.items()):   # as lm-eval writes them: a line per question and filter
+    for i, (qid, text) in enumerate(preds.items()):  # as lm-eval writes them: a line per question and filter
         for f, resp in (("raw", text), ("snap", "not this one")):
-            lines.append(json.dumps({"doc_id": i, "doc": docs[qid], "target": "", "arguments": {}, "resps": [[resp]],
-                                     "filtered_resps": [resp], "filter": f, "metrics": ["em", "f1", "char_f1"]}))
+            lines.append(
+                json.dumps(
+                    {
+                        "doc_id": i,
+                        "doc": docs[qid],
+                        "target": "",
+                        "arguments": {},
+                        "resps": [[resp]],
+                        "filtered_resps": [resp],
+                        "filter": f,
+                        "metrics": ["em", "f1", "char_f1"],
+                    }
+                )
+            )
     samples.write_text("\n".join(lines) + "\n")
     table = tmp_path / "p.csv"
     with table.open("w", newline="") as f:
-        w = csv.writer(f); w.writerow(["id", "prediction"]); w.writerows(preds.items())
+        w = csv.writer(f)
+        w.writerow(["id", "prediction"])
+        w.writerows(preds.items())
     reports = []
     for p in (jsonl, samples, table):
         assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(p), "--resamples", "20"]) == 0
         scores = capsys.readouterr().out.split("## Scores", 1)[1].split("## ", 1)[0].strip().splitlines()
         assert scores[-1].split("|")[1].strip() == metrics.system_name(p)
-        reports.append(scores[-1].split("|")[2:])                          # EM, F1, Char-F1, answered, missing
+        reports.append(scores[-1].split("|")[2:])  # EM, F1, Char-F1, answered, missing
     assert reports[0] == reports[1] == reports[2] and len(reports[0]) >= 5
-    bad = tmp_path / "bad.txt"; bad.write_text("an answer\nanother\n")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("an answer\nanother\n")
     assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "bad.txt" in err and "the forms read are" in err and "lm-evaluation-harness" in err and "Traceback" not in err
+    assert (
+        "bad.txt" in err and "the forms read are" in err and "lm-evaluation-harness" in err and "Traceback" not in err
+    )
 
 
 def test_evaluate_page_refuses_a_folder_or_its_own_input(tmp_path, capsys):
     preds = write_jsonl(tmp_path / "p.jsonl", varied_predictions(list(core.read_jsonl(GOLD))))
     (tmp_path / "page.html").mkdir()
-    same = tmp_path / "p.html"; same.write_bytes(preds.read_bytes())
+    same = tmp_path / "p.html"
+    same.write_bytes(preds.read_bytes())
     for pred, out in ((preds, tmp_path / "page.html"), (same, same)):
-        assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(pred), "--resamples", "20", "--out", str(out)]) == 2
+        assert (
+            cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(pred), "--resamples", "20", "--out", str(out)])
+            == 2
+        )
         err = capsys.readouterr().err
         assert f"--out {out}" in err and "Traceback" not in err
-    assert same.read_bytes() == preds.read_bytes()                               # the input is untouched
+    assert same.read_bytes() == preds.read_bytes()  # the input is untouched

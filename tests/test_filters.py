@@ -1,6 +1,7 @@
 """The filter stage (indicipr.filters) on whole builds: real recorded candidates, malformed input,
 raw parse-failure records, and byte-identical reruns. The per-filter tests on real candidates live
 in notebooks/03_filters.ipynb."""
+
 from __future__ import annotations
 
 import json
@@ -22,17 +23,23 @@ def test_filter_build_on_the_recorded_candidates_is_deterministic(root):
     assert s1 == s2 and first == {n: (folder / n).read_bytes() for n in first}
     log = list(read_jsonl(folder / "filter_log.jsonl"))
     survivors = list(read_jsonl(folder / "filtered.jsonl"))
-    assert len(log) == len(cands) == 271 + 219           # both batches of recorded candidates
-    assert survivors == [c for c, r in zip(cands, log) if r["failed"] is None]   # unchanged, in order
+    assert len(log) == len(cands) == 271 + 219  # both batches of recorded candidates
+    assert survivors == [c for c, r in zip(cands, log) if r["failed"] is None]  # unchanged, in order
     assert s1["filtered"] == len(survivors) and sum(s1["excluded"].values()) == len(cands) - len(survivors)
-    assert s1["excluded"]["F7"] > 0 and s1["excluded"]["F8"] > 0                 # real failures exist
+    assert s1["excluded"]["F7"] > 0 and s1["excluded"]["F8"] > 0  # real failures exist
 
 
 def test_raw_parse_failures_and_odd_types_fail_f1_without_crashing(root):
     good = recorded_candidates()[5]
     odd = [
-        {**good, "question": None, "answer": None, "question_type": None, "parse_error": "invalid JSON: Unterminated string",
-         "raw": '{"items": [{"question": "What'},
+        {
+            **good,
+            "question": None,
+            "answer": None,
+            "question_type": None,
+            "parse_error": "invalid JSON: Unterminated string",
+            "raw": '{"items": [{"question": "What',
+        },
         {**good, "answer": 134},
         {**good, "question": ["What?"]},
         {k: v for k, v in good.items() if k != "context"},
@@ -60,7 +67,7 @@ def test_missing_candidates_say_which_stage_to_run(root):
 
 def test_filters_are_sequential_first_failure_wins():
     c = recorded_candidates()[5]
-    bad = {**c, "answer": "134", "question": "Is it?"}          # fails F3 (length) and F5 (question): F3 is recorded
+    bad = {**c, "answer": "134", "question": "Is it?"}  # fails F3 (length) and F5 (question): F3 is recorded
     row = apply_filters([bad])[0]
     assert row["failed"] == "F3"
     table = filter_table(apply_filters([bad, c]))

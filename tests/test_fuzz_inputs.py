@@ -1,6 +1,7 @@
 """Property-based tests of what users feed the project: random bytes and records to the JSON/JSONL, QA and predictions
 readers, random option values to the command line. The property: a reader returns or raises an `InputError` (one
 sentence); a command exits 0 or 2 with a message and no traceback, and changes no file but its output."""
+
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +11,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import QA_SMALL
@@ -20,19 +20,38 @@ FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCh
 GOLD_RECORDS = core.read_qa_file(QA_SMALL / "test_squad.jsonl")
 IDS = [r["id"] for r in GOLD_RECORDS]
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False), st.text(max_size=30))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                                 st.dictionaries(st.text(max_size=10), inner, max_size=4)), max_leaves=12)
-field_values = st.one_of(json_values, st.sampled_from(IDS), st.just({"text": ["the patent office"], "answer_start": [0]}))
-qa_like = st.fixed_dictionaries({}, optional={k: field_values for k in ("id", "title", "context", "question", "answers",
-                                                                        "prediction_text", "answer", "answer_start")})
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.text(max_size=30)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
+    max_leaves=12,
+)
+field_values = st.one_of(
+    json_values, st.sampled_from(IDS), st.just({"text": ["the patent office"], "answer_start": [0]})
+)
+qa_like = st.fixed_dictionaries(
+    {},
+    optional={
+        k: field_values
+        for k in ("id", "title", "context", "question", "answers", "prediction_text", "answer", "answer_start")
+    },
+)
 file_bytes = st.one_of(
     st.binary(max_size=400),
     st.lists(qa_like, max_size=5).map(lambda rs: "".join(json.dumps(r) + "\n" for r in rs).encode()),
     st.lists(qa_like, max_size=5).map(lambda rs: json.dumps(rs).encode()),
     st.dictionaries(st.sampled_from(IDS + ["x", ""]), json_scalars, max_size=5).map(lambda d: json.dumps(d).encode()),
-    st.builds(lambda b, crlf: (("\ufeff" if b else "") + json.dumps({"data": [{"title": "t", "paragraphs": []}]}) + ("\r\n" if crlf else "")).encode(),
-              st.booleans(), st.booleans()),
+    st.builds(
+        lambda b, crlf: (
+            ("\ufeff" if b else "")
+            + json.dumps({"data": [{"title": "t", "paragraphs": []}]})
+            + ("\r\n" if crlf else "")
+        ).encode(),
+        st.booleans(),
+        st.booleans(),
+    ),
 )
 
 
@@ -40,8 +59,11 @@ def _read_with(reader, data: bytes, suffix: str):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"f{suffix}"
         path.write_bytes(data)
-        try: return reader(path)
-        except core.InputError as e: assert str(e).strip(); return e
+        try:
+            return reader(path)
+        except core.InputError as e:
+            assert str(e).strip()
+            return e
 
 
 @FUZZ
@@ -49,16 +71,20 @@ def _read_with(reader, data: bytes, suffix: str):
 def test_readers_return_or_name_the_problem(data, suffix):
     _read_with(lambda p: list(core.read_jsonl(p)), data, suffix)
     got = _read_with(core.load_qa_file, data, suffix)
-    if isinstance(got, core.QAFile): assert all(core.check_qa_record(r)[0] is not None for r in got.records)
+    if isinstance(got, core.QAFile):
+        assert all(core.check_qa_record(r)[0] is not None for r in got.records)
     got = _read_with(metrics.read_predictions, data, suffix)
-    if isinstance(got, dict): assert got and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    if isinstance(got, dict):
+        assert got and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
 
 
 def _main(argv) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try: rc = cli.main([str(a) for a in argv])
-        except SystemExit as e: rc = e.code                      # argparse's own refusals: exit 2 with its usage line
+        try:
+            rc = cli.main([str(a) for a in argv])
+        except SystemExit as e:
+            rc = e.code  # argparse's own refusals: exit 2 with its usage line
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -67,34 +93,67 @@ def _snapshot(folder: Path) -> dict:
 
 
 valid_preds = st.one_of(
-    st.dictionaries(st.sampled_from(IDS), st.text(max_size=40), min_size=1, max_size=12).map(lambda d: json.dumps(d).encode()),
-    st.lists(st.tuples(st.sampled_from(IDS), st.sampled_from(["the patent office", "", "x" * 3000, "(1) For"])), min_size=1, max_size=8,
-             unique_by=lambda t: t[0]).map(lambda rs: "".join(json.dumps({"id": i, "prediction_text": t}) + "\n" for i, t in rs).encode()))
-option_ints = st.one_of(st.integers(-5, 300), st.integers(-2**40, 2**40), st.sampled_from([0, 1, 10**8, 2**32]))
+    st.dictionaries(st.sampled_from(IDS), st.text(max_size=40), min_size=1, max_size=12).map(
+        lambda d: json.dumps(d).encode()
+    ),
+    st.lists(
+        st.tuples(st.sampled_from(IDS), st.sampled_from(["the patent office", "", "x" * 3000, "(1) For"])),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda t: t[0],
+    ).map(lambda rs: "".join(json.dumps({"id": i, "prediction_text": t}) + "\n" for i, t in rs).encode()),
+)
+option_ints = st.one_of(st.integers(-5, 300), st.integers(-(2**40), 2**40), st.sampled_from([0, 1, 10**8, 2**32]))
 
 
 @FUZZ
-@given(pred=st.one_of(valid_preds, file_bytes), resamples=st.one_of(st.integers(1, 40), option_ints), seed=st.one_of(st.integers(0, 9), option_ints), variant=st.sampled_from(["multiset", "lcs", "bogus"]),
-       out=st.sampled_from(["report.md", "pred.jsonl", "gold.jsonl", "sub/report.md", "pred.jsonl/x.md", ".", "link.md", None]),
-       against=st.sampled_from([[], ["pred.jsonl"], ["other.jsonl"]]), gold=st.sampled_from(["gold.jsonl", "test", "nope", "."]))
+@given(
+    pred=st.one_of(valid_preds, file_bytes),
+    resamples=st.one_of(st.integers(1, 40), option_ints),
+    seed=st.one_of(st.integers(0, 9), option_ints),
+    variant=st.sampled_from(["multiset", "lcs", "bogus"]),
+    out=st.sampled_from(
+        ["report.md", "pred.jsonl", "gold.jsonl", "sub/report.md", "pred.jsonl/x.md", ".", "link.md", None]
+    ),
+    against=st.sampled_from([[], ["pred.jsonl"], ["other.jsonl"]]),
+    gold=st.sampled_from(["gold.jsonl", "test", "nope", "."]),
+)
 def test_evaluate_exits_0_or_2_and_changes_only_its_output(pred, resamples, seed, variant, out, against, gold):
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         shutil.copy(QA_SMALL / "test_squad.jsonl", d / "gold.jsonl")
         (d / "pred.jsonl").write_bytes(pred)
-        (d / "other.jsonl").write_text("".join(json.dumps({"id": r["id"], "prediction_text": r["question"]}) + "\n" for r in GOLD_RECORDS))
+        (d / "other.jsonl").write_text(
+            "".join(json.dumps({"id": r["id"], "prediction_text": r["question"]}) + "\n" for r in GOLD_RECORDS)
+        )
         (d / "link.md").symlink_to(d / "pred.jsonl")
         before = _snapshot(d)
-        argv = ["evaluate", "--gold", d / gold if gold in ("gold.jsonl", ".") else gold, "--data-source", QA_SMALL,
-                "--pred", d / "pred.jsonl", "--resamples", resamples if resamples <= 300 else resamples, "--seed", seed,
-                "--char-f1", variant]
-        if against: argv += ["--against", *[d / a for a in against]]
-        if out is not None: argv += ["--out", d / out]
-        if 300 < resamples <= 10**6: return                       # valid but slow: not what this property is about
+        argv = [
+            "evaluate",
+            "--gold",
+            d / gold if gold in ("gold.jsonl", ".") else gold,
+            "--data-source",
+            QA_SMALL,
+            "--pred",
+            d / "pred.jsonl",
+            "--resamples",
+            resamples if resamples <= 300 else resamples,
+            "--seed",
+            seed,
+            "--char-f1",
+            variant,
+        ]
+        if against:
+            argv += ["--against", *[d / a for a in against]]
+        if out is not None:
+            argv += ["--out", d / out]
+        if 300 < resamples <= 10**6:
+            return  # valid but slow: not what this property is about
         rc, stdout, stderr = _main(argv)
         assert rc in (0, 2), (rc, stderr)
         assert "Traceback" not in stderr
-        if rc == 2: assert stderr.strip()
+        if rc == 2:
+            assert stderr.strip()
         after = _snapshot(d)
         changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
         allowed = {(d / out).resolve()} if rc == 0 and out is not None else set()
@@ -102,30 +161,57 @@ def test_evaluate_exits_0_or_2_and_changes_only_its_output(pred, resamples, seed
 
 
 @FUZZ
-@given(n=option_ints, seed=option_ints, annotators=st.lists(st.text(min_size=0, max_size=5), min_size=1, max_size=3),
-       out=st.sampled_from(["kit", "gold.jsonl", "gold.jsonl/kit"]))
+@given(
+    n=option_ints,
+    seed=option_ints,
+    annotators=st.lists(st.text(min_size=0, max_size=5), min_size=1, max_size=3),
+    out=st.sampled_from(["kit", "gold.jsonl", "gold.jsonl/kit"]),
+)
 def test_audit_export_exits_0_or_2_and_changes_only_its_output(n, seed, annotators, out):
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         shutil.copy(QA_SMALL / "test_squad.jsonl", d / "gold.jsonl")
         before = _snapshot(d)
-        rc, _, stderr = _main(["audit", "export", "--data-source", QA_SMALL, "-n", n, "--seed", seed, "--out", d / out,
-                               "--annotators", *annotators])
+        rc, _, stderr = _main(
+            [
+                "audit",
+                "export",
+                "--data-source",
+                QA_SMALL,
+                "-n",
+                n,
+                "--seed",
+                seed,
+                "--out",
+                d / out,
+                "--annotators",
+                *annotators,
+            ]
+        )
         assert rc in (0, 2) and "Traceback" not in stderr, (rc, stderr)
-        if rc == 2: assert stderr.strip()
-        assert _snapshot(d).items() >= {k: v for k, v in before.items()}.items()      # nothing there before was changed
+        if rc == 2:
+            assert stderr.strip()
+        assert _snapshot(d).items() >= {k: v for k, v in before.items()}.items()  # nothing there before was changed
 
 
 @FUZZ
-@given(name=st.sampled_from(["seed", "n_resamples", "strict", "figures_dir", "split", "no_such"]),
-       value=st.one_of(st.text(max_size=8), json_values.map(json.dumps)))
+@given(
+    name=st.sampled_from(["seed", "n_resamples", "strict", "figures_dir", "split", "no_such"]),
+    value=st.one_of(st.text(max_size=8), json_values.map(json.dumps)),
+)
 def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
-        only = {"seed": "11_errors", "n_resamples": "11_errors", "strict": "00_core", "split": "11_errors"}.get(name, "06_metrics")
+        only = {"seed": "11_errors", "n_resamples": "11_errors", "strict": "00_core", "split": "11_errors"}.get(
+            name, "06_metrics"
+        )
         parsed = cli._parse_value(value)
-        types = {**cli.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"), **cli.COMMON_PARAMETER_TYPES}
-        if name in types and cli._admits(types[name], parsed): return   # a valid value would start the notebook: not here
+        types = {
+            **cli.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),
+            **cli.COMMON_PARAMETER_TYPES,
+        }
+        if name in types and cli._admits(types[name], parsed):
+            return  # a valid value would start the notebook: not here
         rc, _, stderr = _main(["reproduce", "--only", only, "-p", name, value, "--run-dir", run])
         assert rc == 2 and stderr.strip() and "Traceback" not in stderr, (rc, stderr)
         assert not run.exists()

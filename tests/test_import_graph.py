@@ -2,6 +2,7 @@
 graph of `from .x`, `from indicipr.x`, `from indicipr import x`, `from . import x` and
 `import indicipr.x` imports, function-level ones included, is acyclic. A later notebook's module
 may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that)."""
+
 import ast
 
 from helpers import ROOT
@@ -10,8 +11,11 @@ PACKAGE = ROOT / "indicipr"
 
 
 def modules() -> dict[str, ast.Module]:
-    return {p.stem: ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
-            for p in sorted(PACKAGE.glob("*.py")) if p.stem != "__init__"}
+    return {
+        p.stem: ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
+        for p in sorted(PACKAGE.glob("*.py"))
+        if p.stem != "__init__"
+    }
 
 
 def imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
@@ -24,7 +28,7 @@ def imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
                 name = base.removeprefix("indicipr").lstrip(".")
                 if name:
                     found.add(name.split(".")[0])
-                else:                                    # from . import x / from indicipr import x
+                else:  # from . import x / from indicipr import x
                     found |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("indicipr.")}
@@ -41,13 +45,15 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state, stack = {}, []
 
     def visit(node):
-        state[node] = "open"; stack.append(node)
+        state[node] = "open"
+        stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
-        state[node] = "done"; stack.pop()
+        state[node] = "done"
+        stack.pop()
         return None
 
     for node in sorted(graph):
@@ -60,9 +66,17 @@ def test_the_checker_finds_cycles_and_function_level_imports():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"a"}}) == ["a", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
-    tree = ast.parse("import os\nfrom .core import x\ndef f():\n    from indicipr.metrics import y\n    from indicipr import errors\n"
-                     "    import indicipr.stats\n    from . import split\n")
-    assert imported_modules(tree, {"core", "metrics", "errors", "stats", "split"}) == {"core", "metrics", "errors", "stats", "split"}
+    tree = ast.parse(
+        "import os\nfrom .core import x\ndef f():\n    from indicipr.metrics import y\n    from indicipr import errors\n"
+        "    import indicipr.stats\n    from . import split\n"
+    )
+    assert imported_modules(tree, {"core", "metrics", "errors", "stats", "split"}) == {
+        "core",
+        "metrics",
+        "errors",
+        "stats",
+        "split",
+    }
 
 
 def test_indicipr_import_graph_is_acyclic():
@@ -106,9 +120,12 @@ def _defined(tree: ast.Module) -> set[str]:
     "Names a module defines at its top level (functions, classes, assignments)."
     out = set()
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): out.add(node.name)
-        elif isinstance(node, ast.Assign): out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name): out.add(node.target.id)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
     return out
 
 
@@ -120,8 +137,19 @@ def test_no_module_over_a_thousand_lines():
 def test_the_foundation_holds_no_runner_report_or_cli():
     trees = modules()
     core = _defined(trees["core"])
-    assert not core & {"run_pipeline", "run_notebook", "write_report", "REPORT_SECTIONS", "main", "build_parser", "NOTEBOOKS"}
-    assert {"run_pipeline", "main", "NOTEBOOKS"} <= _defined(trees["cli"]) and {"write_report", "REPORT_SECTIONS"} <= _defined(trees["report"])
+    assert not core & {
+        "run_pipeline",
+        "run_notebook",
+        "write_report",
+        "REPORT_SECTIONS",
+        "main",
+        "build_parser",
+        "NOTEBOOKS",
+    }
+    assert {"run_pipeline", "main", "NOTEBOOKS"} <= _defined(trees["cli"]) and {
+        "write_report",
+        "REPORT_SECTIONS",
+    } <= _defined(trees["report"])
     assert not {"cli", "report"} & import_graph()["core"]
     assert "argparse" not in {a.name for n in ast.walk(trees["core"]) if isinstance(n, ast.Import) for a in n.names}
 
@@ -129,8 +157,14 @@ def test_the_foundation_holds_no_runner_report_or_cli():
 def test_the_generation_prompt_and_the_llm_client_live_apart():
     trees = modules()
     client, generation = _defined(trees["llm"]), _defined(trees["generate"])
-    assert {"Endpoint", "run_requests", "local_llm_server", "ResponseCache"} <= client and not client & {"build_prompt", "SYSTEM_MESSAGE"}
-    assert {"build_prompt", "SYSTEM_MESSAGE", "generate_candidates"} <= generation and not generation & {"Endpoint", "run_requests"}
+    assert {"Endpoint", "run_requests", "local_llm_server", "ResponseCache"} <= client and not client & {
+        "build_prompt",
+        "SYSTEM_MESSAGE",
+    }
+    assert {"build_prompt", "SYSTEM_MESSAGE", "generate_candidates"} <= generation and not generation & {
+        "Endpoint",
+        "run_requests",
+    }
     graph = import_graph()
     assert "generate" not in graph["quality"] | graph["llm_qa"] and "llm" in graph["quality"] & graph["llm_qa"]
 
@@ -142,7 +176,11 @@ def test_the_project_reaches_its_own_modules_by_plain_imports():
             if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
                 fn = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
                 arg = node.args[0] if node.args else None
-                if fn in ("import_module", "__import__") and isinstance(arg, ast.Constant) and str(arg.value).startswith("indicipr"):
+                if (
+                    fn in ("import_module", "__import__")
+                    and isinstance(arg, ast.Constant)
+                    and str(arg.value).startswith("indicipr")
+                ):
                     raise AssertionError(f"{name}: {fn}({arg.value!r}) hides an import from the graph")
 
 
@@ -151,7 +189,9 @@ def test_the_card_numbers_are_not_written_as_literals_elsewhere():
     for name, tree in modules().items():
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value == 10_000 and not isinstance(node.value, bool):
-                assert name == "core", f"{name}: line {node.lineno} writes 10,000 as a literal (use CARD['significance']['n_resamples'])"
+                assert name == "core", (
+                    f"{name}: line {node.lineno} writes 10,000 as a literal (use CARD['significance']['n_resamples'])"
+                )
 
 
 def _module_state(tree: ast.Module) -> set[str]:
@@ -160,38 +200,61 @@ def _module_state(tree: ast.Module) -> set[str]:
     out = set()
     for node in tree.body:
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
-                isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) in makers):
+            isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) in makers
+        ):
             out |= {t.id for t in targets if isinstance(t, ast.Name)}
     return out
 
 
 def state_changes(tree: ast.Module, name: str) -> list[str]:
     "Where a function rebinds (`global`) or mutates (`.clear()`, `.update()`, `x[k] = …`) a module-level container."
-    mutators = {"clear", "update", "append", "extend", "pop", "popitem", "setdefault", "add", "discard", "remove", "insert"}
+    mutators = {
+        "clear",
+        "update",
+        "append",
+        "extend",
+        "pop",
+        "popitem",
+        "setdefault",
+        "add",
+        "discard",
+        "remove",
+        "insert",
+    }
     state, problems = _module_state(tree), []
     for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign)
-                                                                       for t in n.targets if isinstance(t, ast.Name)}
+        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {
+            t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+        }
         for node in ast.walk(fn):
-            if isinstance(node, ast.Global): problems.append(f"{name}.{fn.name}: global {', '.join(node.names)}")
+            if isinstance(node, ast.Global):
+                problems.append(f"{name}.{fn.name}: global {', '.join(node.names)}")
             target = None
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in mutators:
                 target = node.func.value
             elif isinstance(node, (ast.Assign, ast.AugAssign)):
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    if isinstance(t, ast.Subscript): target = t.value
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Subscript):
+                        target = t.value
             if isinstance(target, ast.Name) and target.id in state and target.id not in local:
                 problems.append(f"{name}.{fn.name} changes the module-level {target.id} (line {node.lineno})")
     return problems
 
 
 def test_the_state_checker_finds_what_the_old_act_mapping_did():
-    old = ast.parse("_ACT_MAPPING: dict[str, str] = {}\ndef use(m):\n    _ACT_MAPPING.clear()\n    _ACT_MAPPING.update(m)\n"
-                    "def put(k, v):\n    _ACT_MAPPING[k] = v\ndef fine():\n    M2 = {}\n    M2.update(a=1)\n    return dict(_ACT_MAPPING)\n")
-    assert state_changes(old, "x") == ["x.use changes the module-level _ACT_MAPPING (line 3)",
-                                      "x.use changes the module-level _ACT_MAPPING (line 4)", "x.put changes the module-level _ACT_MAPPING (line 6)"]
+    old = ast.parse(
+        "_ACT_MAPPING: dict[str, str] = {}\ndef use(m):\n    _ACT_MAPPING.clear()\n    _ACT_MAPPING.update(m)\n"
+        "def put(k, v):\n    _ACT_MAPPING[k] = v\ndef fine():\n    M2 = {}\n    M2.update(a=1)\n    return dict(_ACT_MAPPING)\n"
+    )
+    assert state_changes(old, "x") == [
+        "x.use changes the module-level _ACT_MAPPING (line 3)",
+        "x.use changes the module-level _ACT_MAPPING (line 4)",
+        "x.put changes the module-level _ACT_MAPPING (line 6)",
+    ]
 
 
 def test_no_module_level_state_changes_at_run_time():

@@ -3,6 +3,7 @@ Retry-After, timeouts), unreachable servers, parse-failure results, the cache, b
 API keys that never leak, Ollama's native API with a context window sized for the prompts, the
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
 parser; and the real local llama.cpp server when it is installed."""
+
 import importlib.util
 import io
 import json
@@ -16,7 +17,23 @@ import pytest
 from fake_llm_server import FakeLLM, constant, error_body
 from helpers import needs_llama_cpp, port_open, unused_port
 from indicipr import llm
-from indicipr.llm import ChatResult, Endpoint, LLMConfigError, LLMCostError, LLMRequestError, LLMUnreachableError, ResponseCache, chat_json, check_models_available, llm_config, local_llm_server, open_endpoints, parse_json_reply, request_key, run_requests
+from indicipr.llm import (
+    ChatResult,
+    Endpoint,
+    LLMConfigError,
+    LLMCostError,
+    LLMRequestError,
+    LLMUnreachableError,
+    ResponseCache,
+    chat_json,
+    check_models_available,
+    llm_config,
+    local_llm_server,
+    open_endpoints,
+    parse_json_reply,
+    request_key,
+    run_requests,
+)
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
@@ -29,8 +46,12 @@ def ep(fake, **kw):
 
 
 def test_server_errors_are_retried_then_succeed(caplog):
-    with FakeLLM([("status", 500, {}, error_body("boom")), ("status", 503, {}, error_body("busy"))],
-                 reply=constant(OK)) as fake, caplog.at_level(logging.WARNING, "indicipr.llm"):
+    with (
+        FakeLLM(
+            [("status", 500, {}, error_body("boom")), ("status", 503, {}, error_body("busy"))], reply=constant(OK)
+        ) as fake,
+        caplog.at_level(logging.WARNING, "indicipr.llm"),
+    ):
         res = chat_json(ep(fake), MSGS, SCHEMA)
     assert res == ChatResult({"items": [1, 2]}, OK, None)
     assert len(fake.requests) == 3
@@ -72,7 +93,9 @@ def test_client_errors_are_not_retried():
 def test_unreachable_server_gives_a_clear_error():
     port = unused_port()
     dead = Endpoint(f"http://127.0.0.1:{port}/v1", "m", max_retries=2, backoff_s=0.01, timeout=2)
-    with pytest.raises(LLMUnreachableError, match=rf"cannot reach the LLM server at http://127.0.0.1:{port}/v1 .*after 3 attempts"):
+    with pytest.raises(
+        LLMUnreachableError, match=rf"cannot reach the LLM server at http://127.0.0.1:{port}/v1 .*after 3 attempts"
+    ):
         chat_json(dead, MSGS, SCHEMA)
 
 
@@ -83,7 +106,7 @@ def test_broken_json_is_a_parse_failure_not_a_crash(tmp_path):
         res = chat_json(ep(fake), MSGS, SCHEMA, cache)
         assert res.parsed is None and res.raw == broken
         assert res.error.startswith("invalid JSON") and "cut off at max_tokens" in res.error
-        again = chat_json(ep(fake), MSGS, SCHEMA, ResponseCache(tmp_path / "c.jsonl"))   # a rerun: cached
+        again = chat_json(ep(fake), MSGS, SCHEMA, ResponseCache(tmp_path / "c.jsonl"))  # a rerun: cached
         assert again == res and len(fake.requests) == 1
         other = chat_json(ep(fake), MSGS[:1] + [{"role": "user", "content": "other"}], SCHEMA, cache)
         assert other.parsed is None and other.error.startswith("no JSON in the reply") and len(fake.requests) == 2
@@ -98,14 +121,22 @@ def test_schema_goes_into_response_format_per_endpoint_kind():
     first, second = (r["body"] for r in fake.requests)
     assert first["response_format"] == {"type": "json_object", "schema": SCHEMA}
     assert first["temperature"] == 0 and first["max_tokens"] == 20 and first["top_k"] == 5
-    assert second["response_format"]["type"] == "json_schema" and second["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert (
+        second["response_format"]["type"] == "json_schema"
+        and second["response_format"]["json_schema"]["schema"] == SCHEMA
+    )
 
 
 def test_run_requests_bounded_concurrency_in_order_and_cached(tmp_path):
-    reqs = [{"messages": [{"role": "user", "content": f"item {i}"}], "schema": None, "params": {"temperature": 0}}
-            for i in range(8)]
-    reqs.append(reqs[3])                                  # a duplicate: sent once
-    echo = lambda body: json.dumps({"echo": body["messages"][0]["content"]})
+    reqs = [
+        {"messages": [{"role": "user", "content": f"item {i}"}], "schema": None, "params": {"temperature": 0}}
+        for i in range(8)
+    ]
+    reqs.append(reqs[3])  # a duplicate: sent once
+
+    def echo(body):
+        return json.dumps({"echo": body["messages"][0]["content"]})
+
     cache = ResponseCache(tmp_path / "c.jsonl")
     with FakeLLM(reply=echo, delay=0.2) as fake:
         res = run_requests(ep(fake), reqs, cache, concurrency=3, progress=False)
@@ -113,14 +144,14 @@ def test_run_requests_bounded_concurrency_in_order_and_cached(tmp_path):
         assert len(fake.requests) == 8 and 2 <= fake.max_in_flight <= 3
         rerun_cache = ResponseCache(tmp_path / "c.jsonl")
         again = run_requests(ep(fake), reqs, rerun_cache, concurrency=3, progress=False)
-        assert again == res and len(fake.requests) == 8          # zero calls on the rerun
+        assert again == res and len(fake.requests) == 8  # zero calls on the rerun
     assert rerun_cache.hits == 8 and rerun_cache.stores == 0 and len(rerun_cache) == 8
 
 
 def test_run_requests_raises_after_caching_what_finished(tmp_path):
     reqs = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(4)]
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM([ "ok", ("status", 401, {}, error_body("no"))], reply=constant(OK)) as fake:
+    with FakeLLM(["ok", ("status", 401, {}, error_body("no"))], reply=constant(OK)) as fake:
         with pytest.raises(LLMRequestError, match="401"):
             run_requests(ep(fake), reqs, cache, concurrency=1, progress=False)
     # what finished is cached; what was still queued when the error surfaced was cancelled
@@ -130,29 +161,41 @@ def test_run_requests_raises_after_caching_what_finished(tmp_path):
 def test_run_requests_can_record_a_rejected_request_and_go_on(tmp_path):
     reqs = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(3)]
     with FakeLLM([("status", 400, {}, error_body("context length exceeded"))], reply=constant(OK)) as fake:
-        res = run_requests(ep(fake), reqs, ResponseCache(tmp_path / "c.jsonl"), concurrency=1, progress=False,
-                           record_request_errors=True)
+        res = run_requests(
+            ep(fake),
+            reqs,
+            ResponseCache(tmp_path / "c.jsonl"),
+            concurrency=1,
+            progress=False,
+            record_request_errors=True,
+        )
     assert res[0].raw is None and res[0].parsed is None and "context length exceeded" in res[0].error
     assert [r.parsed for r in res[1:]] == [{"items": [1, 2]}] * 2 and len(fake.requests) == 3
 
 
 # ---------------------------------------------------------------- one parser for every caller's replies
-@pytest.mark.parametrize("raw,kwargs,expected", [
-    ('```json\n{"items": [{"question": "Q?"}]}\n```', {}, {"items": [{"question": "Q?"}]}),        # generation, fenced
-    ('Here you go: {"answer": "the Controller"} Thanks!', {}, {"answer": "the Controller"}),      # chatter
-    ('{"answer": "the Central Gov', {"partial": True}, {"answer": "the Central Gov"}),            # cut by max_tokens (09)
-    ('{"answer": "a \\"quoted\\" wo', {"partial": True}, {"answer": 'a "quoted" wo'}),
-])
+@pytest.mark.parametrize(
+    "raw,kwargs,expected",
+    [
+        ('```json\n{"items": [{"question": "Q?"}]}\n```', {}, {"items": [{"question": "Q?"}]}),  # generation, fenced
+        ('Here you go: {"answer": "the Controller"} Thanks!', {}, {"answer": "the Controller"}),  # chatter
+        ('{"answer": "the Central Gov', {"partial": True}, {"answer": "the Central Gov"}),  # cut by max_tokens (09)
+        ('{"answer": "a \\"quoted\\" wo', {"partial": True}, {"answer": 'a "quoted" wo'}),
+    ],
+)
 def test_one_parser_reads_every_reply_form(raw, kwargs, expected):
     assert parse_json_reply(raw, **kwargs) == (expected, None)
 
 
 def test_one_parser_reports_why_a_reply_is_unusable():
     from indicipr.quality import JudgeScores
+
     assert parse_json_reply('{"answer": "the Central Gov', "length")[1].endswith("cut off at max_tokens")
     assert "required property" in parse_json_reply('{"x": 1}', schema={"type": "object", "required": ["items"]})[1]
-    scores, err = parse_json_reply('{"question_specificity": 3, "answer_sufficiency": "2", "answer_minimality": 1, '
-                                   '"legal_relevance": 3}', schema=JudgeScores)
+    scores, err = parse_json_reply(
+        '{"question_specificity": 3, "answer_sufficiency": "2", "answer_minimality": 1, "legal_relevance": 3}',
+        schema=JudgeScores,
+    )
     assert err is None and isinstance(scores, JudgeScores) and scores.answer_sufficiency == 2
     assert "legal_relevance" in parse_json_reply('{"question_specificity": 3}', schema=JudgeScores)[1]
     assert parse_json_reply("no json at all")[1].startswith("no JSON in the reply")
@@ -161,23 +204,34 @@ def test_one_parser_reports_why_a_reply_is_unusable():
 # ---------------------------------------------------------------- Ollama's native API and its context window
 def test_ollama_endpoint_sends_num_ctx_sized_for_the_longest_prompt(tmp_path):
     short = [{"role": "user", "content": "short question"}]
-    long = [{"role": "user", "content": "statute text " * 1500}]              # 19,500 characters: ~6,500 tokens at 3/token
+    long = [{"role": "user", "content": "statute text " * 1500}]  # 19,500 characters: ~6,500 tokens at 3/token
     with FakeLLM(reply=constant('{"answer": "x"}'), model="llama3.1:8b") as fake:
         ollama = Endpoint(fake.base_url, "llama3.1:8b", kind="ollama", timeout=5, max_retries=0)
-        res = run_requests(ollama, [{"messages": short, "params": {"max_tokens": 64, "temperature": 0}},
-                                    {"messages": long, "params": {"max_tokens": 64, "temperature": 0}}],
-                           ResponseCache(tmp_path / "c.jsonl"), concurrency=1, progress=False)
+        res = run_requests(
+            ollama,
+            [
+                {"messages": short, "params": {"max_tokens": 64, "temperature": 0}},
+                {"messages": long, "params": {"max_tokens": 64, "temperature": 0}},
+            ],
+            ResponseCache(tmp_path / "c.jsonl"),
+            concurrency=1,
+            progress=False,
+        )
     assert [r.parsed for r in res] == [{"answer": "x"}] * 2
-    assert [r["path"] for r in fake.requests] == ["/api/chat"] * 2            # the native API, not /v1
+    assert [r["path"] for r in fake.requests] == ["/api/chat"] * 2  # the native API, not /v1
     bodies = [r["body"] for r in fake.requests]
-    assert all(b["options"]["num_ctx"] == 8192 for b in bodies)               # one window for the run, holding the long prompt
-    assert all(b["options"]["num_predict"] == 64 and b["options"]["temperature"] == 0 and b["stream"] is False for b in bodies)
+    assert all(b["options"]["num_ctx"] == 8192 for b in bodies)  # one window for the run, holding the long prompt
+    assert all(
+        b["options"]["num_predict"] == 64 and b["options"]["temperature"] == 0 and b["stream"] is False for b in bodies
+    )
     assert bodies[0]["format"] == "json"
 
 
 def test_ollama_schema_and_finish_reason_and_errors(tmp_path):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    with FakeLLM([("finish", '{"answer": "cut', "length"), ("status", 404, {}, {"error": "model 'nope' not found"})]) as fake:
+    with FakeLLM(
+        [("finish", '{"answer": "cut', "length"), ("status", 404, {}, {"error": "model 'nope' not found"})]
+    ) as fake:
         ollama = Endpoint(fake.base_url, "nope", kind="ollama", timeout=5, max_retries=0, num_ctx=4096)
         res = chat_json(ollama, MSGS, schema)
         assert res.parsed is None and "cut off at max_tokens" in res.error
@@ -188,7 +242,9 @@ def test_ollama_schema_and_finish_reason_and_errors(tmp_path):
 
 def test_ollama_server_errors_are_retried():
     with FakeLLM([("status", 503, {}, {"error": "busy"})], reply=constant(OK)) as fake:
-        res = chat_json(Endpoint(fake.base_url, "m", kind="ollama", timeout=5, max_retries=2, backoff_s=0.01), MSGS, SCHEMA)
+        res = chat_json(
+            Endpoint(fake.base_url, "m", kind="ollama", timeout=5, max_retries=2, backoff_s=0.01), MSGS, SCHEMA
+        )
     assert res.parsed == {"items": [1, 2]} and len(fake.requests) == 2
 
 
@@ -196,20 +252,33 @@ def test_ollama_server_errors_are_retried():
 def test_preflight_names_every_missing_model_asking_each_server_once(no_llm_api_key):
     dead_port = unused_port()
     with FakeLLM(models=["llama3.1:8b", "mistral:7b"]) as a, FakeLLM(models=["qwen2.5:7b"]) as b:
-        config = llm_config(f"llama3.1:*={a.base_url}; mistral:7b={a.base_url}; gemma3:12b={a.base_url}; "
-                            f"qwen2.5:*={b.base_url}; phi3:mini={b.base_url}; dead:1=http://127.0.0.1:{dead_port}/v1")
+        config = llm_config(
+            f"llama3.1:*={a.base_url}; mistral:7b={a.base_url}; gemma3:12b={a.base_url}; "
+            f"qwen2.5:*={b.base_url}; phi3:mini={b.base_url}; dead:1=http://127.0.0.1:{dead_port}/v1"
+        )
         t0 = time.monotonic()
         with pytest.raises(LLMConfigError) as err:
-            check_models_available(config, ["llama3.1:8b", "mistral:7b", "gemma3:12b", "qwen2.5:7b", "phi3:mini",
-                                             "dead:1", "gemma3:12b", "smollm2"])
+            check_models_available(
+                config,
+                [
+                    "llama3.1:8b",
+                    "mistral:7b",
+                    "gemma3:12b",
+                    "qwen2.5:7b",
+                    "phi3:mini",
+                    "dead:1",
+                    "gemma3:12b",
+                    "smollm2",
+                ],
+            )
         assert time.monotonic() - t0 < 10
-        assert a.gets == ["/v1/models"] and b.gets == ["/v1/models"]            # each server asked once
+        assert a.gets == ["/v1/models"] and b.gets == ["/v1/models"]  # each server asked once
     msg = str(err.value)
     assert msg.startswith("3 configured model(s) are not available")
     assert f"gemma3:12b at {a.base_url}: not served (it serves: llama3.1:8b, mistral:7b)" in msg
     assert f"phi3:mini at {b.base_url}: not served (it serves: qwen2.5:7b)" in msg
     assert f"dead:1 at http://127.0.0.1:{dead_port}/v1: unreachable" in msg
-    assert "llama3.1:8b at" not in msg and "smollm2" not in msg                  # served / the project's own server
+    assert "llama3.1:8b at" not in msg and "smollm2" not in msg  # served / the project's own server
 
 
 def test_preflight_passes_and_open_endpoints_yields_each_model(no_llm_api_key):
@@ -222,16 +291,23 @@ def test_preflight_passes_and_open_endpoints_yields_each_model(no_llm_api_key):
 
 def test_preflight_reports_a_missing_key_without_asking(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(LLMConfigError, match="gpt-4o at https://api.openai.com/v1: the environment variable OPENAI_API_KEY"):
+    with pytest.raises(
+        LLMConfigError, match="gpt-4o at https://api.openai.com/v1: the environment variable OPENAI_API_KEY"
+    ):
         check_models_available(llm_config({"gpt-*": "openai"}), ["gpt-4o"])
 
 
 # ---------------------------------------------------------------- cost before calls
 class _Timeline(io.StringIO):
     "stdout that logs each printed line into a shared timeline (with the fake server's requests)."
-    def __init__(self, events): super().__init__(); self.events = events
+
+    def __init__(self, events):
+        super().__init__()
+        self.events = events
+
     def write(self, s):
-        if s.strip(): self.events.append(("print", s.strip()))
+        if s.strip():
+            self.events.append(("print", s.strip()))
         return len(s)
 
 
@@ -243,15 +319,25 @@ def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_
     monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
     monkeypatch.delenv("INDICIPR_YES", raising=False)
     events = []
-    reqs = [{"messages": [{"role": "user", "content": f"question {i} " + "x" * 400}], "params": {"max_tokens": 50}}
-            for i in range(5)]
+    reqs = [
+        {"messages": [{"role": "user", "content": f"question {i} " + "x" * 400}], "params": {"max_tokens": 50}}
+        for i in range(5)
+    ]
     cache = ResponseCache(tmp_path / "c.jsonl")
-    for r in reqs[:2]:                                                      # two answered before: cached
-        cache.put({"key": request_key("gpt-4o", r["messages"], None, r["params"]), "model": "gpt-4o",
-                   "raw": OK, "finish_reason": "stop"})
+    for r in reqs[:2]:  # two answered before: cached
+        cache.put(
+            {
+                "key": request_key("gpt-4o", r["messages"], None, r["params"]),
+                "model": "gpt-4o",
+                "raw": OK,
+                "finish_reason": "stop",
+            }
+        )
+
     def reply(body):
         events.append(("request", body["messages"][0]["content"][:11]))
         return OK
+
     with FakeLLM(reply=reply) as fake:
         monkeypatch.setattr(sys, "stdout", _Timeline(events))
         res = run_requests(paid(fake), reqs + reqs[2:3], cache, concurrency=2, progress=False)
@@ -272,7 +358,7 @@ def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
     with FakeLLM(reply=constant(OK)) as fake:
         with pytest.raises(LLMCostError, match=r"confirm_cost=True .*INDICIPR_YES=1"):
             run_requests(paid(fake), reqs, None, progress=False)
-        assert fake.requests == []                                            # nothing was sent
+        assert fake.requests == []  # nothing was sent
         assert run_requests(paid(fake), reqs, None, progress=False, confirm_cost=True)[0].parsed == {"items": [1, 2]}
         monkeypatch.setenv("INDICIPR_YES", "1")
         assert run_requests(paid(fake), reqs, None, progress=False)[0].parsed == {"items": [1, 2]}
@@ -290,20 +376,31 @@ FAKE_KEY = "sk-test-FAKE0123456789abcdefSECRET"
 
 def test_api_key_never_reaches_cache_logs_errors_or_output(tmp_path, monkeypatch, caplog, capsys):
     monkeypatch.setenv("INDICIPR_TEST_LLM_KEY", FAKE_KEY)
-    caplog.set_level(logging.DEBUG)                       # every logger, openai's and httpx's included
+    caplog.set_level(logging.DEBUG)  # every logger, openai's and httpx's included
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM([("status", 500, {}, error_body("boom")), "ok",
-                  ("status", 401, {}, error_body(f"Incorrect API key provided: {FAKE_KEY}. See your account."))],
-                 reply=constant(OK)) as fake:
+    with FakeLLM(
+        [
+            ("status", 500, {}, error_body("boom")),
+            "ok",
+            ("status", 401, {}, error_body(f"Incorrect API key provided: {FAKE_KEY}. See your account.")),
+        ],
+        reply=constant(OK),
+    ) as fake:
         endpoint = ep(fake, api_key_env="INDICIPR_TEST_LLM_KEY")
         assert chat_json(endpoint, MSGS, SCHEMA, cache).parsed == {"items": [1, 2]}
         with pytest.raises(LLMRequestError) as err:
             chat_json(endpoint, [{"role": "user", "content": "again"}], SCHEMA, cache)
-    assert all(r["auth"] == f"Bearer {FAKE_KEY}" for r in fake.requests)    # the key was really used
+    assert all(r["auth"] == f"Bearer {FAKE_KEY}" for r in fake.requests)  # the key was really used
     assert FAKE_KEY not in str(err.value) and "Incorrect API key provided: ***" in str(err.value)
     out = capsys.readouterr()
-    seen = {"cache": (tmp_path / "c.jsonl").read_text(), "logs": caplog.text, "stdout": out.out, "stderr": out.err,
-            "repr": repr(endpoint), "pickle": pickle.dumps(endpoint).decode("latin-1")}
+    seen = {
+        "cache": (tmp_path / "c.jsonl").read_text(),
+        "logs": caplog.text,
+        "stdout": out.out,
+        "stderr": out.err,
+        "repr": repr(endpoint),
+        "pickle": pickle.dumps(endpoint).decode("latin-1"),
+    }
     for where, text in seen.items():
         assert "SECRET" not in text, f"the API key leaked into the {where}"
 
@@ -319,7 +416,8 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
     with pytest.raises(LLMConfigError, match=r"pip install 'llama-cpp-python\[server\]'"):
-        with local_llm_server(): pass
+        with local_llm_server():
+            pass
 
 
 @needs_llama_cpp
@@ -332,5 +430,5 @@ def test_local_llm_server_answers_under_a_schema_and_stops(tmp_path):
             assert endpoint.kind == "llama_cpp" and endpoint.base_url.startswith("http://127.0.0.1:")
             res = chat_json(endpoint, msgs, schema, ResponseCache(tmp_path / "c.jsonl"), temperature=0, max_tokens=30)
             assert res.error is None and isinstance(res.parsed["answer"], str), res
-            raise RuntimeError("body failed")                # the server must stop on exceptions too
+            raise RuntimeError("body failed")  # the server must stop on exceptions too
     assert not port_open(port)

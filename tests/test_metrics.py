@@ -2,6 +2,7 @@
 script, on hundreds of generated cases (hypothesis), plus hand-checked statute answers, the
 predictions formats and per-Act scores of ids whose Act cannot be told (the `indicipr evaluate`
 command line is tested in test_errors.py, beside its module)."""
+
 import re
 import string
 from collections import Counter
@@ -74,16 +75,55 @@ def ref_evaluate(dataset, predictions):
 # Generated text: statutory words, articles in every case, ASCII and unicode punctuation, odd
 # whitespace; built from tokens so that articles, punctuation and spacing collide often.
 # ---------------------------------------------------------------------------------------------
-WORDS = ["the", "The", "THE", "a", "A", "an", "An", "patent", "Patent", "office", "section", "sub-section",
-         "(1)", "(a)", "Controller", "theatre", "another", "Act,", "1970", "§", "“work”", "‘mark’", "–", "—",
-         "...", "a.", "an-", "the's", "don't", "Trade", "Marks", "İ", "ß", "é", "naïve", "२०"]
+WORDS = [
+    "the",
+    "The",
+    "THE",
+    "a",
+    "A",
+    "an",
+    "An",
+    "patent",
+    "Patent",
+    "office",
+    "section",
+    "sub-section",
+    "(1)",
+    "(a)",
+    "Controller",
+    "theatre",
+    "another",
+    "Act,",
+    "1970",
+    "§",
+    "“work”",
+    "‘mark’",
+    "–",
+    "—",
+    "...",
+    "a.",
+    "an-",
+    "the's",
+    "don't",
+    "Trade",
+    "Marks",
+    "İ",
+    "ß",
+    "é",
+    "naïve",
+    "२०",
+]
 PUNCT = list(string.punctuation) + ["§", "“", "”", "‘", "’", "–", "—", "…", "¶", "«", "»"]
 SEPARATORS = [" ", "  ", "\n", "\t", "\u00a0", "", ",", ". ", "; ", " - "]
 
-token = st.one_of(st.sampled_from(WORDS), st.sampled_from(PUNCT),
-                  st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=6))
+token = st.one_of(
+    st.sampled_from(WORDS),
+    st.sampled_from(PUNCT),
+    st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=6),
+)
 answer_text = st.lists(st.tuples(token, st.sampled_from(SEPARATORS)), max_size=12).map(
-    lambda parts: "".join(t + s for t, s in parts))
+    lambda parts: "".join(t + s for t, s in parts)
+)
 any_text = st.one_of(answer_text, st.text(max_size=40))
 
 
@@ -103,21 +143,35 @@ def test_em_and_f1_match_official(prediction, gold):
 @settings(max_examples=300, deadline=None)
 @given(answer_text, st.lists(answer_text, min_size=1, max_size=4))
 def test_max_over_golds_matches_official(prediction, golds):
-    assert M.exact_match(prediction, golds) == float(ref_metric_max_over_ground_truths(ref_exact_match_score, prediction, golds))
+    assert M.exact_match(prediction, golds) == float(
+        ref_metric_max_over_ground_truths(ref_exact_match_score, prediction, golds)
+    )
     assert M.token_f1(prediction, golds) == ref_metric_max_over_ground_truths(ref_f1_score, prediction, golds)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(answer_text, min_size=1, max_size=3), st.one_of(st.none(), answer_text)),
-                min_size=1, max_size=25))
+@given(
+    st.lists(
+        st.tuples(st.lists(answer_text, min_size=1, max_size=3), st.one_of(st.none(), answer_text)),
+        min_size=1,
+        max_size=25,
+    )
+)
 def test_aggregate_scores_match_official_evaluate(cases):
     """Whole prediction sets (with unanswered questions) score as the official script's `evaluate`."""
     gold, preds, qas = [], {}, []
     for i, (golds, pred) in enumerate(cases):
         qid = f"pat_{i + 1:06d}"
         context = " ".join(golds)
-        gold.append({"id": qid, "title": "t", "context": context, "question": "q?",
-                     "answers": {"text": golds, "answer_start": [context.find(g) for g in golds]}})
+        gold.append(
+            {
+                "id": qid,
+                "title": "t",
+                "context": context,
+                "question": "q?",
+                "answers": {"text": golds, "answer_start": [context.find(g) for g in golds]},
+            }
+        )
         qas.append({"id": qid, "answers": [{"text": g} for g in golds]})
         if pred is not None:
             preds[qid] = pred
@@ -131,8 +185,8 @@ def test_aggregate_scores_match_official_evaluate(cases):
 def test_unicode_punctuation_is_kept_like_the_official_script():
     for text in ["§ 2", "“work”", "a – b", "‘mark’", "clause (a)—"]:
         assert M.normalize_answer(text) == ref_normalize_answer(text)
-    assert M.normalize_answer("“work”") == "“work”"        # curly quotes stay
-    assert M.exact_match_score("\"work\"", "“work”") == 0.0  # ... so ASCII and curly quotes differ
+    assert M.normalize_answer("“work”") == "“work”"  # curly quotes stay
+    assert M.exact_match_score('"work"', "“work”") == 0.0  # ... so ASCII and curly quotes differ
     assert M.exact_match_score("§ 2", "2") == 0.0
     assert M.token_f1_score("a – b", "b") == pytest.approx(2 * 0.5 * 1 / 1.5)  # tokens "–", "b" vs "b"
 
@@ -144,14 +198,20 @@ def test_unicode_punctuation_is_kept_like_the_official_script():
 @given(answer_text, answer_text)
 def test_char_f1_properties(prediction, gold):
     multiset, lcs = M.char_f1_score(prediction, gold), M.char_f1_score(prediction, gold, "lcs")
-    assert lcs <= multiset + 1e-12                 # a common substring is a common sub-multiset
+    assert lcs <= multiset + 1e-12  # a common substring is a common sub-multiset
     p_chars, g_chars = (ref_normalize_answer(t).replace(" ", "") for t in (prediction, gold))
-    f1_of = lambda common: 2 * common / (len(p_chars) + len(g_chars)) if common else 0.0   # 2PR/(P+R) = 2c/(|p|+|g|)
+
+    def f1_of(common):
+        return 2 * common / (len(p_chars) + len(g_chars)) if common else 0.0  # 2PR/(P+R) = 2c/(|p|+|g|)
+
     assert multiset == pytest.approx(f1_of(sum((Counter(p_chars) & Counter(g_chars)).values())))
     assert lcs == pytest.approx(f1_of(ref_longest_common_substring(p_chars, g_chars)))
     assert multiset == pytest.approx(M.char_f1_score(gold, prediction))
     assert lcs == pytest.approx(M.char_f1_score(gold, prediction, "lcs"))
-    chars_p, chars_g = Counter(M.normalize_answer(prediction).replace(" ", "")), Counter(M.normalize_answer(gold).replace(" ", ""))
+    chars_p, chars_g = (
+        Counter(M.normalize_answer(prediction).replace(" ", "")),
+        Counter(M.normalize_answer(gold).replace(" ", "")),
+    )
     assert (multiset == 1.0) == (chars_p == chars_g and bool(chars_p))
     if M.exact_match_score(prediction, gold) and M.normalize_answer(gold):
         assert multiset == 1.0 and lcs == 1.0
@@ -172,8 +232,9 @@ def ref_longest_common_substring(a: str, b: str) -> int:
 
 def test_lcs_brute_force():
     import itertools
+
     for a, b in itertools.product(["", "a", "abcab", "xabcy", "bca", "patentoffice"], repeat=2):
-        brute = max([k for i in range(len(a)) for k in range(1, len(a) - i + 1) if a[i:i + k] in b] or [0])
+        brute = max([k for i in range(len(a)) for k in range(1, len(a) - i + 1) if a[i : i + k] in b] or [0])
         assert M.longest_common_substring(a, b) == brute == ref_longest_common_substring(a, b), (a, b)
 
 
@@ -190,7 +251,7 @@ def test_hand_checked_statute_answers():
     assert M.exact_match("THE INDIAN PATENTS AND DESIGNS ACT, 1911 (2 OF 1911).", g) == 1.0
     # the prediction runs on into the rest of the sentence: + "shall be patent office under this act" (7 tokens)
     run_on = g + " shall be the patent office under this Act"
-    p, r = 9 / 16, 1.0   # 16 prediction tokens, all 9 gold tokens shared: F1 = 18/25
+    p, r = 9 / 16, 1.0  # 16 prediction tokens, all 9 gold tokens shared: F1 = 18/25
     assert M.token_f1(run_on, g) == pytest.approx(2 * p * r / (p + r)) == pytest.approx(0.72)
     assert M.exact_match("a seal", gold["pat_000025"]) == 1.0 and gold["pat_000025"] == "a seal"
     # "the Central Government" vs "Central Government of India": tokens central government (2) vs central government of india (4)
@@ -198,7 +259,7 @@ def test_hand_checked_statute_answers():
     # char F1 on "six months" vs "six month": chars sixmonths (9) vs sixmonth (8), 8 shared
     assert gold["tm_000025"] == "six months"
     assert M.char_f1("six month", gold["tm_000025"]) == pytest.approx(2 * 8 / 17)
-    assert M.char_f1_lcs("months six", gold["tm_000025"]) == pytest.approx(2 * 6 / 18)   # "months"
+    assert M.char_f1_lcs("months six", gold["tm_000025"]) == pytest.approx(2 * 6 / 18)  # "months"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +267,11 @@ def test_hand_checked_statute_answers():
 # ---------------------------------------------------------------------------------------------
 def write_formats(tmp_path, preds):
     "The same predictions in the three accepted layouts: JSONL lines, a JSON list of records, a JSON {id: text} object."
-    return [write_prediction_file(tmp_path / "p.jsonl", preds), write_prediction_file(tmp_path / "p_list.json", preds, "records"),
-            write_prediction_file(tmp_path / "p_dict.json", preds, "dict")]
+    return [
+        write_prediction_file(tmp_path / "p.jsonl", preds),
+        write_prediction_file(tmp_path / "p_list.json", preds, "records"),
+        write_prediction_file(tmp_path / "p_dict.json", preds, "dict"),
+    ]
 
 
 def test_prediction_formats_score_identically(tmp_path):
@@ -218,11 +282,23 @@ def test_prediction_formats_score_identically(tmp_path):
     assert all(s == summaries[0] for s in summaries)
     assert summaries[0]["missing"] == sum(1 for i in range(len(gold)) if i % 5 == 0) > 0
     # the scores themselves, by the official script's reference (missing questions score 0)
-    official = ref_evaluate([{"paragraphs": [{"qas": [{"id": r["id"], "answers": [{"text": t} for t in r["answers"]["text"]]}
-                                                      for r in gold]}]}], preds)
-    assert summaries[0]["em"] == pytest.approx(official["exact_match"]) and summaries[0]["f1"] == pytest.approx(official["f1"])
+    official = ref_evaluate(
+        [
+            {
+                "paragraphs": [
+                    {"qas": [{"id": r["id"], "answers": [{"text": t} for t in r["answers"]["text"]]} for r in gold]}
+                ]
+            }
+        ],
+        preds,
+    )
+    assert summaries[0]["em"] == pytest.approx(official["exact_match"]) and summaries[0]["f1"] == pytest.approx(
+        official["f1"]
+    )
     # ... which, on this construction, is the share of questions answered with their gold answer
-    assert official["exact_match"] == pytest.approx(100 * sum(1 for i in range(len(gold)) if i % 5 and i % 3) / len(gold))
+    assert official["exact_match"] == pytest.approx(
+        100 * sum(1 for i in range(len(gold)) if i % 5 and i % 3) / len(gold)
+    )
 
 
 def test_unknown_ids_are_an_error_naming_them(tmp_path):
@@ -241,7 +317,7 @@ def test_bad_prediction_file_names_the_line(tmp_path):
 
 
 def test_per_act_scores_never_fail_on_an_unknown_prefix():
-    from indicipr import core
+
     gold = read_qa_small("test")
     renamed = [{**r, "id": r["id"].replace("pat_", "zzq_")} for r in gold]
     frame, summary = M.score_predictions(renamed, {r["id"]: r["answers"]["text"][0] for r in renamed})

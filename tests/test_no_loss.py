@@ -1,5 +1,6 @@
 """Nothing lost, keys nowhere: an output never replaces an input, a secret never reaches a file or the terminal, every
 mistake is one sentence (exit 2, no traceback), runs never collide, scoring stays linear in the predictions."""
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,18 @@ def gold_records() -> list[dict]:
 
 
 def write_preds(path: Path, records=None, text=lambda r: r["answers"]["text"][0]) -> Path:
-    path.write_text("".join(json.dumps({"id": r["id"], "prediction_text": text(r)}) + "\n" for r in (records or gold_records())))
+    path.write_text(
+        "".join(json.dumps({"id": r["id"], "prediction_text": text(r)}) + "\n" for r in (records or gold_records()))
+    )
     return path
 
 
 def run_main(capsys, *argv) -> tuple[int, str, str]:
     "`indicipr ARGV` in this process: (exit status, stdout, stderr); argparse's own exit counts as its status."
-    try: rc = cli.main([str(a) for a in argv])
-    except SystemExit as e: rc = e.code
+    try:
+        rc = cli.main([str(a) for a in argv])
+    except SystemExit as e:
+        rc = e.code
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -43,11 +48,14 @@ def refused(rc: int, err: str, *needles: str) -> None:
     "Exit 2 with one sentence on stderr (no traceback) holding each needle."
     assert rc == 2, err
     assert "Traceback" not in err and err.strip(), err
-    for n in needles: assert n in err, (n, err)
+    for n in needles:
+        assert n in err, (n, err)
 
 
 def run_cli(*args, env=None, cwd=None, timeout=300, stdin=None):
-    r = subprocess.run([str(BIN / "indicipr"), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    r = subprocess.run(
+        [str(BIN / "indicipr"), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -60,8 +68,11 @@ def project_copy(tmp_path: Path, notebooks: list[str]) -> Path:
     "A project root (`INDICIPR_ROOT`) with the sample and the named notebooks: what a run writes stays in it."
     root = tmp_path / "project"
     (root / "notebooks").mkdir(parents=True)
-    for nb in notebooks: shutil.copy(ROOT / "notebooks" / f"{nb}.ipynb", root / "notebooks")
-    shutil.copytree(ROOT / "data" / "sample", root / "data" / "sample", ignore=shutil.ignore_patterns("statutes", "recorded"))
+    for nb in notebooks:
+        shutil.copy(ROOT / "notebooks" / f"{nb}.ipynb", root / "notebooks")
+    shutil.copytree(
+        ROOT / "data" / "sample", root / "data" / "sample", ignore=shutil.ignore_patterns("statutes", "recorded")
+    )
     shutil.copy(ROOT / "settings.ini", root / "settings.ini")
     return root
 
@@ -72,23 +83,34 @@ def clean_env(**extra) -> dict:
 
 
 # ------------------------------------------------------------------ 1. no input is ever an output
-@pytest.mark.parametrize("which", ["pred", "against", "gold", "symlink to pred", "hard link to pred", "dotted path to pred"])
+@pytest.mark.parametrize(
+    "which", ["pred", "against", "gold", "symlink to pred", "hard link to pred", "dotted path to pred"]
+)
 def test_evaluate_refuses_an_out_that_is_an_input(tmp_path, capsys, which):
     pred = write_preds(tmp_path / "p.jsonl")
     other = write_preds(tmp_path / "q.jsonl", text=lambda r: r["question"])
     gold = shutil.copy(GOLD, tmp_path / "gold.jsonl")
-    out = {"pred": pred, "against": other, "gold": gold, "dotted path to pred": tmp_path / "x" / ".." / "p.jsonl"}.get(which)
-    if which == "symlink to pred": out = tmp_path / "link.jsonl"; out.symlink_to(pred)
-    if which == "hard link to pred": out = tmp_path / "hard.jsonl"; os.link(pred, out)
+    out = {"pred": pred, "against": other, "gold": gold, "dotted path to pred": tmp_path / "x" / ".." / "p.jsonl"}.get(
+        which
+    )
+    if which == "symlink to pred":
+        out = tmp_path / "link.jsonl"
+        out.symlink_to(pred)
+    if which == "hard link to pred":
+        out = tmp_path / "hard.jsonl"
+        os.link(pred, out)
     before = {p: p.read_bytes() for p in (pred, other, Path(gold))}
-    rc, _, err = run_main(capsys, "evaluate", "--gold", gold, "--pred", pred, "--against", other, "--out", out, "--resamples", 10)
+    rc, _, err = run_main(
+        capsys, "evaluate", "--gold", gold, "--pred", pred, "--against", other, "--out", out, "--resamples", 10
+    )
     refused(rc, err, "--out", "is the input")
     assert {p: p.read_bytes() for p in before} == before
 
 
 def test_evaluate_out_through_a_symlink_writes_its_target(tmp_path, capsys):
     pred = write_preds(tmp_path / "p.jsonl")
-    (tmp_path / "report.md").write_text("old"); os.chmod(tmp_path / "report.md", 0o640)
+    (tmp_path / "report.md").write_text("old")
+    os.chmod(tmp_path / "report.md", 0o640)
     (tmp_path / "link.md").symlink_to(tmp_path / "report.md")
     rc, out, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", tmp_path / "link.md")
     assert rc == 0, err
@@ -99,8 +121,12 @@ def test_evaluate_out_through_a_symlink_writes_its_target(tmp_path, capsys):
 def test_predict_and_audit_refuse_outputs_on_their_inputs(tmp_path, capsys):
     bench = shutil.copytree(QA_SMALL, tmp_path / "bench")
     before = (bench / "test_squad.jsonl").read_bytes()
-    model = tmp_path / "model"; model.mkdir(); (model / "config.json").write_text("{}")
-    rc, _, err = run_main(capsys, "predict", "--model", model, "--data-source", bench, "--out", bench / "test_squad.jsonl")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    rc, _, err = run_main(
+        capsys, "predict", "--model", model, "--data-source", bench, "--out", bench / "test_squad.jsonl"
+    )
     refused(rc, err, "--out", "is the input --data-source")
     rc, _, err = run_main(capsys, "predict", "--model", model, "--data-source", bench, "--out", model / "config.json")
     refused(rc, err, "is the input --model")
@@ -111,7 +137,8 @@ def test_predict_and_audit_refuse_outputs_on_their_inputs(tmp_path, capsys):
 
 def test_audit_score_does_not_write_its_table_over_a_sheet(tmp_path, capsys):
     sheets = [tmp_path / "a.csv", tmp_path / "b.csv"]
-    for s in sheets: s.write_text("id,question,answer\n")
+    for s in sheets:
+        s.write_text("id,question,answer\n")
     (tmp_path / "figs" / "tables").mkdir(parents=True)
     (tmp_path / "figs" / "tables" / "audit_results.csv").symlink_to(sheets[0])
     rc, _, err = run_main(capsys, "audit", "score", *sheets, "--figures-dir", tmp_path / "figs")
@@ -126,11 +153,20 @@ def test_an_out_under_a_regular_file_is_a_sentence(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ 2. secrets never reach a file or the terminal
-@pytest.mark.parametrize("raw, secret", [
-    ("http://user:SECRETKEY@host/v1", KEY), ("https://SECRETKEY@host/v1", KEY),
-    ("ftp://user:SECRETKEY@files.example/x", KEY), ("http://user:SECR@ETKEY@host/v1", "ETKEY"),
-    ("http://user:SECRET?KEY@host/v1", "KEY@"), ("http://host/v1?api_key=SECRETKEY&x=1", KEY),
-    ("http://host/v1?key=SECRETKEY", KEY), ("http://host/v1?access_token=SECRETKEY", KEY), ("Authorization: Bearer SECRETKEY123", KEY)])
+@pytest.mark.parametrize(
+    "raw, secret",
+    [
+        ("http://user:SECRETKEY@host/v1", KEY),
+        ("https://SECRETKEY@host/v1", KEY),
+        ("ftp://user:SECRETKEY@files.example/x", KEY),
+        ("http://user:SECR@ETKEY@host/v1", "ETKEY"),
+        ("http://user:SECRET?KEY@host/v1", "KEY@"),
+        ("http://host/v1?api_key=SECRETKEY&x=1", KEY),
+        ("http://host/v1?key=SECRETKEY", KEY),
+        ("http://host/v1?access_token=SECRETKEY", KEY),
+        ("Authorization: Bearer SECRETKEY123", KEY),
+    ],
+)
 def test_one_function_masks_every_secret(raw, secret):
     assert secret not in core.mask_secrets(raw) and secret not in llm.mask_url(raw)
     assert secret not in repr(llm.Endpoint(raw if "://" in raw else "http://h", "m"))
@@ -138,7 +174,8 @@ def test_one_function_masks_every_secret(raw, secret):
 
 def test_a_malformed_endpoint_spec_is_not_echoed():
     for spec in ["m=ftp://user:SECRETKEY@host/v1", "m=bogus+http://user:SECRETKEY@host/v1"]:
-        with pytest.raises(llm.LLMConfigError) as e: llm.parse_routes(spec)
+        with pytest.raises(llm.LLMConfigError) as e:
+            llm.parse_routes(spec)
         assert KEY not in str(e.value) and "***" in str(e.value)
 
 
@@ -158,13 +195,26 @@ def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
     root = project_copy(tmp_path, ["09_llms"])
     env = clean_env(INDICIPR_ROOT=str(root), HF_ENDPOINT=f"http://user:{KEY}@127.0.0.1:9")
     run = root / "runs" / "r"
-    rc, out, err = run_cli("reproduce", "--only", "09_llms", "-p", "llm_endpoints", f"m=http://user:{KEY}@127.0.0.1:9/v1",
-                           "-p", "qa_models", '["m"]', "--run-dir", run, env=env, timeout=600)
-    assert rc == 1 and "09_llms" in err, out + err                  # it ran, reached the model's server, failed there
+    rc, out, err = run_cli(
+        "reproduce",
+        "--only",
+        "09_llms",
+        "-p",
+        "llm_endpoints",
+        f"m=http://user:{KEY}@127.0.0.1:9/v1",
+        "-p",
+        "qa_models",
+        '["m"]',
+        "--run-dir",
+        run,
+        env=env,
+        timeout=600,
+    )
+    assert rc == 1 and "09_llms" in err, out + err  # it ran, reached the model's server, failed there
     nb = json.loads((run / "notebooks" / "09_llms.ipynb").read_text())
     injected = "".join(next(c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", []))["source"])
     assert "http://user:***@127.0.0.1:9/v1" in injected and "INDICIPR_PARAMETER_llm_endpoints" in injected
-    assert "127.0.0.1:9" in json.dumps(nb["cells"])                   # the kernel used the endpoint (masked in its error)
+    assert "127.0.0.1:9" in json.dumps(nb["cells"])  # the kernel used the endpoint (masked in its error)
     assert (run / "report" / "run.json").exists() and (run / "report" / "index.html").exists()
     assert "http://user:***@127.0.0.1:9/v1" in (run / "report" / "run.json").read_text()
     assert KEY not in out + err
@@ -174,21 +224,38 @@ def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
 
 
 # ------------------------------------------------------------------ 3. every mistake a sentence
-@pytest.mark.parametrize("content", ["", "[]", '{"data": [{"title": "t"}]}', '{"data": []}',
-                                     json.dumps({"id": "x", "title": "t", "context": "", "question": "q"}) + "\n"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "[]",
+        '{"data": [{"title": "t"}]}',
+        '{"data": []}',
+        json.dumps({"id": "x", "title": "t", "context": "", "question": "q"}) + "\n",
+    ],
+)
 def test_a_gold_file_without_a_usable_record_is_a_sentence(tmp_path, capsys, content):
-    gold = tmp_path / "gold.jsonl"; gold.write_text(content)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(content)
     pred = write_preds(tmp_path / "p.jsonl")
     rc, _, err = run_main(capsys, "evaluate", "--gold", gold, "--pred", pred)
     assert rc == 2 and "Traceback" not in err and str(gold) in err, err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--resamples", "100000000"], "--resamples 100000000"), (["--resamples", "0"], "--resamples 0"),
-    (["--seed", "-1"], "--seed -1"), (["--seed", str(2**40)], "--seed")])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--resamples", "100000000"], "--resamples 100000000"),
+        (["--resamples", "0"], "--resamples 0"),
+        (["--seed", "-1"], "--seed -1"),
+        (["--seed", str(2**40)], "--seed"),
+    ],
+)
 def test_evaluate_numbers_out_of_range_are_sentences(tmp_path, capsys, argv, needle):
     pred = write_preds(tmp_path / "p.jsonl")
-    rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--against", write_preds(tmp_path / "q.jsonl"), *argv)
+    rc, _, err = run_main(
+        capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--against", write_preds(tmp_path / "q.jsonl"), *argv
+    )
     refused(rc, err, needle)
 
 
@@ -200,8 +267,9 @@ def test_pred_against_itself_is_refused(tmp_path, capsys):
 
 def test_predictions_of_records_left_out_are_counted_apart(tmp_path, capsys):
     recs = gold_records()
-    bad = [{**r, "question": ""} if i < 3 else r for i, r in enumerate(recs)]          # 3 records left out as problems
-    gold = tmp_path / "gold.jsonl"; gold.write_text("".join(json.dumps(r) + "\n" for r in bad))
+    bad = [{**r, "question": ""} if i < 3 else r for i, r in enumerate(recs)]  # 3 records left out as problems
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in bad))
     pred = write_preds(tmp_path / "p.jsonl", recs)
     rc, out, err = run_main(capsys, "evaluate", "--gold", gold, "--pred", pred)
     assert rc == 0, err
@@ -212,7 +280,9 @@ def test_predictions_of_records_left_out_are_counted_apart(tmp_path, capsys):
     refused(rc, err, "1 prediction id(s) not in the gold split: zzz_999999")
 
 
-@pytest.mark.parametrize("value, strict", [("on", True), ("off", False), ("yes", True), ("0", False), ("TRUE", True), ("", False)])
+@pytest.mark.parametrize(
+    "value, strict", [("on", True), ("off", False), ("yes", True), ("0", False), ("TRUE", True), ("", False)]
+)
 def test_indicipr_strict_reads_every_switch_word(monkeypatch, value, strict):
     monkeypatch.setenv(core.STRICT_ENV, value)
     assert core.strict_mode() is strict
@@ -232,7 +302,8 @@ def test_audit_export_n_must_be_positive(capsys, tmp_path):
 
 @pytest.mark.parametrize("content", [b"\x00\xff\xfe binary \x00" * 50, b'{"not": "a section"}\n', b"just some words\n"])
 def test_cleaner_check_on_a_file_that_is_not_sections(tmp_path, capsys, content):
-    src = tmp_path / "odd.jsonl"; src.write_bytes(content)
+    src = tmp_path / "odd.jsonl"
+    src.write_bytes(content)
     rc, _, err = run_main(capsys, "cleaner-check", src)
     refused(rc, err, "odd.jsonl")
 
@@ -251,13 +322,21 @@ def tiny_models(tmp_path_factory):
     import torch
     from transformers import BertConfig, BertForQuestionAnswering, BertModel
     from indicipr import qa_model
+
     tok = qa_model.load_tokenizer("minilm-l6")
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=512)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     root = tmp_path_factory.mktemp("models")
     for name, cls in (("qa", BertForQuestionAnswering), ("base", BertModel)):
-        cls(cfg).save_pretrained(root / name); tok.save_pretrained(root / name)
+        cls(cfg).save_pretrained(root / name)
+        tok.save_pretrained(root / name)
     wide = BertConfig(**{**cfg.to_dict(), "hidden_size": 64, "intermediate_size": 128})
     BertForQuestionAnswering(wide).save_pretrained(root / "wide")
     return root
@@ -268,7 +347,9 @@ def _model_copy(tiny_models, tmp_path, name="qa") -> Path:
 
 
 def test_predict_refuses_a_model_without_a_qa_head(tiny_models, tmp_path, capsys):
-    rc, _, err = run_main(capsys, "predict", "--model", tiny_models / "base", "--data-source", QA_SMALL, "--out", tmp_path / "p.jsonl")
+    rc, _, err = run_main(
+        capsys, "predict", "--model", tiny_models / "base", "--data-source", QA_SMALL, "--out", tmp_path / "p.jsonl"
+    )
     refused(rc, err, "not a fine-tuned QA model", "indicipr train")
     assert not (tmp_path / "p.jsonl").exists()
 
@@ -278,9 +359,12 @@ def test_predict_on_damaged_weights_is_a_sentence(tiny_models, tmp_path, capsys,
     model = _model_copy(tiny_models, tmp_path)
     weights = model / "model.safetensors"
     data = weights.read_bytes()
-    if damage == "corrupt": weights.write_bytes(b"\x13\x00\x00\x00\x00\x00\x00\x00{garbage" + data[20:])
-    if damage == "truncated": weights.write_bytes(data[: len(data) // 2])
-    if damage == "wrong shape": shutil.copy(tiny_models / "wide" / "model.safetensors", weights)
+    if damage == "corrupt":
+        weights.write_bytes(b"\x13\x00\x00\x00\x00\x00\x00\x00{garbage" + data[20:])
+    if damage == "truncated":
+        weights.write_bytes(data[: len(data) // 2])
+    if damage == "wrong shape":
+        shutil.copy(tiny_models / "wide" / "model.safetensors", weights)
     rc, _, err = run_main(capsys, "predict", "--model", model, "--data-source", QA_SMALL, "--out", tmp_path / "p.jsonl")
     refused(rc, err, str(model))
 
@@ -293,8 +377,15 @@ def test_predict_on_unreadable_weights_says_so(tiny_models, tmp_path, capsys):
     refused(rc, err, "cannot be read (permission denied)")
 
 
-@pytest.mark.parametrize("argv, needle", [(["--batch-size", "-1"], "--batch-size -1"), (["--batch-size", "0"], "--batch-size 0"),
-                                          (["--device", "bogus"], "--device 'bogus'"), (["--device", "cuda:7"], "--device cuda:7")])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--batch-size", "-1"], "--batch-size -1"),
+        (["--batch-size", "0"], "--batch-size 0"),
+        (["--device", "bogus"], "--device 'bogus'"),
+        (["--device", "cuda:7"], "--device cuda:7"),
+    ],
+)
 def test_predict_options_are_checked(tiny_models, tmp_path, capsys, argv, needle):
     rc, _, err = run_main(capsys, "predict", "--model", tiny_models / "qa", "--data-source", QA_SMALL, *argv)
     refused(rc, err, needle)
@@ -302,23 +393,43 @@ def test_predict_options_are_checked(tiny_models, tmp_path, capsys, argv, needle
 
 def test_predict_device_cuda_without_a_gpu(tiny_models, capsys):
     import torch
-    if torch.cuda.is_available(): pytest.skip("a GPU is present")
-    rc, _, err = run_main(capsys, "predict", "--model", tiny_models / "qa", "--data-source", QA_SMALL, "--device", "cuda")
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    rc, _, err = run_main(
+        capsys, "predict", "--model", tiny_models / "qa", "--data-source", QA_SMALL, "--device", "cuda"
+    )
     refused(rc, err, "--device cuda", "no such CUDA device")
 
 
 def test_predict_with_a_qa_model_still_works(tiny_models, tmp_path, capsys):
-    rc, out, err = run_main(capsys, "predict", "--model", tiny_models / "qa", "--data-source", QA_SMALL, "--out", tmp_path / "p.jsonl",
-                            "--batch-size", "8", "--device", "cpu")
+    rc, out, err = run_main(
+        capsys,
+        "predict",
+        "--model",
+        tiny_models / "qa",
+        "--data-source",
+        QA_SMALL,
+        "--out",
+        tmp_path / "p.jsonl",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+    )
     assert rc == 0 and "F1" in out, err
 
 
 # parameters: every -p value against its declared type, None defaults included
-@pytest.mark.parametrize("notebook, name, value, needle", [
-    ("00_core", "strict", "maybe", "strict of 00_core takes true or false or null"),
-    ("11_errors", "n_resamples", "abc", "n_resamples of 11_errors takes an integer"),
-    ("04_split", "seed", "1.5", "seed of 04_split takes an integer"),
-    ("06_metrics", "figures_dir", "5", "figures_dir of 06_metrics takes a string")])
+@pytest.mark.parametrize(
+    "notebook, name, value, needle",
+    [
+        ("00_core", "strict", "maybe", "strict of 00_core takes true or false or null"),
+        ("11_errors", "n_resamples", "abc", "n_resamples of 11_errors takes an integer"),
+        ("04_split", "seed", "1.5", "seed of 04_split takes an integer"),
+        ("06_metrics", "figures_dir", "5", "figures_dir of 06_metrics takes a string"),
+    ],
+)
 def test_parameters_with_none_defaults_are_type_checked(tmp_path, capsys, notebook, name, value, needle):
     run = tmp_path / "run"
     rc, _, err = run_main(capsys, "reproduce", "--only", notebook, "-p", name, value, "--run-dir", run)
@@ -328,10 +439,29 @@ def test_parameters_with_none_defaults_are_type_checked(tmp_path, capsys, notebo
 
 def test_command_line_paths_are_the_users(tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(cli, "run_pipeline", lambda params, run_dir=None, notebooks=None, **_: seen.update(params, run_dir=run_dir) or [])
+    monkeypatch.setattr(
+        cli,
+        "run_pipeline",
+        lambda params, run_dir=None, notebooks=None, **_: seen.update(params, run_dir=run_dir) or [],
+    )
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mybench").mkdir()
-    assert cli.main(["reproduce", "--only", "05_stats", "--figures-dir", "out/figs", "--data-source", "mybench", "--run-dir", "r"]) == 0
+    assert (
+        cli.main(
+            [
+                "reproduce",
+                "--only",
+                "05_stats",
+                "--figures-dir",
+                "out/figs",
+                "--data-source",
+                "mybench",
+                "--run-dir",
+                "r",
+            ]
+        )
+        == 0
+    )
     assert seen["figures_dir"] == str(tmp_path / "out/figs") and seen["data_source"] == str(tmp_path / "mybench")
     assert seen["run_dir"] == str(tmp_path / "r")
 
@@ -345,9 +475,12 @@ def test_build_with_a_bad_parameter_leaves_no_build_folder(root, capsys):
 def test_hub_without_the_merged_file_or_the_repo_is_a_sentence(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
     from standins.hub import serve_folders
+
     hub_root = tmp_path / "hub"
-    data = hub_root / "datasets" / core.HUB_ID / "data"; data.mkdir(parents=True)
-    for split in ("train", "validation", "test"): shutil.copy(QA_SMALL / core.OFFICIAL_FILES[split], data)
+    data = hub_root / "datasets" / core.HUB_ID / "data"
+    data.mkdir(parents=True)
+    for split in ("train", "validation", "test"):
+        shutil.copy(QA_SMALL / core.OFFICIAL_FILES[split], data)
     (tmp_path / "empty" / "datasets").mkdir(parents=True)
     for folder, needle in ((hub_root, "merged_ip_qa.jsonl"), (tmp_path / "empty", "has no dataset")):
         with serve_folders(folder) as hub:
@@ -364,11 +497,16 @@ def test_hub_without_the_merged_file_or_the_repo_is_a_sentence(tmp_path):
 # ------------------------------------------------------------------ 4. runs never collide, nothing half-written stays
 def test_run_folders_are_created_exclusively(tmp_path):
     got, barrier = [], threading.Barrier(8)
+
     def take():
-        barrier.wait(); got.append(cli.new_run_dir(tmp_path, "20260101-000000"))
+        barrier.wait()
+        got.append(cli.new_run_dir(tmp_path, "20260101-000000"))
+
     threads = [threading.Thread(target=take) for _ in range(8)]
-    for t in threads: t.start()
-    for t in threads: t.join()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert len(set(got)) == 8 and all(p.is_dir() for p in got)
 
 
@@ -377,13 +515,24 @@ def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
     root = project_copy(tmp_path, ["00_core"])
     env = clean_env(INDICIPR_ROOT=str(root))
     exe = BIN / "indicipr"
-    piped = subprocess.Popen(f"'{exe}' reproduce --only 00_core | head -1", shell=True, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    plain = subprocess.Popen([str(exe), "reproduce", "--only", "00_core"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out1, err1 = piped.communicate(timeout=600); out2, err2 = plain.communicate(timeout=600)
+    piped = subprocess.Popen(
+        f"'{exe}' reproduce --only 00_core | head -1",
+        shell=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    plain = subprocess.Popen(
+        [str(exe), "reproduce", "--only", "00_core"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    out1, err1 = piped.communicate(timeout=600)
+    out2, err2 = plain.communicate(timeout=600)
     assert plain.returncode == 0, err2
     assert len(out1.splitlines()) == 1 and "Traceback" not in err1, err1
-    runs = sorted(p for p in (root / "runs").iterdir() if p.name != "interactive")   # interactive: the scratch folder of direct runs
+    runs = sorted(
+        p for p in (root / "runs").iterdir() if p.name != "interactive"
+    )  # interactive: the scratch folder of direct runs
     assert len(runs) == 2, runs
     for run in runs:
         assert (run / "report" / "run.json").exists() and (run / "report" / "index.html").exists(), run
@@ -401,10 +550,12 @@ KILLED_WRITER = textwrap.dedent("""
 
 
 def test_a_killed_write_leaves_the_old_file_and_its_leftover_goes(tmp_path):
-    victim = tmp_path / "victim.md"; victim.write_text("old text")
+    victim = tmp_path / "victim.md"
+    victim.write_text("old text")
     p = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(victim)], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "written"
-    p.send_signal(signal.SIGKILL); p.wait()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
     assert victim.read_text() == "old text" and len(list(tmp_path.glob(".victim.md.*.tmp"))) == 1
     core.write_text_atomic(victim, "next")
     assert victim.read_text() == "next" and list(tmp_path.glob(".victim.md.*.tmp")) == []
@@ -417,10 +568,12 @@ def _fake_hub(monkeypatch, folder: Path):
 
 def _bench_state(dest: Path, old: Path, new: Path) -> str:
     "`old` or `new` when the official files of `dest` are all of one fetch, else `mixed` (or `missing`)."
-    if not dest.exists(): return "missing"
+    if not dest.exists():
+        return "missing"
     names = list(core.OFFICIAL_FILES.values())
     for label, src in (("old", old), ("new", new)):
-        if all((dest / n).read_bytes() == (src / n).read_bytes() for n in names): return label
+        if all((dest / n).read_bytes() == (src / n).read_bytes() for n in names):
+            return label
     return "mixed"
 
 
@@ -430,28 +583,39 @@ def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypat
     dest = shutil.copytree(QA_SMALL, tmp_path / "bench", ignore=shutil.ignore_patterns("*.py"))
     (dest / "notes.txt").write_text("mine")
     old = shutil.copytree(dest, tmp_path / "old")
-    new = tmp_path / "new"; new.mkdir()
-    for name in core.OFFICIAL_FILES.values(): (new / name).write_text((QA_SMALL / name).read_text().replace("patent office", "Patent Office"))
+    new = tmp_path / "new"
+    new.mkdir()
+    for name in core.OFFICIAL_FILES.values():
+        (new / name).write_text((QA_SMALL / name).read_text().replace("patent office", "Patent Office"))
     _fake_hub(monkeypatch, new)
     moving, real_replace = [], os.replace
-    def verified(folder, expected=None): moving.append(0); return {"test": 35}
+
+    def verified(folder, expected=None):
+        moving.append(0)
+        return {"test": 35}
+
     def killed_at(src, dst):
         if moving:
             moving.append(dst)
-            if len(moving) - 1 == kill_at: raise KeyboardInterrupt("killed")
+            if len(moving) - 1 == kill_at:
+                raise KeyboardInterrupt("killed")
         return real_replace(src, dst)
+
     monkeypatch.setattr(core, "verify_benchmark", verified)
     monkeypatch.setattr(core.os, "replace", killed_at)
-    try: core.fetch_benchmark(dest)
-    except KeyboardInterrupt: pass
+    try:
+        core.fetch_benchmark(dest)
+    except KeyboardInterrupt:
+        pass
     monkeypatch.setattr(core.os, "replace", real_replace)
-    for p in tmp_path.iterdir():                                   # as if the killed process were gone: its pid is free
-        if p.name.startswith(".bench.") and f".{os.getpid()}." in p.name: p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
-    getattr(core, "tidy_swap_leftovers", lambda d: None)(dest)        # what the next start does first
+    for p in tmp_path.iterdir():  # as if the killed process were gone: its pid is free
+        if p.name.startswith(".bench.") and f".{os.getpid()}." in p.name:
+            p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
+    getattr(core, "tidy_swap_leftovers", lambda d: None)(dest)  # what the next start does first
     assert _bench_state(dest, old, new) in ("old", "new")
     assert (dest / "notes.txt").read_text() == "mine"
     moving.clear()
-    core.fetch_benchmark(dest)                                     # the next fetch: all new, the user's file kept, no leftover
+    core.fetch_benchmark(dest)  # the next fetch: all new, the user's file kept, no leftover
     assert _bench_state(dest, old, new) == "new" and (dest / "notes.txt").read_text() == "mine"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bench.")] == []
 
@@ -459,9 +623,12 @@ def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypat
 # ------------------------------------------------------------------ 5. linear in the predictions
 def test_error_analysis_builds_no_pattern_from_a_prediction(monkeypatch):
     "`errors._occurrences` finds texts with string search: no regular expression is compiled from a prediction."
-    import re
-    def no_pattern(*a, **k): raise AssertionError("a regular expression built from a prediction")
-    for name in ("compile", "finditer", "search", "match", "findall", "escape"): monkeypatch.setattr(errors.re, name, no_pattern)
+
+    def no_pattern(*a, **k):
+        raise AssertionError("a regular expression built from a prediction")
+
+    for name in ("compile", "finditer", "search", "match", "findall", "escape"):
+        monkeypatch.setattr(errors.re, name, no_pattern)
     ctx = "The Registrar of Trade Marks (the Registrar) shall keep a register."
     assert errors._occurrences("registrar of   TRADE marks", ctx) == [(4, 28)]
     assert errors._occurrences("(the Registrar)", ctx) == [(29, 44)]
@@ -472,6 +639,7 @@ def test_a_bootstrap_too_large_for_memory_is_refused(tmp_path, monkeypatch):
     "Resamples × questions beyond what the bootstrap can hold in memory is a sentence, not a MemoryError."
     monkeypatch.setattr(errors, "MAX_BOOTSTRAP_CELLS", 35 * 100)
     pred, other = write_preds(tmp_path / "p.jsonl"), write_preds(tmp_path / "q.jsonl", text=lambda r: r["question"])
-    with pytest.raises(core.InputError) as e: errors.evaluate_files(GOLD, pred, [other], n_resamples=101)
+    with pytest.raises(core.InputError) as e:
+        errors.evaluate_files(GOLD, pred, [other], n_resamples=101)
     assert "--resamples 101: 35 questions allow at most 100 resamples" in str(e.value)
     assert "Paired bootstrap" in errors.evaluate_files(GOLD, pred, [other], n_resamples=100)

@@ -4,6 +4,7 @@ sentence (file, line, record, option or parameter), exits 2 without a traceback,
 The files are the `qa_small` fixture (real statute text), reshaped the way releases and editors reshape files: columns
 beyond the schema, a UTF-8 byte-order mark, CRLF line ends, SQuAD v1.1's nested JSON, flat `answer` records, one record
 whose `answer_start` is off by one."""
+
 import json
 import os
 import shutil
@@ -25,34 +26,45 @@ HUB_ID = core.HUB_ID
 def run_cli(*args, env=None, cwd=None, timeout=300, umask=None):
     "`indicipr ARGS` in a subprocess: (exit status, stdout, stderr)."
     pre = (lambda: os.umask(umask)) if umask is not None else None
-    r = subprocess.run([str(BIN / "indicipr"), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd,
-                       timeout=timeout, preexec_fn=pre)
+    r = subprocess.run(
+        [str(BIN / "indicipr"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        preexec_fn=pre,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
 def copy_official(dest: Path) -> Path:
     "The fixture's four official files in `dest`."
     dest.mkdir(parents=True, exist_ok=True)
-    for name in core.OFFICIAL_FILES.values(): shutil.copy(QA_SMALL / name, dest / name)
+    for name in core.OFFICIAL_FILES.values():
+        shutil.copy(QA_SMALL / name, dest / name)
     return dest
 
 
 def write_records(path: Path, records, bom=False, eol="\n") -> Path:
-    path.write_text(("\ufeff" if bom else "") + "".join(json.dumps(r, ensure_ascii=False) + eol for r in records), encoding="utf-8")
+    path.write_text(
+        ("\ufeff" if bom else "") + "".join(json.dumps(r, ensure_ascii=False) + eol for r in records), encoding="utf-8"
+    )
     return path
 
 
 def off_by_one(folder: Path, split: str = "train", index: int = 1) -> dict:
     "Shift one record's `answer_start` by one in `folder`'s file of `split`; returns the record as it was."
     path = folder / core.OFFICIAL_FILES[split]
-    recs = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rec = recs[index]
     recs[index] = {**rec, "answers": {**rec["answers"], "answer_start": [rec["answers"]["answer_start"][0] + 1]}}
     write_records(path, recs)
     return rec
 
 
-def no_traceback(err: str) -> bool: return "Traceback" not in err and "File \"" not in err
+def no_traceback(err: str) -> bool:
+    return "Traceback" not in err and 'File "' not in err
 
 
 # ---------------------------------------------------------------- the hub's files
@@ -60,16 +72,28 @@ def test_the_merged_file_with_extra_columns_loads_from_the_hub_standin(tmp_path)
     "load_benchmark('hub', merged=True) through the hub stand-in, the merged file carrying columns the split files lack."
     repo = tmp_path / "hub" / "datasets" / HUB_ID / "data"
     copy_official(repo)
-    merged = [{**r, "act": core.act_label(core.record_act(r)), "question_type": "definition", "split": s, "section": "1"}
-              for s in ("train", "validation", "test") for r in read_qa_small_all()[s]]
+    merged = [
+        {**r, "act": core.act_label(core.record_act(r)), "question_type": "definition", "split": s, "section": "1"}
+        for s in ("train", "validation", "test")
+        for r in read_qa_small_all()[s]
+    ]
     write_records(repo / core.OFFICIAL_FILES["merged"], merged)
-    for s in ("train", "validation"): write_records(repo / core.OFFICIAL_FILES[s], read_qa_small_all()[s], bom=True)
-    script = ("import json; from indicipr import core\n"
-              "dd = core.load_benchmark('hub', merged=True)\n"
-              "print('SIZES', json.dumps({k: len(v) for k, v in dd.items()}))")
+    for s in ("train", "validation"):
+        write_records(repo / core.OFFICIAL_FILES[s], read_qa_small_all()[s], bom=True)
+    script = (
+        "import json; from indicipr import core\n"
+        "dd = core.load_benchmark('hub', merged=True)\n"
+        "print('SIZES', json.dumps({k: len(v) for k, v in dd.items()}))"
+    )
     with serve_folders(tmp_path / "hub") as hub:
-        env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1"}
-        for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"): env.pop(k, None)
+        env = {
+            **os.environ,
+            "HF_ENDPOINT": hub.endpoint,
+            "HF_HOME": str(tmp_path / "hf"),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+        }
+        for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+            env.pop(k, None)
         r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
         seen = hub.paths_seen()
     assert r.returncode == 0, r.stderr[-3000:]
@@ -77,7 +101,7 @@ def test_the_merged_file_with_extra_columns_loads_from_the_hub_standin(tmp_path)
     want = {s: len(v) for s, v in read_qa_small_all().items()}
     assert sizes == want, (sizes, want)
     assert "merged_ip_qa.jsonl has columns beyond the schema: act, question_type, section, split" in r.stderr, r.stderr
-    assert any("merged_ip_qa.jsonl" in p for p in seen), seen[-10:]                # its own download
+    assert any("merged_ip_qa.jsonl" in p for p in seen), seen[-10:]  # its own download
 
 
 def test_an_act_column_is_the_act(tmp_path):
@@ -85,7 +109,10 @@ def test_an_act_column_is_the_act(tmp_path):
     folder = copy_official(tmp_path / "bench")
     for split, name in core.OFFICIAL_FILES.items():
         recs = read_qa_small_all()[split]
-        write_records(folder / name, [{**r, "id": r["id"].replace("pat_", "zzz_"), "Act": core.act_label(core.record_act(r))} for r in recs])
+        write_records(
+            folder / name,
+            [{**r, "id": r["id"].replace("pat_", "zzz_"), "Act": core.act_label(core.record_act(r))} for r in recs],
+        )
     b = core.read_benchmark(folder, merged=True)
     assert b.acts_how == "the files' Act column"
     assert {r["act"] for r in b.splits["merged"] if r["id"].startswith("zzz_")} == {"patents"}
@@ -101,7 +128,7 @@ def test_an_off_by_one_offset_in_train_still_scores_the_test_split(tmp_path):
     assert rc == 0 and "# Evaluation of p" in out, err
     right = rec["answers"]["answer_start"][0]
     assert f"train_squad.jsonl:2 (id {rec['id']!r})" in err and f"(the text occurs at {right})" in err, err
-    assert "train_squad.jsonl" not in out                       # diagnostics on stderr, results on stdout
+    assert "train_squad.jsonl" not in out  # diagnostics on stderr, results on stdout
     rc, out, err = run_cli("evaluate", "--gold", "test", "--data-source", folder, "--pred", preds, "--strict")
     assert rc == 2 and "train_squad.jsonl:2" in err and no_traceback(err), err
 
@@ -118,8 +145,8 @@ def test_training_repairs_an_offset_that_occurs_once_and_leaves_the_rest_out():
 def test_leaks_and_a_merged_file_that_is_not_the_union_are_reported(tmp_path, capsys):
     folder = copy_official(tmp_path / "bench")
     splits = read_qa_small_all()
-    write_records(folder / core.OFFICIAL_FILES["test"], splits["test"] + splits["train"][:1])        # a train record in test
-    write_records(folder / core.OFFICIAL_FILES["merged"], splits["merged"][:-2])                       # two records short
+    write_records(folder / core.OFFICIAL_FILES["test"], splits["test"] + splits["train"][:1])  # a train record in test
+    write_records(folder / core.OFFICIAL_FILES["merged"], splits["merged"][:-2])  # two records short
     core.load_benchmark(folder, merged=True)
     err = capsys.readouterr().err
     assert "the same id is in train and test" in err and "also in train" in err and "not the union" in err, err
@@ -138,17 +165,39 @@ def test_bom_and_crlf_files_load_and_score(tmp_path):
     assert {k: len(v) for k, v in dd.items()} == {s: len(v) for s, v in read_qa_small_all().items()}
     test = read_qa_small_all()["test"]
     preds = tmp_path / "p.jsonl"
-    preds.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps({"id": r["id"], "prediction_text": r["answers"]["text"][0]}) + "\r\n"
-                                                for r in test).encode())
+    preds.write_bytes(
+        b"\xef\xbb\xbf"
+        + "".join(
+            json.dumps({"id": r["id"], "prediction_text": r["answers"]["text"][0]}) + "\r\n" for r in test
+        ).encode()
+    )
     rc, out, err = run_cli("evaluate", "--gold", folder / "test_squad.jsonl", "--pred", preds)
     assert rc == 0 and "| p " in out and "100.00" in out, err
 
 
 def test_a_squad_v11_nested_gold_file_scores(tmp_path):
     test = read_qa_small_all()["test"]
-    data = [{"title": r["title"], "paragraphs": [{"context": r["context"], "qas": [
-        {"id": r["id"], "question": r["question"], "answers": [{"text": t, "answer_start": s} for t, s in
-                                                               zip(r["answers"]["text"], r["answers"]["answer_start"])]}]}]} for r in test]
+    data = [
+        {
+            "title": r["title"],
+            "paragraphs": [
+                {
+                    "context": r["context"],
+                    "qas": [
+                        {
+                            "id": r["id"],
+                            "question": r["question"],
+                            "answers": [
+                                {"text": t, "answer_start": s}
+                                for t, s in zip(r["answers"]["text"], r["answers"]["answer_start"])
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+        for r in test
+    ]
     gold = tmp_path / "dev-v1.1.json"
     gold.write_text(json.dumps({"version": "1.1", "data": data}))
     preds = write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in test})
@@ -158,9 +207,20 @@ def test_a_squad_v11_nested_gold_file_scores(tmp_path):
 
 def test_flat_records_and_jsonl_named_json_are_read(tmp_path):
     test = read_qa_small_all()["test"]
-    flat = tmp_path / "gold.json"                                   # JSONL content under a .json name, flat answer fields
-    flat.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "answers"}, "answer": r["answers"]["text"][0],
-                                        "answer_start": r["answers"]["answer_start"][0]}) + "\n" for r in test))
+    flat = tmp_path / "gold.json"  # JSONL content under a .json name, flat answer fields
+    flat.write_text(
+        "".join(
+            json.dumps(
+                {
+                    **{k: v for k, v in r.items() if k != "answers"},
+                    "answer": r["answers"]["text"][0],
+                    "answer_start": r["answers"]["answer_start"][0],
+                }
+            )
+            + "\n"
+            for r in test
+        )
+    )
     preds = write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in test})
     rc, out, err = run_cli("evaluate", "--gold", flat, "--pred", preds)
     assert rc == 0 and "100.00" in out, err
@@ -177,11 +237,20 @@ def test_a_file_of_no_known_form_names_the_forms(tmp_path):
 @pytest.fixture
 def gold_and_preds(tmp_path):
     test = read_qa_small_all()["test"]
-    return QA_SMALL / "test_squad.jsonl", write_prediction_file(tmp_path / "p.jsonl", {r["id"]: r["answers"]["text"][0] for r in test})
+    return QA_SMALL / "test_squad.jsonl", write_prediction_file(
+        tmp_path / "p.jsonl", {r["id"]: r["answers"]["text"][0] for r in test}
+    )
 
 
-@pytest.mark.parametrize("content,needle", [("", "no predictions"), ("[]", "no predictions"), ("{}", "no predictions"),
-                                            (b"\x89PNG\r\n\x1a\n\xff\xfe\x00", "not UTF-8 text")])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("", "no predictions"),
+        ("[]", "no predictions"),
+        ("{}", "no predictions"),
+        (b"\x89PNG\r\n\x1a\n\xff\xfe\x00", "not UTF-8 text"),
+    ],
+)
 def test_empty_or_binary_predictions_exit_2_naming_the_file(tmp_path, gold_and_preds, content, needle):
     gold, _ = gold_and_preds
     bad = tmp_path / "preds.json"
@@ -205,13 +274,16 @@ def test_unknown_ids_are_reported_under_the_file(tmp_path, gold_and_preds):
     assert rc == 2 and str(other) in err and "zz_000001" in err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--pred", "{dir}"], "Is a directory"),
-    (["--pred", "{preds}", "--out", "{dir}"], "--out"),
-    (["--pred", "{preds}", "--resamples", "0"], "--resamples 0"),
-    (["--pred", "{preds}", "--resamples", "-5"], "--resamples -5"),
-    (["--pred", "{dir}/none.jsonl"], "none.jsonl"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--pred", "{dir}"], "Is a directory"),
+        (["--pred", "{preds}", "--out", "{dir}"], "--out"),
+        (["--pred", "{preds}", "--resamples", "0"], "--resamples 0"),
+        (["--pred", "{preds}", "--resamples", "-5"], "--resamples -5"),
+        (["--pred", "{dir}/none.jsonl"], "none.jsonl"),
+    ],
+)
 def test_evaluate_options_get_a_sentence(tmp_path, gold_and_preds, args, needle):
     gold, preds = gold_and_preds
     filled = [a.format(dir=tmp_path, preds=preds) for a in args]
@@ -232,22 +304,45 @@ def test_predict_on_a_folder_that_is_not_a_model(tmp_path):
 
 def test_output_piped_into_head_is_not_an_error(tmp_path, gold_and_preds):
     gold, preds = gold_and_preds
-    r = subprocess.run(f"'{BIN / 'indicipr'}' evaluate --gold '{gold}' --pred '{preds}' --resamples 50 | head -n 1",
-                       shell=True, capture_output=True, text=True, timeout=300)
-    assert r.stdout.startswith("# Evaluation of p") and "BrokenPipe" not in r.stderr and no_traceback(r.stderr), r.stderr
+    r = subprocess.run(
+        f"'{BIN / 'indicipr'}' evaluate --gold '{gold}' --pred '{preds}' --resamples 50 | head -n 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.stdout.startswith("# Evaluation of p") and "BrokenPipe" not in r.stderr and no_traceback(r.stderr), (
+        r.stderr
+    )
 
 
 def test_a_parameter_of_the_wrong_type_stops_the_run_before_it_starts(tmp_path):
-    rc, out, err = run_cli("reproduce", "--only", "05_stats", "-p", "top_n_openings", "abc", "--run-dir", tmp_path / "run")
-    assert rc == 2 and "top_n_openings of 05_stats takes an integer, got 'abc'" in err and not (tmp_path / "run").exists(), err
+    rc, out, err = run_cli(
+        "reproduce", "--only", "05_stats", "-p", "top_n_openings", "abc", "--run-dir", tmp_path / "run"
+    )
+    assert (
+        rc == 2 and "top_n_openings of 05_stats takes an integer, got 'abc'" in err and not (tmp_path / "run").exists()
+    ), err
 
 
 def test_a_key_in_a_url_is_masked_in_the_preflight_error(tmp_path):
     env = {**os.environ, "INDICIPR_LLM_ENDPOINTS": "smollm2x=http://user:sk-SECRET-KEY-1@127.0.0.1:9/v1"}
-    r = subprocess.run([sys.executable, "-c", "from indicipr import llm\n"
-                        "try: llm.check_models_available(llm.llm_config(), ['smollm2x'], timeout=1)\n"
-                        "except llm.LLMConfigError as e: print('ERR', e)"], env=env, capture_output=True, text=True, timeout=60)
-    assert "ERR" in r.stdout and "sk-SECRET-KEY-1" not in r.stdout + r.stderr and "user:***@127.0.0.1:9" in r.stdout, r.stdout
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from indicipr import llm\n"
+            "try: llm.check_models_available(llm.llm_config(), ['smollm2x'], timeout=1)\n"
+            "except llm.LLMConfigError as e: print('ERR', e)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "ERR" in r.stdout and "sk-SECRET-KEY-1" not in r.stdout + r.stderr and "user:***@127.0.0.1:9" in r.stdout, (
+        r.stdout
+    )
 
 
 def test_an_audit_sheet_against_itself_and_a_semicolon_sheet(tmp_path):
@@ -263,29 +358,62 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
     "Tables, figures, the report, run.json, evaluate --out, the audit kit, predictions: all readable by others."
     gold, preds = gold_and_preds
     figs, run = tmp_path / "figs", tmp_path / "run"
-    rc, _, err = run_cli("reproduce", "--only", "00_core,06_metrics", "--figures-dir", figs, "--run-dir", run, umask=0o022, timeout=600)
+    rc, _, err = run_cli(
+        "reproduce", "--only", "00_core,06_metrics", "--figures-dir", figs, "--run-dir", run, umask=0o022, timeout=600
+    )
     assert rc == 0, err
-    rc, _, err = run_cli("evaluate", "--gold", gold, "--pred", preds, "--out", tmp_path / "eval" / "report.md", "--resamples", "50", umask=0o022)
+    rc, _, err = run_cli(
+        "evaluate",
+        "--gold",
+        gold,
+        "--pred",
+        preds,
+        "--out",
+        tmp_path / "eval" / "report.md",
+        "--resamples",
+        "50",
+        umask=0o022,
+    )
     assert rc == 0, err
-    rc, _, err = run_cli("audit", "export", "--data-source", QA_SMALL, "-n", "4", "--out", tmp_path / "kit", umask=0o022)
+    rc, _, err = run_cli(
+        "audit", "export", "--data-source", QA_SMALL, "-n", "4", "--out", tmp_path / "kit", umask=0o022
+    )
     assert rc == 0, err
     env = {**os.environ, "INDICIPR_ROOT": str(tmp_path / "root")}
     (tmp_path / "root").mkdir()
     shutil.copy(ROOT / "settings.ini", tmp_path / "root")
     (tmp_path / "root" / "indicipr").mkdir()
-    r = subprocess.run([sys.executable, "-c", "from indicipr import metrics\n"
-                        "metrics.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')"],
-                       env=env, capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.umask(0o022))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from indicipr import metrics\nmetrics.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.umask(0o022),
+    )
     assert r.returncode == 0, r.stderr
-    written = [p for d in (figs, run, tmp_path / "eval", tmp_path / "kit", tmp_path / "root" / "data") for p in d.rglob("*") if p.is_file()]
+    written = [
+        p
+        for d in (figs, run, tmp_path / "eval", tmp_path / "kit", tmp_path / "root" / "data")
+        for p in d.rglob("*")
+        if p.is_file()
+    ]
     assert len(written) > 20
-    wrong = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in written if p.stat().st_mode & 0o777 != 0o644}
+    wrong = {
+        str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777)
+        for p in written
+        if p.stat().st_mode & 0o777 != 0o644
+    }
     assert not wrong, wrong
 
 
 def test_fetch_verifies_in_a_temporary_folder_before_it_replaces_a_good_copy(tmp_path):
     repo = tmp_path / "hub" / "datasets" / HUB_ID / "data"
-    copy_official(repo)                                             # the fixture: not the card's counts, so verification fails
+    copy_official(repo)  # the fixture: not the card's counts, so verification fails
     dest = copy_official(tmp_path / "good")
     before = {p.name: p.read_bytes() for p in dest.iterdir()}
     with serve_folders(tmp_path / "hub") as hub:
@@ -293,11 +421,12 @@ def test_fetch_verifies_in_a_temporary_folder_before_it_replaces_a_good_copy(tmp
         env.pop("HF_HUB_OFFLINE", None)
         rc, _, err = run_cli("fetch", "--dest", dest, env=env)
     assert rc == 2 and "counts differ from the official release" in err and no_traceback(err), err
-    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before             # untouched
-    assert not [p for p in tmp_path.iterdir() if ".fetch." in p.name]            # no temporary folder left behind
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before  # untouched
+    assert not [p for p in tmp_path.iterdir() if ".fetch." in p.name]  # no temporary folder left behind
 
 
 def test_a_partial_run_leaves_the_committed_tables_alone(tmp_path):
     "`reproduce --only 05_stats` (offline, sample) writes its tables into its run folder, never into figures/."
-    assert cli.run_figures_dir({"profile": "offline", "data_source": "sample", "figures_dir": None}, tmp_path, partial=True) \
-        == str(tmp_path / "figures")
+    assert cli.run_figures_dir(
+        {"profile": "offline", "data_source": "sample", "figures_dir": None}, tmp_path, partial=True
+    ) == str(tmp_path / "figures")

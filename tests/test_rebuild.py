@@ -3,6 +3,7 @@
 generation against the OpenAI-compatible stand-in under the name `gpt-4o` -> the four official files in
 `data/build/<tag>/` of a temporary project root, valid, section-disjoint, with the stage-count table; a rerun makes
 no model call (the response cache); `data/sample/` (the temporary copy and the checkout's) stays byte-identical."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,11 @@ TAG = "small"
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def small_statutes() -> list[dict]:
@@ -38,20 +42,26 @@ def small_statutes() -> list[dict]:
 def project(tmp_path, monkeypatch):
     "A temporary project root holding the notebooks, settings.ini and a copy of data/sample/."
     root = tmp_path / "proj"
-    (root / "indicipr").mkdir(parents=True)           # project_root() wants settings.ini and indicipr/ beside it
+    (root / "indicipr").mkdir(parents=True)  # project_root() wants settings.ini and indicipr/ beside it
     shutil.copy(ROOT / "settings.ini", root / "settings.ini")
     shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copytree(ROOT / "data" / "sample", root / "data" / "sample")
     monkeypatch.setenv("INDICIPR_ROOT", str(root))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    for k in ("INDICIPR_LLM_ENDPOINTS", "INDICIPR_LLM_BASE_URL", "INDICIPR_LLM_API_KEY", "INDICIPR_GENERATION_MODEL",
-              "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    for k in (
+        "INDICIPR_LLM_ENDPOINTS",
+        "INDICIPR_LLM_BASE_URL",
+        "INDICIPR_LLM_API_KEY",
+        "INDICIPR_GENERATION_MODEL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(k, raising=False)
     return root
 
 
 def test_build_rejects_bad_tags_and_missing_statutes_before_running(project, capsys):
-    assert cli.main(["build", "--tag", "replay"]) == 2            # the sample's own build
+    assert cli.main(["build", "--tag", "replay"]) == 2  # the sample's own build
     assert cli.main(["build", "--tag", "a/../b"]) == 2
     assert cli.main(["build", "--tag", "ok", "--statutes", str(project / "nope")]) == 2
     assert "nope" in capsys.readouterr().err
@@ -64,33 +74,56 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
     assert sorted(p.name for p in pdfs.iterdir()) == sorted(f"{a}.pdf" for a in ACTS_USED)
     sample_before, real_sample_before = digests(project / "data" / "sample"), digests(ROOT / "data" / "sample")
     with OpenAIStandIn() as server:
-        argv = ["build", "--tag", TAG, "--statutes", str(pdfs), "--profile", "paper", "--yes",
-                "-p", "llm_endpoints", f"*={server.base_url}"]
+        argv = [
+            "build",
+            "--tag",
+            TAG,
+            "--statutes",
+            str(pdfs),
+            "--profile",
+            "paper",
+            "--yes",
+            "-p",
+            "llm_endpoints",
+            f"*={server.base_url}",
+        ]
         assert cli.main([*argv, "--run-dir", str(tmp_path / "run1")]) == 0
         first = server.summary()
         folder = project / "data" / "build" / TAG
         contexts = list(read_jsonl(folder / "contexts.jsonl"))
         assert contexts and {c["act"] for c in contexts} == set(ACTS_USED)
         assert first["by_model_kind"] == {"gpt-4o generation": len(contexts)} and not server.repeated()
-        assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0      # rerun: all from the cache
+        assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0  # rerun: all from the cache
         assert server.summary()["served"] == first["served"]
 
-    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}   # raises on any invalid line
-    assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) \
-        == sorted(r["id"] for r in splits["merged"])
+    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}  # raises on any invalid line
+    assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) == sorted(
+        r["id"] for r in splits["merged"]
+    )
     assert {core.record_act(r) for r in splits["merged"]} <= set(ACTS_USED)
     assert {r["context"] for r in splits["train"]}.isdisjoint(r["context"] for r in splits["test"])
     counts = pd.read_csv(folder / "figures" / "tables" / f"construction_counts_{TAG}.csv").set_index("Stage")
     assert counts.loc["Initial statutory contexts", "Count"] == len(contexts)
     assert counts.loc["Final QA pairs", "Count"] == len(splits["merged"]) > 0
-    assert counts.loc["Raw QA candidates", "Count"] >= counts.loc["Filtered QA candidates", "Count"] >= len(splits["merged"])
+    assert (
+        counts.loc["Raw QA candidates", "Count"]
+        >= counts.loc["Filtered QA candidates", "Count"]
+        >= len(splits["merged"])
+    )
     assert (folder / "figures" / "tables" / f"filters_{TAG}.csv").is_file()
-    assert digests(project / "data" / "sample") == sample_before and digests(ROOT / "data" / "sample") == real_sample_before
-    assert sorted(p.name for p in (project / "data" / "build").iterdir()) == [TAG]     # no replay/live build on the side
+    assert (
+        digests(project / "data" / "sample") == sample_before
+        and digests(ROOT / "data" / "sample") == real_sample_before
+    )
+    assert sorted(p.name for p in (project / "data" / "build").iterdir()) == [TAG]  # no replay/live build on the side
 
     # the score job on the new folder: official files only, no model
     figs = tmp_path / "score"
-    cli.run_notebook(project / "notebooks" / "02_generate.ipynb", tmp_path / "score.ipynb",
-                      {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)}, cli.ensure_kernel())
+    cli.run_notebook(
+        project / "notebooks" / "02_generate.ipynb",
+        tmp_path / "score.ipynb",
+        {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)},
+        cli.ensure_kernel(),
+    )
     per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{core.source_tag(folder)}.csv").set_index("Act")
     assert per_act.loc["Total", "QA pairs"] == len(splits["merged"])

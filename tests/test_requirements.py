@@ -1,5 +1,6 @@
 """The declared version ranges are true: the environment the tests run in satisfies every one of them, and
 environment.yml declares exactly what settings.ini declares."""
+
 import configparser
 import importlib.metadata as md
 import re
@@ -9,7 +10,10 @@ from packaging.requirements import Requirement
 from helpers import ROOT
 
 
-OPTIONAL = ("lm_eval_requirements", "openvino_requirements")   # extras the library runs without (settings.ini says what each is for)
+OPTIONAL = (
+    "lm_eval_requirements",
+    "openvino_requirements",
+)  # extras the library runs without (settings.ini says what each is for)
 
 
 def declared(keys=("requirements", "dev_requirements") + OPTIONAL) -> list[Requirement]:
@@ -19,23 +23,32 @@ def declared(keys=("requirements", "dev_requirements") + OPTIONAL) -> list[Requi
 
 
 def installed(name: str) -> str | None:
-    try: return md.version(name)
-    except md.PackageNotFoundError: return None
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
 
 
 def test_installed_versions_satisfy_every_declared_range():
     "Every required package, and every optional one that is installed, is within its range."
     wrong = []
     for req in declared():
-        if installed(req.name) is None and req.name in {r.name for r in declared(OPTIONAL)}: continue
+        if installed(req.name) is None and req.name in {r.name for r in declared(OPTIONAL)}:
+            continue
         version = md.version(req.name).split("+")[0]
-        if not req.specifier.contains(version, prereleases=True): wrong.append(f"{req.name} {version} not in {req.specifier}")
+        if not req.specifier.contains(version, prereleases=True):
+            wrong.append(f"{req.name} {version} not in {req.specifier}")
     assert not wrong, "; ".join(wrong)
 
 
 def test_every_range_has_a_floor_and_a_ceiling():
-    loose = [str(r) for r in declared()
-             if not (any(s.operator in (">=", "==") for s in r.specifier) and any(s.operator in ("<", "==") for s in r.specifier))]
+    loose = [
+        str(r)
+        for r in declared()
+        if not (
+            any(s.operator in (">=", "==") for s in r.specifier) and any(s.operator in ("<", "==") for s in r.specifier)
+        )
+    ]
     assert not loose, f"ranges without a tested floor and a ceiling: {loose}"
 
 
@@ -48,14 +61,19 @@ def test_environment_yml_declares_the_same_ranges():
             listed[req.name] = req
     for req in declared():
         assert req.name in listed, f"environment.yml lacks {req.name}"
-        assert listed[req.name].specifier == req.specifier, f"{req.name}: {listed[req.name].specifier} vs {req.specifier}"
+        assert listed[req.name].specifier == req.specifier, (
+            f"{req.name}: {listed[req.name].specifier} vs {req.specifier}"
+        )
 
 
 def test_each_optional_extra_is_a_setup_extra():
     "setup.py offers `indicipr[lm-eval]` and `indicipr[openvino]` with exactly settings.ini's requirements for them."
     import ast
+
     src = (ROOT / "setup.py").read_text()
     extras = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.keyword) and n.arg == "extras_require").value
     names = {k.value: v.id for k, v in zip(extras.keys, extras.values)}
     for key in OPTIONAL:
-        assert names.get(key.removesuffix("_requirements").replace("_", "-")) == key, f"setup.py's extras_require lacks {key}"
+        assert names.get(key.removesuffix("_requirements").replace("_", "-")) == key, (
+            f"setup.py's extras_require lacks {key}"
+        )

@@ -1,4 +1,5 @@
 """Paired bootstrap and Holm correction of indicipr.significance; the benchmark script's checks."""
+
 import subprocess
 import sys
 from itertools import combinations
@@ -12,8 +13,12 @@ from indicipr import significance as S
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(2, 4), st.integers(3, 30), st.integers(0, 2**31 - 1),
-       st.sampled_from([[0.0, 100.0], [0.0, 50.0, 100.0], [0.0, 33.33, 66.67, 100.0]]))
+@given(
+    st.integers(2, 4),
+    st.integers(3, 30),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from([[0.0, 100.0], [0.0, 50.0, 100.0], [0.0, 33.33, 66.67, 100.0]]),
+)
 def test_vectorized_equals_loop_with_ties(n_systems, n_questions, seed, values):
     """Discrete scores make resampled differences tie exactly with the observed one: both versions agree."""
     rng = np.random.default_rng(seed)
@@ -46,7 +51,10 @@ def test_null_and_clear_differences():
     better = S.compare_systems({"a": np.minimum(base + 10, 100), "b": base}, n_resamples=1000)
     assert better["p"][0] == 1 / 1001 and better["CI 2.5%"][0] > 0 and bool(better["Significant (α=0.05)"][0])
     # pure noise around the same mean: not significant in most seeds
-    p = [S.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0] for s in range(5)]
+    p = [
+        S.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0]
+        for s in range(5)
+    ]
     assert np.median(p) > 0.05
 
 
@@ -66,8 +74,13 @@ def test_compare_systems_validates_inputs():
 
 
 def test_benchmark_script_small():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "significance.py"), "--resamples", "300",
-                          "--repeat", "1"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "significance.py"), "--resamples", "300", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "identical p-values: True" in out.stdout and "speed-up" in out.stdout
 
@@ -75,18 +88,26 @@ def test_benchmark_script_small():
 def _runs(scores: dict, families: dict, seeds: dict) -> dict:
     "Runs as metrics.score_runs makes them, from per-question F1 arrays (run name -> scores)."
     import pandas as pd
+
     out = {}
     for name, f1 in scores.items():
         group = name.split("_seed")[0]
-        frame = pd.DataFrame({"id": [f"pat_{i:06d}" for i in range(len(f1))], "act": "patents", "em": 0.0, "f1": f1, "char_f1": f1})
-        out[name] = {"group": group, "frame": frame, "summary": {"em": 0.0, "f1": float(np.mean(f1)), "char_f1": 0.0, "missing": 0},
-                     "meta": {"family": families[group], "seed": seeds.get(name), "model": group}}
+        frame = pd.DataFrame(
+            {"id": [f"pat_{i:06d}" for i in range(len(f1))], "act": "patents", "em": 0.0, "f1": f1, "char_f1": f1}
+        )
+        out[name] = {
+            "group": group,
+            "frame": frame,
+            "summary": {"em": 0.0, "f1": float(np.mean(f1)), "char_f1": 0.0, "missing": 0},
+            "meta": {"family": families[group], "seed": seeds.get(name), "model": group},
+        }
     return out
 
 
 def test_the_cards_comparisons_under_the_paper_profile():
     "InLegalBERT against each other encoder, one run per system (seed 0 by default), Holm over those three only."
     from indicipr.core import stage_settings
+
     rng = np.random.default_rng(5)
     base = rng.uniform(0, 100, 344)
     encoders = ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"]
@@ -108,7 +129,7 @@ def test_the_cards_comparisons_under_the_paper_profile():
     assert partners == ["bert-base", "legalbert-us", "incaselawbert"]
     table = S.card_comparisons(frames, focus, partners, n_resamples=2000, seed=0)
     assert table["System B"].tolist() == partners
-    assert np.allclose(table["p (Holm)"], S.holm(table["p"]))                     # Holm over the three comparisons only
+    assert np.allclose(table["p (Holm)"], S.holm(table["p"]))  # Holm over the three comparisons only
     expected = [np.mean(scores["inlegalbert_seed0"] - scores[f"{p}_seed0"]) for p in partners]
     assert np.allclose(table["ΔF1 (A−B)"], expected)
     # offline: the best mean F1 is the focus, compared with every other system

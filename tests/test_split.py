@@ -3,6 +3,7 @@ from the recorded candidates byte for byte, every official file validates, no co
 is in two splits, a build in which a context would cross splits fails, only the offline rebuild of
 the sample writes data/sample/, and the stage notebook under the paper profile with official files
 builds and publishes nothing."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +12,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from indicipr import core
 from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id, read_jsonl, read_qa_file, write_jsonl
 from indicipr import split as S
 from indicipr.filters import filter_build
@@ -33,7 +33,7 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
     s = _build(root, "replay", recorded_candidates())
     folder = root / "data" / "build" / "replay"
     first = _digest(folder)
-    assert S.split_build("replay") == s and _digest(folder) == first          # rerun: same bytes
+    assert S.split_build("replay") == s and _digest(folder) == first  # rerun: same bytes
     splits = {k: read_qa_file(folder / n) for k, n in OFFICIAL_FILES.items()}
     prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
     assert len(splits["merged"]) == s["selected"] == sum(len(splits[k]) for k in S.SPLITS)
@@ -41,7 +41,7 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
     contexts = {k: {r["context"] for r in splits[k]} for k in S.SPLITS}
     for a, b in (("train", "validation"), ("train", "test"), ("validation", "test")):
         assert not sections[a] & sections[b] and not contexts[a] & contexts[b]
-    assert {act_for_id(r["id"]).key for r in splits["test"]} == set(ACTS)     # every Act in the sample's test split
+    assert {act_for_id(r["id"]).key for r in splits["test"]} == set(ACTS)  # every Act in the sample's test split
     assert (S.context_jaccard(splits).Jaccard == 0).all()
     dest = S.publish_sample("replay")
     assert dest == root / "data" / "sample" and _digest(dest) == first
@@ -50,21 +50,31 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
 def test_committed_sample_is_what_the_pipeline_builds(root):
     "data/sample/ in the checkout equals a fresh build from the recorded generations."
     committed = ROOT / "data" / "sample"
-    if not (committed / "merged_ip_qa.jsonl").is_file(): pytest.skip("no committed sample yet")
+    if not (committed / "merged_ip_qa.jsonl").is_file():
+        pytest.skip("no committed sample yet")
     _build(root, "replay", recorded_candidates())
     assert _digest(root / "data" / "build" / "replay") == _digest(committed)
 
 
 def test_a_context_in_two_sections_makes_the_build_fail(root, monkeypatch):
     cands = recorded_candidates()
-    twin = [{**c, "section": "999", "context_id": "patents_s999_c1", "candidate_id": c["candidate_id"].replace("s6_", "s999_")}
-            for c in cands if c["context_id"] == "patents_s6_c1"]        # the same statute text under a second section
+    twin = [
+        {
+            **c,
+            "section": "999",
+            "context_id": "patents_s999_c1",
+            "candidate_id": c["candidate_id"].replace("s6_", "s999_"),
+        }
+        for c in cands
+        if c["context_id"] == "patents_s6_c1"
+    ]  # the same statute text under a second section
     real_assign = S.assign_sections
 
     def assign(cs, ratios, seed):
         a = real_assign(cs, ratios, seed)
         a["patents", "999"] = "test" if a["patents", "6"] != "test" else "train"
         return a
+
     monkeypatch.setattr(S, "assign_sections", assign)
     with pytest.raises(S.SplitIntegrityError, match="context text .* is in both"):
         _build(root, "dup", cands + twin)
@@ -72,17 +82,22 @@ def test_a_context_in_two_sections_makes_the_build_fail(root, monkeypatch):
 
 def test_a_tiny_or_empty_live_build_still_writes_valid_files(root):
     cands = recorded_candidates()
-    bad = [{**c, "answer": c["answer"].upper() + " (paraphrased)"} for c in cands[:12]]   # SmolLM2-like: not extractive
+    bad = [{**c, "answer": c["answer"].upper() + " (paraphrased)"} for c in cands[:12]]  # SmolLM2-like: not extractive
     s = _build(root, "live", bad)
     assert s["selected"] == 0 and s["sizes"] == {"train": 0, "validation": 0, "test": 0, "merged": 0}
-    s = _build(root, "live", bad + cands[5:9])                    # four good ones from one section
+    s = _build(root, "live", bad + cands[5:9])  # four good ones from one section
     assert s["selected"] == 4 and s["sizes"] == {"train": 4, "validation": 0, "test": 0, "merged": 4}
 
 
 def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root):
     _build(root, "replay", recorded_candidates())
     sample = root / "data" / "sample"
-    for profile, source in (("paper", "hub"), ("paper", "sample"), ("offline", "hub"), ("offline", str(root / "official"))):
+    for profile, source in (
+        ("paper", "hub"),
+        ("paper", "sample"),
+        ("offline", "hub"),
+        ("offline", str(root / "official")),
+    ):
         with pytest.raises(S.SamplePublishError, match="only the offline rebuild"):
             S.publish_sample("replay", profile=profile, data_source=source)
         assert not sample.exists()
@@ -101,12 +116,17 @@ def test_per_act_tables_put_unknown_prefixes_in_an_unknown_row():
 
 
 def _digests(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
     "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
     import shutil
+
     shutil.copytree(ROOT / "data" / "sample", root / "data" / "sample")
     write_jsonl(root / "data" / "build" / "replay" / "candidates.jsonl", recorded_candidates())
     filter_build("replay")
@@ -119,5 +139,9 @@ def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_not
     assert _digests(root / "data" / "sample") == before_sample and _digests(root / "data" / "build") == before_build
     integrity = pd.read_csv(figs / "tables" / "split_integrity_official.csv")
     assert len(integrity) == 10 and integrity["Holds"].all()
-    assert (figs / "tables" / "split_jaccard_official.csv").exists() and not (figs / "tables" / "selection.csv").exists()
-    assert "Card full" not in pd.read_csv(figs / "tables" / "split_per_act_official.csv")   # not the card's sizes: no card column
+    assert (figs / "tables" / "split_jaccard_official.csv").exists() and not (
+        figs / "tables" / "selection.csv"
+    ).exists()
+    assert "Card full" not in pd.read_csv(
+        figs / "tables" / "split_per_act_official.csv"
+    )  # not the card's sizes: no card column

@@ -1,5 +1,6 @@
 """Tests of the dress rehearsal's stand-ins (`tests/standins/`): each is checked against the card or against
 the real clients that will talk to it."""
+
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from standins import card_benchmark as cb  # noqa: E402
-from standins.hub import HubStandIn, serve_folders  # noqa: E402
+from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS, request_kind  # noqa: E402
 
 from indicipr import core  # noqa: E402
@@ -36,7 +37,7 @@ def card_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def card(card_dir):
     out, _ = card_dir
-    return {s: core.read_qa_file(out / f) for s, f in cb.OFFICIAL_FILES.items()}   # every record validated
+    return {s: core.read_qa_file(out / f) for s, f in cb.OFFICIAL_FILES.items()}  # every record validated
 
 
 def _act(rec):
@@ -46,11 +47,20 @@ def _act(rec):
 
 def test_card_counts_and_per_act_table(card):
     assert {s: len(r) for s, r in card.items()} == {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
-    card_table = {"designs": (173, 24), "patents": (1143, 69), "semiconductor": (585, 47), "trademarks": (1106, 88),
-                  "gi": (551, 51), "copyright": (349, 25), "plant_varieties": (555, 40)}   # typed from the card
+    card_table = {
+        "designs": (173, 24),
+        "patents": (1143, 69),
+        "semiconductor": (585, 47),
+        "trademarks": (1106, 88),
+        "gi": (551, 51),
+        "copyright": (349, 25),
+        "plant_varieties": (555, 40),
+    }  # typed from the card
     full, test = Counter(map(_act, card["merged"])), Counter(map(_act, card["test"]))
     assert {a: (full[a], test[a]) for a in card_table} == card_table
-    assert sorted(r["id"] for r in card["merged"]) == sorted(r["id"] for s in ("train", "validation", "test") for r in card[s])
+    assert sorted(r["id"] for r in card["merged"]) == sorted(
+        r["id"] for s in ("train", "validation", "test") for r in card[s]
+    )
     assert all(re.fullmatch(r"[a-z]{2,6}_\d{6}", r["id"]) for r in card["merged"])
 
 
@@ -64,12 +74,16 @@ def test_card_means_and_question_patterns(card):
     assert round(statistics.mean(answers), 1) == 35.6 and statistics.median(answers) == 33
     norm = [re.sub(r"\W+", " ", r["question"].lower()).strip() for r in m]
     assert len(set(norm)) == 4118
-    opens = lambda o: sum(n == o or n.startswith(o + " ") for n in norm)
+
+    def opens(o):
+        return sum(n == o or n.startswith(o + " ") for n in norm)
+
     assert (opens("what does"), opens("under section"), opens("what is")) == (1157, 960, 875)
 
 
 def test_card_answers_vary_in_structure_and_position(card):
     from indicipr.errors import is_multi_clause
+
     test = card["test"]
     multi = sum(is_multi_clause(r["answers"]["text"][0]) for r in test)
     assert 0.1 * len(test) < multi < 0.9 * len(test)
@@ -83,7 +97,7 @@ def test_card_split_is_by_section(card):
             train = {(r["title"], r["context"]) for r in card["train"] if _act(r) == a}
             other = {(r["title"], r["context"]) for r in card[split] if _act(r) == a}
             assert other and not {c for _, c in train} & {c for _, c in other}
-            assert not {t for t, _ in train} & {t for t, _ in other}        # no section in two splits
+            assert not {t for t, _ in train} & {t for t, _ in other}  # no section in two splits
     assert all(re.fullmatch(r"Section \d+[A-Z]*(: .+)?", r["title"]) for r in card["merged"])
 
 
@@ -91,7 +105,7 @@ def test_card_acts_recoverable_but_prefixes_not_all_registered(card):
     registered = {n.lower() for a in core.ACTS.values() for n in (a.prefix, a.key, *a.aliases)}
     assert cb.PREFIXES["copyright"] == "cop" and not set(cb.PREFIXES.values()) <= registered
     for a, prefix in cb.PREFIXES.items():
-        name = cb.ACT_TITLES[a][len("The "):]
+        name = cb.ACT_TITLES[a][len("The ") :]
         recs = [r for r in card["merged"] if r["id"].startswith(prefix + "_")]
         assert any(f"This Act may be called the {name}." in r["context"] for r in recs), a
     first = card["merged"][[r["id"] for r in card["merged"]].index("cop_000001")]
@@ -113,17 +127,20 @@ def test_card_benchmark_is_deterministic_and_fast(card_dir, tmp_path):
 @pytest.fixture(scope="module")
 def hub_root(tmp_path_factory, card_dir):
     from standins.checkpoints import build_checkpoint
+
     root = tmp_path_factory.mktemp("hub")
     build_checkpoint("law-ai/InLegalBERT", root / "models" / "law-ai" / "InLegalBERT")
     build_checkpoint("bert-base-uncased", root / "models" / "bert-base-uncased")
     data = root / "datasets" / HUB_ID / "data"
     data.mkdir(parents=True)
-    for name in cb.OFFICIAL_FILES.values(): (data / name).write_bytes((card_dir[0] / name).read_bytes())
+    for name in cb.OFFICIAL_FILES.values():
+        (data / name).write_bytes((card_dir[0] / name).read_bytes())
     return root
 
 
 def test_checkpoint_is_a_small_uncased_bert_for_qa(hub_root):
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
     folder = hub_root / "models" / "law-ai" / "InLegalBERT"
     model = AutoModelForQuestionAnswering.from_pretrained(folder)
     tok = AutoTokenizer.from_pretrained(folder)
@@ -131,7 +148,9 @@ def test_checkpoint_is_a_small_uncased_bert_for_qa(hub_root):
     assert len(tok) == 30522 and tok.tokenize("Controller PATENT") == ["controller", "patent"]
     other = json.loads((hub_root / "models" / "bert-base-uncased" / "config.json").read_text())
     assert other["hidden_size"] == 128
-    assert (folder / "model.safetensors").read_bytes() != (hub_root / "models" / "bert-base-uncased" / "model.safetensors").read_bytes()
+    assert (folder / "model.safetensors").read_bytes() != (
+        hub_root / "models" / "bert-base-uncased" / "model.safetensors"
+    ).read_bytes()
 
 
 CLIENT_SCRIPT = r"""
@@ -154,14 +173,20 @@ print("RESULT", json.dumps(out))
 
 def _client_env(endpoint, home):
     env = dict(os.environ, HF_ENDPOINT=endpoint, HF_HOME=str(home), HF_HUB_DISABLE_TELEMETRY="1")
-    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"): env.pop(k, None)
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        env.pop(k, None)
     return env
 
 
 def test_real_clients_download_from_the_hub_standin(hub_root, tmp_path):
     with serve_folders(hub_root) as hub:
-        r = subprocess.run([sys.executable, "-c", CLIENT_SCRIPT, HUB_ID], env=_client_env(hub.endpoint, tmp_path),
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [sys.executable, "-c", CLIENT_SCRIPT, HUB_ID],
+            env=_client_env(hub.endpoint, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         seen = hub.paths_seen()
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.split("RESULT", 1)[1])
@@ -189,8 +214,13 @@ r = httpx.get(sys.argv[1] + "/law-ai/InLegalBERT/resolve/main/vocab.txt", header
 print("range", r.status_code, r.content, r.headers["content-range"].split("/")[0])
 """
     with serve_folders(hub_root) as hub:
-        r = subprocess.run([sys.executable, "-c", script, hub.endpoint], env=_client_env(hub.endpoint, tmp_path),
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-c", script, hub.endpoint],
+            env=_client_env(hub.endpoint, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
     assert "repo RepositoryNotFoundError" in lines and "entry EntryNotFoundError" in lines
@@ -201,8 +231,13 @@ print("range", r.status_code, r.content, r.headers["content-range"].split("/")[0
 def test_indicipr_fetch_through_the_hub_standin(hub_root, tmp_path):
     with serve_folders(hub_root) as hub:
         env = _client_env(hub.endpoint, tmp_path / "hf")
-        r = subprocess.run([str(Path(sys.executable).parent / "indicipr"), "fetch", "--dest", str(tmp_path / "bench")],
-                           env=env, capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [str(Path(sys.executable).parent / "indicipr"), "fetch", "--dest", str(tmp_path / "bench")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert r.returncode == 0, r.stderr[-2000:]
     assert core.verify_benchmark(tmp_path / "bench") == {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
 
@@ -210,11 +245,13 @@ def test_indicipr_fetch_through_the_hub_standin(hub_root, tmp_path):
 # -- OpenAI-compatible stand-in ------------------------------------------------------------------------------
 def _endpoint(url, model, **kw):
     from indicipr import llm
+
     return llm.Endpoint(url, model, **{"backoff_s": 0.05, "max_retries": 3, **kw})
 
 
 def test_openai_standin_models_and_unknown_model():
     import openai
+
     with OpenAIStandIn() as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
         assert [m.id for m in client.models.list()] == list(PAPER_MODELS)
@@ -224,13 +261,16 @@ def test_openai_standin_models_and_unknown_model():
 
 def test_openai_standin_answers_qa_judge_and_generation(card):
     from indicipr import generate, llm, llm_qa, quality, filters
+
     rec = card["test"][0]
     with OpenAIStandIn() as srv:
         qa = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
         answer = qa.parsed["answer"] if isinstance(qa.parsed, dict) else qa.raw
         assert answer and answer.lower() in rec["context"].lower()
-        again = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
-        assert again.raw == qa.raw                                    # deterministic
+        again = llm.chat_json(
+            _endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None
+        )
+        assert again.raw == qa.raw  # deterministic
         msgs = quality.judge_messages({**rec, "id": "cop_000001"})
         assert request_kind(msgs) == "judge"
         j = llm.chat_json(_endpoint(srv.base_url, "gemma3:12b"), msgs, quality.JUDGE_SCHEMA, None, validate=False)
@@ -239,11 +279,24 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
         failed = Counter()
         contexts = list(dict.fromkeys((r["title"], r["context"]) for r in card["merged"]))[:60]
         for title, ctx in contexts:
-            res = llm.chat_json(_endpoint(srv.base_url, "gpt-4o"), generate.build_messages(5, "The Patents Act, 1970", title, ctx),
-                                None, None, validate=False)
+            res = llm.chat_json(
+                _endpoint(srv.base_url, "gpt-4o"),
+                generate.build_messages(5, "The Patents Act, 1970", title, ctx),
+                None,
+                None,
+                validate=False,
+            )
             for item in res.parsed["items"]:
-                cand = {"context_id": "c", "act": "patents", "section": "1", "title": title, "context": ctx,
-                        "question": item.get("question"), "answer": item.get("answer"), "parse_error": None}
+                cand = {
+                    "context_id": "c",
+                    "act": "patents",
+                    "section": "1",
+                    "title": title,
+                    "context": ctx,
+                    "question": item.get("question"),
+                    "answer": item.get("answer"),
+                    "parse_error": None,
+                }
                 failed[filters.first_failure(cand)[0]] += 1
     # most items are good (F7 judges the context, not the item: the card contexts are word windows)
     assert failed[None] > sum(v for k, v in failed.items() if k not in (None, "F7"))
@@ -253,7 +306,10 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
 @pytest.mark.parametrize("kind", ["429", "500", "timeout"])
 def test_openai_standin_faults_are_retried(kind):
     from indicipr import llm
-    msgs = [{"role": "user", "content": 'Context:\n"""The Controller shall grant the patent."""\n\nQuestion: Who grants?'}]
+
+    msgs = [
+        {"role": "user", "content": 'Context:\n"""The Controller shall grant the patent."""\n\nQuestion: Who grants?'}
+    ]
     with OpenAIStandIn(faults=Faults(rate=1.0, kinds=(kind,), retry_after_s=0.1, delay_s=1.5)) as srv:
         res = llm.chat_json(_endpoint(srv.base_url, "mistral:7b", timeout=0.5), msgs, None, None)
         assert res.error is None and "Controller" in res.parsed["answer"]
@@ -262,13 +318,35 @@ def test_openai_standin_faults_are_retried(kind):
 
 def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
     from indicipr import llm
-    reqs = [{"messages": [{"role": "user", "content": f'Context:\n"""Clause {i} applies to every registered proprietor."""\n\nQuestion: What applies {i}?'}]}
-            for i in range(30)]
+
+    reqs = [
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": f'Context:\n"""Clause {i} applies to every registered proprietor."""\n\nQuestion: What applies {i}?',
+                }
+            ]
+        }
+        for i in range(30)
+    ]
     with OpenAIStandIn(faults=Faults(rate=0.3, kinds=("broken_json",), seed=1)) as srv:
-        first = llm.run_requests(_endpoint(srv.base_url, "llama3.1:8b"), reqs, llm.ResponseCache(tmp_path / "c.jsonl"),
-                                 concurrency=4, validate=False, progress=False)
+        first = llm.run_requests(
+            _endpoint(srv.base_url, "llama3.1:8b"),
+            reqs,
+            llm.ResponseCache(tmp_path / "c.jsonl"),
+            concurrency=4,
+            validate=False,
+            progress=False,
+        )
         broken = sum(r.parsed is None for r in first)
-        assert 0 < len(srv.fault_log) <= broken < 30            # (a few replies are plain text by design)
-        llm.run_requests(_endpoint(srv.base_url, "llama3.1:8b"), reqs, llm.ResponseCache(tmp_path / "c.jsonl"),
-                         concurrency=4, validate=False, progress=False)     # the resumed run: all from the cache
+        assert 0 < len(srv.fault_log) <= broken < 30  # (a few replies are plain text by design)
+        llm.run_requests(
+            _endpoint(srv.base_url, "llama3.1:8b"),
+            reqs,
+            llm.ResponseCache(tmp_path / "c.jsonl"),
+            concurrency=4,
+            validate=False,
+            progress=False,
+        )  # the resumed run: all from the cache
         assert sum(srv.calls.values()) == 30 and srv.repeated() == {}

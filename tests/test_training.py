@@ -6,6 +6,7 @@
 * a run in the pool is the same run as alone (same loss curve, same predictions);
 * `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch.
 """
+
 import json
 import os
 import shutil
@@ -25,18 +26,38 @@ from indicipr import encoders as E, metrics, qa_model as QM, training as TR  # n
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
 # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.15 (several CPU processes need mpirun);
 # `--multi_gpu` on a machine without a GPU starts 2 (torchrun), and `Accelerator(cpu=True)` joins them over gloo.
-ACCELERATE_2_CPU = ["launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-                    "--dynamo_backend", "no", "--main_process_port", "29517"]
+ACCELERATE_2_CPU = [
+    "launch",
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+    "--main_process_port",
+    "29517",
+]
 
 
 def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
     "A tiny random BERT QA checkpoint with MiniLM's tokenizer, saved like a hub checkpoint."
     from transformers import BertConfig, BertForQuestionAnswering
+
     tok = QM.load_tokenizer("minilm-l6")
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=dropout,
-                     attention_probs_dropout_prob=dropout)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
     BertForQuestionAnswering(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -45,7 +66,10 @@ def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
 @pytest.fixture(scope="module")
 def tiny_dirs(tmp_path_factory):
     base = tmp_path_factory.mktemp("tiny")
-    return {"dropout": tiny_bert_dir(base / "tiny-drop"), "no_dropout": tiny_bert_dir(base / "tiny-nodrop", dropout=0.0)}
+    return {
+        "dropout": tiny_bert_dir(base / "tiny-drop"),
+        "no_dropout": tiny_bert_dir(base / "tiny-nodrop", dropout=0.0),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +88,16 @@ def one_thread():
 
 
 def _cfg(**kw):
-    base = dict(epochs=2, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1,
-                save_checkpoints=False)
+    base = dict(
+        epochs=2,
+        batch_size=8,
+        learning_rate=1e-3,
+        max_length=128,
+        stride=32,
+        seed=0,
+        logging_steps=1,
+        save_checkpoints=False,
+    )
     return TR.TrainConfig(**{**base, **kw})
 
 
@@ -81,7 +113,7 @@ def test_loop_computes_the_trainer_recipe(tiny_dirs, packed, tmp_path, one_threa
     tr_losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
     assert loop.state.global_step == tr.state.global_step == len(tr_losses) == 2 * int(np.ceil(len(packed) / 8))
     np.testing.assert_allclose(loop.step_losses, tr_losses, rtol=2e-5)
-    assert loop.step_losses[-1] < loop.step_losses[0] - 0.05           # it learns
+    assert loop.step_losses[-1] < loop.step_losses[0] - 0.05  # it learns
     for (name, a), b in zip(m_loop.named_parameters(), m_tr.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
     final = loop.state.log_history[-1]
@@ -93,6 +125,7 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
     """No `.item()`, `bool(tensor)`, `.tolist()` ... from the loop or the model code between the first and the last step
     (on a GPU each is a host sync). transformers' own check `mask.all()` is one such call; the 4-D mask avoids it."""
     from transformers import TrainerCallback
+
     calls = []
 
     def spy(name):
@@ -100,8 +133,10 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
 
         def wrapper(self, *a, **kw):
             caller = sys._getframe(1).f_code.co_filename
-            if counting[0] and ("transformers" in caller or "indicipr" in caller): calls.append((name, caller))
+            if counting[0] and ("transformers" in caller or "indicipr" in caller):
+                calls.append((name, caller))
             return orig(self, *a, **kw)
+
         return wrapper
 
     counting = [False]
@@ -112,8 +147,14 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
 
     for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, spy(name))
-    run = TR.fit(_model(tiny_dirs["dropout"]), packed, _cfg(engine="loop"), tmp_path / "loop", callbacks=[Window()],
-                disable_tqdm=True)
+    run = TR.fit(
+        _model(tiny_dirs["dropout"]),
+        packed,
+        _cfg(engine="loop"),
+        tmp_path / "loop",
+        callbacks=[Window()],
+        disable_tqdm=True,
+    )
     assert run.state.global_step > 4 and not calls, calls[:5]
     # the spy sees such calls where there are some: the same model given a 2-D mask asks `mask.all()`
     counting[0] = True
@@ -126,33 +167,48 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
 def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one_thread):
     "With dropout: interrupted after epoch 1's checkpoint, resumed → every step's loss and the weights as uninterrupted."
     from transformers import TrainerCallback
+
     cfg = _cfg(engine="loop", save_checkpoints=True)
     whole = TR.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "whole", disable_tqdm=True)
     per_epoch = whole.state.global_step // 2
 
     class Interrupt(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
-            if state.global_step == per_epoch + 2: raise KeyboardInterrupt("simulated")
+            if state.global_step == per_epoch + 2:
+                raise KeyboardInterrupt("simulated")
 
     with pytest.raises(KeyboardInterrupt):
         TR.fit(_model(tiny_dirs["dropout"]), packed, cfg, tmp_path / "cut", callbacks=[Interrupt()], disable_tqdm=True)
-    assert [p.name for p in (tmp_path / "cut").iterdir()] == [f"checkpoint-{per_epoch}"]    # whole, and only the newest
+    assert [p.name for p in (tmp_path / "cut").iterdir()] == [f"checkpoint-{per_epoch}"]  # whole, and only the newest
     m = _model(tiny_dirs["dropout"])
     resumed = TR.fit(m, packed, cfg, tmp_path / "cut", disable_tqdm=True)
     assert resumed.resumed_from.endswith(f"checkpoint-{per_epoch}")
     assert resumed.step_losses == whole.step_losses
-    for a, b in zip(m.parameters(), whole.model.parameters()): assert torch.equal(a, b)
+    for a, b in zip(m.parameters(), whole.model.parameters()):
+        assert torch.equal(a, b)
 
 
 def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
     monkeypatch.setenv("INDICIPR_ROOT", str(root))
     info = {}
-    rows = E.run_encoders(data_source, "offline", workers=workers, pool_info=info, models=[model_dir], seeds=list(seeds),
-                          epochs=1.0, batch_size=8)
-    logs = {r["system"]: json.loads((E.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
-            for r in rows}
-    preds = {r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
-             for r in rows}
+    rows = E.run_encoders(
+        data_source,
+        "offline",
+        workers=workers,
+        pool_info=info,
+        models=[model_dir],
+        seeds=list(seeds),
+        epochs=1.0,
+        batch_size=8,
+    )
+    logs = {
+        r["system"]: json.loads((E.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
+        for r in rows
+    }
+    preds = {
+        r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+        for r in rows
+    }
     return rows, logs, preds, info
 
 
@@ -161,7 +217,7 @@ def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thr
     alone = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "alone", monkeypatch, workers=1)
     pooled = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "pooled", monkeypatch, workers=2)
     assert alone[3]["plan"]["limited_by"] == "sequential" and pooled[3]["plan"]["workers"] == 2
-    assert len({r["worker"] for r in pooled[3]["runs"].values()}) == 2                  # two processes did the work
+    assert len({r["worker"] for r in pooled[3]["runs"].values()}) == 2  # two processes did the work
     assert [r["system"] for r in alone[0]] == [r["system"] for r in pooled[0]] == ["tiny-drop_seed0", "tiny-drop_seed1"]
     for a, b in zip(alone[0], pooled[0]):
         assert (a["em"], a["f1"], a["char_f1"]) == (b["em"], b["f1"], b["char_f1"])
@@ -170,11 +226,12 @@ def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thr
         assert alone[1][system]["step_losses"] == pooled[1][system]["step_losses"], system
         assert alone[2][system] == pooled[2][system], system
     s0, s1 = alone[1]["tiny-drop_seed0"]["step_losses"], alone[1]["tiny-drop_seed1"]["step_losses"]
-    assert s0 != s1                                                                      # the seeds differ
+    assert s0 != s1  # the seeds differ
 
 
 def _failing_run(job, callbacks=None):
-    if job == "bad": raise ValueError("this run fails")
+    if job == "bad":
+        raise ValueError("this run fails")
     return job
 
 
@@ -186,10 +243,12 @@ def test_a_failing_pooled_run_names_itself(one_thread):
 def _fake_gpu_run(job, callbacks=None):
     "A job that, as the probe run, reports a footprint that leaves room for one more run; then it takes a while."
     import time
+
     if callbacks:
         gib = 2**30
-        callbacks[0].queue.put(("probe", None, {"footprint": 4 * gib, "free": 8 * gib, "total": 80 * gib, "busy": 10.0},
-                                os.getpid()))
+        callbacks[0].queue.put(
+            ("probe", None, {"footprint": 4 * gib, "free": 8 * gib, "total": 80 * gib, "busy": 10.0}, os.getpid())
+        )
     t0 = time.time()
     time.sleep(1.5)
     return {"job": job, "start": t0, "end": time.time(), "pid": os.getpid()}
@@ -211,10 +270,11 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     events = sorted([(r["start"], 1) for r in out.values()] + [(r["end"], -1) for r in out.values()])
     running = peak = 0
     for _, d in events:
-        running += d; peak = max(peak, running)
-    assert peak == 2                                                                     # the plan, never more
+        running += d
+        peak = max(peak, running)
+    assert peak == 2  # the plan, never more
     first = out[0]
-    assert all(r["start"] >= first["start"] for r in out.values())                      # the probe went first
+    assert all(r["start"] >= first["start"] for r in out.values())  # the probe went first
 
 
 def test_pool_size(monkeypatch):
@@ -224,32 +284,75 @@ def test_pool_size(monkeypatch):
     monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")
     assert TR._pool_size(12, None) == 2
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert TR._pool_size(12, 4) == 1                                                      # one run at a time, in step
+    assert TR._pool_size(12, 4) == 1  # one run at a time, in step
     with pytest.raises(ValueError, match="workers must be"):
-        monkeypatch.delenv("WORLD_SIZE"); TR._pool_size(3, "many")
+        monkeypatch.delenv("WORLD_SIZE")
+        TR._pool_size(3, "many")
 
 
-@pytest.mark.skipif(shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
-                    reason="accelerate's launcher is not installed beside this Python")
+@pytest.mark.skipif(
+    shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
+    reason="accelerate's launcher is not installed beside this Python",
+)
 def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_path, monkeypatch, one_thread):
     """`accelerate launch` (2 processes, gloo) at batch 8 per process and one process at batch 16: the same global
     batches, the same losses step by step (dropout off, so that the random draws do not differ)."""
     model_dir = tiny_dirs["no_dropout"]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(INDICIPR_ROOT=str(tmp_path / "two"), CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]), TQDM_DISABLE="1")
+    env.update(
+        INDICIPR_ROOT=str(tmp_path / "two"),
+        CUDA_VISIBLE_DEVICES="",
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+        TQDM_DISABLE="1",
+    )
     launcher = str(Path(sys.executable).parent / "accelerate")
-    proc = subprocess.run([launcher, *ACCELERATE_2_CPU, *TRAIN_ENTRY, "--data-source", str(QA_SMALL), "--profile", "offline",
-                           "--models", model_dir, "--seeds", "0", "--max-steps", "5", "--no-intermediate", "--fp32"],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            launcher,
+            *ACCELERATE_2_CPU,
+            *TRAIN_ENTRY,
+            "--data-source",
+            str(QA_SMALL),
+            "--profile",
+            "offline",
+            "--models",
+            model_dir,
+            "--seeds",
+            "0",
+            "--max-steps",
+            "5",
+            "--no-intermediate",
+            "--fp32",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    two = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "train_log.json").read_text())
-    two_cfg = json.loads((tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "qa_config.json").read_text())
+    two = json.loads(
+        (tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "train_log.json").read_text()
+    )
+    two_cfg = json.loads(
+        (tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "qa_config.json").read_text()
+    )
     assert two_cfg["world_size"] == 2 and two_cfg["batch_size"] == 8 and two_cfg["global_steps"] == 5
-    assert two_cfg["precision"] == "fp32" and two_cfg["base_model"] == model_dir     # --fp32, --no-intermediate
+    assert two_cfg["precision"] == "fp32" and two_cfg["base_model"] == model_dir  # --fp32, --no-intermediate
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path / "one"))
-    E.run_encoders(str(QA_SMALL), "offline", workers=1, models=[model_dir], seeds=[0], max_steps=5, batch_size=16,
-                   intermediate=False, cpu_bf16=False)
+    E.run_encoders(
+        str(QA_SMALL),
+        "offline",
+        workers=1,
+        models=[model_dir],
+        seeds=[0],
+        max_steps=5,
+        batch_size=16,
+        intermediate=False,
+        cpu_bf16=False,
+    )
     one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
     one = json.loads((one_dir / "train_log.json").read_text())
     assert json.loads((one_dir / "qa_config.json").read_text())["world_size"] == 1
@@ -262,7 +365,9 @@ def test_a_pool_of_a_notebooks_own_function_runs_in_process_and_says_why(monkeyp
     "A function defined in a notebook's cell (module `__main__`, no file) cannot reach spawned workers: the runs go in this process, with a sentence."
     import sys as _sys
 
-    def twice(job, *shared, callbacks=None): return job * 2 + sum(shared)
+    def twice(job, *shared, callbacks=None):
+        return job * 2 + sum(shared)
+
     twice.__module__ = "__main__"
     monkeypatch.delattr(_sys.modules["__main__"], "__file__", raising=False)
     info = {}

@@ -32,6 +32,7 @@ this data must infer the Acts from the records (Section 1 short titles, per-pref
 
 Deterministic: the same inputs and seed give the same files byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,7 @@ from pathlib import Path
 # -- the card (the spec) -----------------------------------------------------------------------------------
 from indicipr.core import ACTS, CARD, OFFICIAL_FILES  # noqa: E402  (the card's numbers live once, in core.CARD)
 
-CARD_PER_ACT = CARD["per_act"]          # key: (full dataset, test set), the card's "Per-Act Distribution" table, in its order
+CARD_PER_ACT = CARD["per_act"]  # key: (full dataset, test set), the card's "Per-Act Distribution" table, in its order
 CARD_SHORT = {k: ACTS[k].short for k in CARD_PER_ACT}
 CARD_SPLITS = CARD["splits"]
 CARD_TOTAL = CARD["construction"]["final_qa_pairs"]
@@ -59,22 +60,31 @@ CARD_UNIQUE_QUESTIONS = CARD["question_patterns"]["unique"]
 ACT_TITLES = {k: a.title for k, a in ACTS.items()}
 ACT_ORDER = ["patents", "trademarks", "copyright", "designs", "gi", "semiconductor", "plant_varieties"]
 # `cop` is the card's; trm, gid, scl, pvr are not in indicipr.core.ACTS (prefixes or aliases) on purpose
-PREFIXES = {"patents": "pat", "trademarks": "trm", "copyright": "cop", "designs": "des", "gi": "gid",
-            "semiconductor": "scl", "plant_varieties": "pvr"}
+PREFIXES = {
+    "patents": "pat",
+    "trademarks": "trm",
+    "copyright": "cop",
+    "designs": "des",
+    "gi": "gid",
+    "semiconductor": "scl",
+    "plant_varieties": "pvr",
+}
 SPLIT_ORDER = ("train", "validation", "test")
 
 
 def short_title_answer(act: str) -> str:
     "The card's example answer of Section 1: `This Act may be called the ... Act, YEAR.`"
-    return f"This Act may be called the {ACT_TITLES[act][len('The '):]}."
+    return f"This Act may be called the {ACT_TITLES[act][len('The ') :]}."
 
 
 def short_title_context(act: str) -> str:
     "Section 1 of an Act (short title, extent, commencement), composed from its title."
-    name = ACT_TITLES[act][len("The "):]
-    return (f"(1) This Act may be called the {name}. (2) It extends to the whole of India. "
-            "(3) It shall come into force on such date as the Central Government may, by notification in the "
-            "Official Gazette, appoint.")
+    name = ACT_TITLES[act][len("The ") :]
+    return (
+        f"(1) This Act may be called the {name}. (2) It extends to the whole of India. "
+        "(3) It shall come into force on such date as the Central Government may, by notification in the "
+        "Official Gazette, appoint."
+    )
 
 
 # -- small helpers -------------------------------------------------------------------------------------------
@@ -112,10 +122,13 @@ def context_counts(counts: dict) -> dict:
 def _pairs_per_context(n: int, c: int, rng: random.Random) -> list[int]:
     "`c` numbers in 3..5 (mostly 4) summing to `n`."
     out = [n // c] * c
-    for i in range(n - sum(out)): out[i] += 1
+    for i in range(n - sum(out)):
+        out[i] += 1
     for _ in range(c // 3):  # some variety: move one pair from one context to another
         i, j = rng.randrange(c), rng.randrange(c)
-        if i != j and out[i] > 3 and out[j] < 5: out[i] -= 1; out[j] += 1
+        if i != j and out[i] > 3 and out[j] < 5:
+            out[i] -= 1
+            out[j] += 1
     rng.shuffle(out)
     assert sum(out) == n and all(3 <= k <= 5 for k in out), (n, c, out)
     return out
@@ -131,9 +144,11 @@ def _fix_sum(values: list[int], target: int, rng: random.Random, lo: int, hi: in
         i = idx[rng.randrange(len(idx))]
         v = values[i] + step
         side_ok = keep is None or (values[i] > keep and v > keep) or (values[i] < keep and v < keep)
-        if lo <= v <= hi and side_ok: values[i] = v
+        if lo <= v <= hi and side_ok:
+            values[i] = v
         guard += 1
-        if guard > 10_000_000: raise RuntimeError("cannot reach the target sum")
+        if guard > 10_000_000:
+            raise RuntimeError("cannot reach the target sum")
     return values
 
 
@@ -141,14 +156,17 @@ def _fix_sum(values: list[int], target: int, rng: random.Random, lo: int, hi: in
 def _load_sections(statutes_path) -> dict[str, list[dict]]:
     "Cleaned sections per Act (the pipeline's cleaner), in file order."
     from indicipr.corpus import clean_section, read_sections_jsonl
+
     out = {a: [] for a in ACT_ORDER}
     for rec in read_sections_jsonl(statutes_path):
         sec = clean_section(rec)
         heading = re.sub(r"^Section \S+:?\s*", "", sec["title"])
         words = " ".join(sec["units"]).split()
-        if rec["act"] in out and words: out[rec["act"]].append({"section": rec["section"], "heading": heading, "words": words})
+        if rec["act"] in out and words:
+            out[rec["act"]].append({"section": rec["section"], "heading": heading, "words": words})
     missing = [a for a in ACT_ORDER if not out[a]]
-    if missing: raise ValueError(f"{statutes_path}: no sections for {', '.join(missing)}")
+    if missing:
+        raise ValueError(f"{statutes_path}: no sections for {', '.join(missing)}")
     return out
 
 
@@ -169,13 +187,16 @@ def _clause_starts(words: list[str]) -> list[int]:
     "Word indexes where a clause starts (`(a)`, `(2)`, or after `.`/`;`/`:`/`—`)."
     out = [0]
     for i in range(1, len(words)):
-        if re.fullmatch(r"\d+[A-Z]*\.", words[i - 1]): continue      # not inside a section heading
-        if _CLAUSE_TOKEN.match(words[i]) or re.search(r"[.;:—-]$", words[i - 1]): out.append(i)
+        if re.fullmatch(r"\d+[A-Z]*\.", words[i - 1]):
+            continue  # not inside a section heading
+        if _CLAUSE_TOKEN.match(words[i]) or re.search(r"[.;:—-]$", words[i - 1]):
+            out.append(i)
     return out
 
 
 def _section_number(real: str, p: int, counter: dict, key) -> str:
-    if p == 0: return real
+    if p == 0:
+        return real
     if key not in counter["map"]:
         counter["next"] += 1
         counter["map"][key] = str(counter["next"])
@@ -210,15 +231,17 @@ def _pool_contexts(act, split, pool, n_contexts, lengths, counter, rng) -> list[
             s2 = pool[sj]
             if pos == 0 and (pp, sj) != (p, si):
                 words += _heading_words(_section_number(s2["section"], pp, counter, (split, pp, sj)), s2["heading"])
-            take = s2["words"][pos: pos + target - len(words)]
+            take = s2["words"][pos : pos + target - len(words)]
             words += take
             pos += len(take)
             if pos >= len(s2["words"]):
                 pos, sj = 0, sj + 1
-                if sj == len(pool): sj, pp = 0, pp + 1
+                if sj == len(pool):
+                    sj, pp = 0, pp + 1
         words = words[:target]
-        out.append({"act": act, "split": split, "section": num, "heading": sec["heading"],
-                    "order": (p, si, w), "words": words})
+        out.append(
+            {"act": act, "split": split, "section": num, "heading": sec["heading"], "order": (p, si, w), "words": words}
+        )
     return out
 
 
@@ -230,21 +253,29 @@ def _snap_to_clause_end(target: int, ends: list[int], slack: int = 25) -> int:
 
 # -- questions -----------------------------------------------------------------------------------------------
 TEMPLATES = {
-    "what does": ["What does Section {n} provide regarding {t}?",
-                  "What does sub-section ({k}) of Section {n} lay down about {t}?",
-                  "What does the {act} Act require in respect of {t}?"],
-    "under section": ["Under Section {n}, what applies to {t}?",
-                      "Under Section {n} of the {act} Act, what is provided for {t}?",
-                      "Under section {n}, what follows from {t}?"],
-    "what is": ["What is required under Section {n} concerning {t}?",
-                "What is the effect of {t} under Section {n}?",
-                "What is provided in the {act} Act on {t}?",
-                "What is the scope of {t}?"],
-    "other": ["Which provision of Section {n} governs {t}?",
-              "Who may act in relation to {t} under Section {n}?",
-              "When does Section {n} apply to {t}?",
-              "How does Section {n} treat {t}?",
-              "Within what limits does Section {n} deal with {t}?"],
+    "what does": [
+        "What does Section {n} provide regarding {t}?",
+        "What does sub-section ({k}) of Section {n} lay down about {t}?",
+        "What does the {act} Act require in respect of {t}?",
+    ],
+    "under section": [
+        "Under Section {n}, what applies to {t}?",
+        "Under Section {n} of the {act} Act, what is provided for {t}?",
+        "Under section {n}, what follows from {t}?",
+    ],
+    "what is": [
+        "What is required under Section {n} concerning {t}?",
+        "What is the effect of {t} under Section {n}?",
+        "What is provided in the {act} Act on {t}?",
+        "What is the scope of {t}?",
+    ],
+    "other": [
+        "Which provision of Section {n} governs {t}?",
+        "Who may act in relation to {t} under Section {n}?",
+        "When does Section {n} apply to {t}?",
+        "How does Section {n} treat {t}?",
+        "Within what limits does Section {n} deal with {t}?",
+    ],
 }
 
 
@@ -256,8 +287,10 @@ def _topic_words(words: list[str], a_start: int, a_end: int, head: int, k: int, 
     "`k` plain words of the context in reading order: those just before the answer (moved back by `shift`), else just after it."
     before = [w for w in (_plain(x) for x in words[head:a_start]) if w and not w.isdigit()]
     after = [w for w in (_plain(x) for x in words[a_end:]) if w and not w.isdigit()]
-    if len(before) >= k + shift: return before[len(before) - k - shift: len(before) - shift]
-    if len(after) >= k + shift: return after[shift: shift + k]
+    if len(before) >= k + shift:
+        return before[len(before) - k - shift : len(before) - shift]
+    if len(after) >= k + shift:
+        return after[shift : shift + k]
     return None
 
 
@@ -278,13 +311,14 @@ def normalize_question(q: str) -> str:
 def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
     "The records of the four official files (`train`, `validation`, `test`, `merged`), in id order."
     from indicipr.corpus import section_title
+
     rng = random.Random(seed)
     sections = _load_sections(statutes_path)
     counts = split_counts()
     ctx_counts = context_counts(counts)
 
     # 1. context lengths: one list for all contexts, exact total for the card's mean (Section 1 contexts fixed)
-    plan = []                                   # (act, split) per non-Section-1 context, in a fixed order
+    plan = []  # (act, split) per non-Section-1 context, in a fixed order
     for a in ACT_ORDER:
         for s in SPLIT_ORDER:
             plan += [(a, s)] * (ctx_counts[(a, s)] - (1 if s == "train" else 0))
@@ -300,31 +334,48 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
         counter = {"next": max(int(re.match(r"\d+", s["section"]).group()) for s in sections[a]), "map": {}}
         for s in SPLIT_ORDER:
             n = ctx_counts[(a, s)] - (1 if s == "train" else 0)
-            want = lengths[cursor: cursor + n]; cursor += n
+            want = lengths[cursor : cursor + n]
+            cursor += n
             built = _pool_contexts(a, s, pools[s], n, [w + 30 for w in want], counter, rng)
             for ctx, w in zip(built, want):
                 ends = [i + 1 for i, x in enumerate(ctx["words"]) if re.search(r"[.;:]$", x) and i + 1 >= 60]
                 ctx["n"] = _snap_to_clause_end(w, ends)
             contexts += built
     gap = target_total - fixed - sum(c["n"] for c in contexts)
-    order = list(range(len(contexts))); rng.shuffle(order)
+    order = list(range(len(contexts)))
+    rng.shuffle(order)
     for i in order:
-        if gap == 0: break
+        if gap == 0:
+            break
         c = contexts[i]
         step = max(-15, min(15, gap))
         new = min(max(60, c["n"] + step), len(c["words"]))
-        gap -= new - c["n"]; c["n"] = new
-    if gap: raise RuntimeError(f"could not reach the card's mean context length (off by {gap} words)")
-    for c in contexts: c["words"] = c["words"][: c["n"]]
+        gap -= new - c["n"]
+        c["n"] = new
+    if gap:
+        raise RuntimeError(f"could not reach the card's mean context length (off by {gap} words)")
+    for c in contexts:
+        c["words"] = c["words"][: c["n"]]
     for a in ACT_ORDER:
-        contexts.append({"act": a, "split": "train", "section": "1", "heading": "Short title, extent and commencement",
-                         "order": (-1, -1, -1), "words": short_title_context(a).split(), "n": None})
-    for c in contexts: c["text"] = " ".join(c["words"])
+        contexts.append(
+            {
+                "act": a,
+                "split": "train",
+                "section": "1",
+                "heading": "Short title, extent and commencement",
+                "order": (-1, -1, -1),
+                "words": short_title_context(a).split(),
+                "n": None,
+            }
+        )
+    for c in contexts:
+        c["text"] = " ".join(c["words"])
     texts = [c["text"] for c in contexts]
-    if len(set(texts)) != len(texts): raise RuntimeError("two contexts came out identical")
+    if len(set(texts)) != len(texts):
+        raise RuntimeError("two contexts came out identical")
 
     # 3. QA pairs per context
-    slots = []                                          # (context index, slot number)
+    slots = []  # (context index, slot number)
     for a in ACT_ORDER:
         for s in SPLIT_ORDER:
             idx = [i for i, c in enumerate(contexts) if c["act"] == a and c["split"] == s]
@@ -336,17 +387,25 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
     fixed_slots = [n for n, (i, j) in enumerate(slots) if i in example and j == 0]
 
     # 4. answer lengths: median 33, mean 35.6 (the fixed example answers have their own length)
-    def draw(): return min(140, max(3, round(math.exp(rng.gauss(math.log(CARD_MEDIAN_ANSWER_WORDS), 0.42)))))
+    def draw():
+        return min(140, max(3, round(math.exp(rng.gauss(math.log(CARD_MEDIAN_ANSWER_WORDS), 0.42)))))
+
     example_len = {n: len(short_title_answer(contexts[slots[n][0]]["act"]).split()) for n in fixed_slots}
     alen = [example_len[n] if n in example_len else draw() for n in range(CARD_TOTAL)]
     # exact median: the two middle values must be 33 -> move values across the median as needed
     free = [n for n in range(CARD_TOTAL) if n not in set(fixed_slots)]
-    below = sum(v < 33 for v in alen); above = sum(v > 33 for v in alen)
-    half = CARD_TOTAL // 2                                   # 2231: need < 33 at most 2230 and > 33 at most 2230
+    below = sum(v < 33 for v in alen)
+    above = sum(v > 33 for v in alen)
+    half = CARD_TOTAL // 2  # 2231: need < 33 at most 2230 and > 33 at most 2230
     for n in free:
-        if below <= half - 1 and above <= half - 1: break
-        if below > half - 1 and alen[n] < 33: alen[n] = 33; below -= 1
-        elif above > half - 1 and alen[n] > 33: alen[n] = 33; above -= 1
+        if below <= half - 1 and above <= half - 1:
+            break
+        if below > half - 1 and alen[n] < 33:
+            alen[n] = 33
+            below -= 1
+        elif above > half - 1 and alen[n] > 33:
+            alen[n] = 33
+            above -= 1
     target_answer = round(CARD_MEAN_ANSWER_WORDS * CARD_TOTAL)
     alen = _fix_sum(alen, target_answer, rng, 4, 140, frozen=fixed_slots, keep=33)
 
@@ -359,25 +418,32 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
     assigned = dict(zip(free_order, free_sorted))
     win = 40
     for w0 in range(0, len(free_order), win):
-        group = free_order[w0: w0 + win]
-        vals = [assigned[n] for n in group]; rng.shuffle(vals)
+        group = free_order[w0 : w0 + win]
+        vals = [assigned[n] for n in group]
+        rng.shuffle(vals)
         for n, v in zip(group, vals):
             assigned[n] = v
     for n in free_order:
-        if assigned[n] > cap[n]:                # swap with a larger-cap slot holding a shorter answer
+        if assigned[n] > cap[n]:  # swap with a larger-cap slot holding a shorter answer
             for m in reversed(free_order):
                 if assigned[m] <= cap[n] and assigned[n] <= cap[m]:
-                    assigned[n], assigned[m] = assigned[m], assigned[n]; break
-            else: raise RuntimeError(f"no room for a {assigned[n]}-word answer")
-    for n in fixed_slots: assigned[n] = example_len[n]
+                    assigned[n], assigned[m] = assigned[m], assigned[n]
+                    break
+            else:
+                raise RuntimeError(f"no room for a {assigned[n]}-word answer")
+    for n in fixed_slots:
+        assigned[n] = example_len[n]
 
     # 5. answer spans
     spans = {}
     for n, (i, j) in enumerate(slots):
         words, L = contexts[i]["words"], assigned[n]
         if n in fixed_slots:
-            spans[n] = (1, 1 + L); continue
-        head = len(_heading_words(contexts[i]["section"], contexts[i]["heading"])) if contexts[i]["section"] != "1" else 0
+            spans[n] = (1, 1 + L)
+            continue
+        head = (
+            len(_heading_words(contexts[i]["section"], contexts[i]["heading"])) if contexts[i]["section"] != "1" else 0
+        )
         lo, hi = (head if len(words) - head >= L else 0), len(words) - L
         cands = [s for s in _clause_starts(words) if lo <= s <= hi] or list(range(lo, hi + 1))
         taken = {spans[m][0] for m in range(n - j, n)}
@@ -386,16 +452,22 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
         spans[n] = (s0, s0 + L)
 
     # 6. questions: categories with the card's counts, lengths with the card's mean
-    cats = (["what does"] * CARD_OPENINGS["what does"] + ["under section"] * CARD_OPENINGS["under section"]
-            + ["what is"] * CARD_OPENINGS["what is"])
+    cats = (
+        ["what does"] * CARD_OPENINGS["what does"]
+        + ["under section"] * CARD_OPENINGS["under section"]
+        + ["what is"] * CARD_OPENINGS["what is"]
+    )
     cats += ["other"] * (CARD_TOTAL - len(cats))
-    cats_free = cats[len(fixed_slots):]                      # the fixed examples are "what does" questions
+    cats_free = cats[len(fixed_slots) :]  # the fixed examples are "what does" questions
     rng.shuffle(cats_free)
     qcat = {}
     it = iter(cats_free)
-    for n in range(CARD_TOTAL): qcat[n] = "what does" if n in fixed_slots else next(it)
-    qlen = [8 if n in fixed_slots else min(22, max(7, round(rng.gauss(CARD_MEAN_QUESTION_WORDS, 2.6))))
-            for n in range(CARD_TOTAL)]
+    for n in range(CARD_TOTAL):
+        qcat[n] = "what does" if n in fixed_slots else next(it)
+    qlen = [
+        8 if n in fixed_slots else min(22, max(7, round(rng.gauss(CARD_MEAN_QUESTION_WORDS, 2.6))))
+        for n in range(CARD_TOTAL)
+    ]
     qlen = _fix_sum(qlen, round(CARD_MEAN_QUESTION_WORDS * CARD_TOTAL), rng, 7, 22, frozen=fixed_slots)
     example_q = "What does sub-section (1) of Section 1 provide?"
     questions, seen = {}, {normalize_question(example_q)}
@@ -411,11 +483,16 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
                 t = options[(n + shift) % len(options)]
                 k = qlen[n] - _template_base(t, c["act"])
                 words_t = _topic_words(c["words"], spans[n][0], spans[n][1], head, k, shift // len(options))
-                if words_t is None: continue
+                if words_t is None:
+                    continue
                 cand = _question(qcat[n], t, words_t, c["section"], c["act"], 1 + j)
-                if normalize_question(cand) not in seen: q = cand; break
-            if q is None: raise RuntimeError(f"no unique question for context {i} slot {j}")
-        if len(q.split()) != qlen[n]: raise RuntimeError(f"question of {len(q.split())} words, wanted {qlen[n]}: {q!r}")
+                if normalize_question(cand) not in seen:
+                    q = cand
+                    break
+            if q is None:
+                raise RuntimeError(f"no unique question for context {i} slot {j}")
+        if len(q.split()) != qlen[n]:
+            raise RuntimeError(f"question of {len(q.split())} words, wanted {qlen[n]}: {q!r}")
         seen.add(normalize_question(q))
         questions[n] = q
     # exactly CARD_TOTAL - CARD_UNIQUE_QUESTIONS repeats: the 7 Section 1 examples repeat one question (6 repeats),
@@ -423,21 +500,27 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
     repeats = CARD_TOTAL - CARD_UNIQUE_QUESTIONS - (len(fixed_slots) - 1)
     groups = {}
     for n in range(CARD_TOTAL):
-        if n not in fixed_slots: groups.setdefault((contexts[slots[n][0]]["act"], qcat[n], len(questions[n].split())), []).append(n)
+        if n not in fixed_slots:
+            groups.setdefault((contexts[slots[n][0]]["act"], qcat[n], len(questions[n].split())), []).append(n)
     pairs = []
     for key in sorted(groups, key=lambda k: (-len(groups[k]), k)):
-        g = groups[key][:]; rng.shuffle(g)
+        g = groups[key][:]
+        rng.shuffle(g)
         while len(g) >= 2 and len(pairs) < repeats:
             pairs.append((g.pop(), g.pop()))
-        if len(pairs) >= repeats: break
-    for target, source in pairs: questions[target] = questions[source]
+        if len(pairs) >= repeats:
+            break
+    for target, source in pairs:
+        questions[target] = questions[source]
 
     # 7. records, ids per Act in statute order (Section 1 first)
     def sec_key(c):
         m = re.match(r"(\d+)([A-Z]*)", c["section"])
         return (int(m.group(1)), m.group(2), c["order"])
+
     by_ctx = {}
-    for n, (i, j) in enumerate(slots): by_ctx.setdefault(i, []).append(n)
+    for n, (i, j) in enumerate(slots):
+        by_ctx.setdefault(i, []).append(n)
     merged, split_of = [], {}
     for a in ACT_ORDER:
         k = 0
@@ -450,11 +533,18 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
                 start = len(" ".join(c["words"][:s0])) + (1 if s0 else 0)
                 answer = " ".join(c["words"][s0:s1])
                 stripped = answer.rstrip(",;:")
-                if stripped.split() and len(stripped.split()) == len(answer.split()): answer = stripped
-                rec = {"id": f"{PREFIXES[a]}_{k:06d}", "title": title, "context": c["text"], "question": questions[n],
-                       "answers": {"text": [answer], "answer_start": [start]}}
-                assert c["text"][start:start + len(answer)] == answer, rec["id"]
-                merged.append(rec); split_of[rec["id"]] = c["split"]
+                if stripped.split() and len(stripped.split()) == len(answer.split()):
+                    answer = stripped
+                rec = {
+                    "id": f"{PREFIXES[a]}_{k:06d}",
+                    "title": title,
+                    "context": c["text"],
+                    "question": questions[n],
+                    "answers": {"text": [answer], "answer_start": [start]},
+                }
+                assert c["text"][start : start + len(answer)] == answer, rec["id"]
+                merged.append(rec)
+                split_of[rec["id"]] = c["split"]
     out = {s: [r for r in merged if split_of[r["id"]] == s] for s in SPLIT_ORDER}
     out["merged"] = merged
     return out
@@ -463,7 +553,8 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f: f.write(text)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
@@ -493,15 +584,22 @@ def build_card_benchmark(statutes_path, out_dir, seed: int = 0) -> dict:
         _write_atomic(out_dir / name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records[split]))
     counts = {s: len(r) for s, r in records.items()}
     n_sections = sum(1 for line in statutes_path.read_text(encoding="utf-8").splitlines() if line.strip())
-    _write_atomic(out_dir / "README.md", PROVENANCE.format(
-        seed=seed, statutes=statutes_path.name, n_sections=n_sections,
-        prefixes=", ".join(f"`{p}` {CARD_SHORT[a]}" for a, p in PREFIXES.items()),
-        counts=", ".join(f"{s} {n:,}" for s, n in counts.items())))
+    _write_atomic(
+        out_dir / "README.md",
+        PROVENANCE.format(
+            seed=seed,
+            statutes=statutes_path.name,
+            n_sections=n_sections,
+            prefixes=", ".join(f"`{p}` {CARD_SHORT[a]}" for a, p in PREFIXES.items()),
+            counts=", ".join(f"{s} {n:,}" for s, n in counts.items()),
+        ),
+    )
     return counts
 
 
 if __name__ == "__main__":
     import sys
+
     root = Path(__file__).resolve().parents[2]
     dest = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="card_benchmark_"))
     print(build_card_benchmark(root / "data" / "sample" / "statutes" / "sections.jsonl", dest), "->", dest)
@@ -517,16 +615,32 @@ def dress_as_released(out_dir) -> dict:
     split), the split files start with a UTF-8 byte-order mark (the test file also has CRLF line ends), and one training
     record's `answer_start` is off by one. Returns that record: `{"file", "line", "id", "given", "right"}`."""
     out_dir = Path(out_dir)
-    read = lambda name: [json.loads(l) for l in (out_dir / name).read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+
+    def read(name):
+        return [
+            json.loads(line) for line in (out_dir / name).read_text(encoding="utf-8-sig").splitlines() if line.strip()
+        ]
+
     splits = {s: read(OFFICIAL_FILES[s]) for s in OFFICIAL_FILES}
     split_of = {r["id"]: s for s in SPLIT_ORDER for r in splits[s]}
-    merged = [{**r, "act": CARD_SHORT[ACT_OF_PREFIX[r["id"].rsplit("_", 1)[0]]], "question_type": "other",
-               "section": r["title"].split(":")[0].removeprefix("Section ").strip(), "split": split_of[r["id"]]} for r in splits["merged"]]
+    merged = [
+        {
+            **r,
+            "act": CARD_SHORT[ACT_OF_PREFIX[r["id"].rsplit("_", 1)[0]]],
+            "question_type": "other",
+            "section": r["title"].split(":")[0].removeprefix("Section ").strip(),
+            "split": split_of[r["id"]],
+        }
+        for r in splits["merged"]
+    ]
     line = len(splits["train"]) // 2
     rec = splits["train"][line]
     right = rec["answers"]["answer_start"][0]
     splits["train"][line] = {**rec, "answers": {**rec["answers"], "answer_start": [right + 1]}}
-    dumps = lambda recs, eol="\n": "".join(json.dumps(r, ensure_ascii=False) + eol for r in recs)
+
+    def dumps(recs, eol="\n"):
+        return "".join(json.dumps(r, ensure_ascii=False) + eol for r in recs)
+
     _write_atomic(out_dir / OFFICIAL_FILES["merged"], dumps(merged))
     for s in SPLIT_ORDER:
         _write_atomic(out_dir / OFFICIAL_FILES[s], "\ufeff" + dumps(splits[s], "\r\n" if s == "test" else "\n"))

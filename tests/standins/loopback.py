@@ -1,5 +1,6 @@
 """The HTTP plumbing every loopback test server shares (stdlib only, so the stand-ins also run where pytest is
 absent, e.g. on a lent GPU machine): a quiet JSON handler and a server in a daemon thread."""
+
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class JSONHandler(BaseHTTPRequestHandler):
     "A quiet HTTP/1.1 handler with `_send(code, payload, headers)` for JSON (or bytes) replies."
+
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):  # keep test output clean
@@ -20,7 +22,8 @@ class JSONHandler(BaseHTTPRequestHandler):
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items(): self.send_header(k, v)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
@@ -29,6 +32,7 @@ class JSONHandler(BaseHTTPRequestHandler):
 
 class ThreadedServer:
     "Serve a handler class on a loopback port in a daemon thread: `start(handler)` -> port, `stop()`."
+
     def start(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> int:
         self.server = ThreadingHTTPServer((host, port), handler)
         self.server.daemon_threads = True
@@ -45,6 +49,7 @@ class ThreadedServer:
 class LoopbackServer:
     """Base of the loopback test servers, used as context managers: `__enter__` builds its handler class and calls
     `_serve(handler, host, port)` (-> the port); leaving the block stops the server."""
+
     def _serve(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> int:
         self._serving = ThreadedServer()
         return self._serving.start(handler, host, port)
