@@ -27,10 +27,10 @@ from indicipr.core import (
 from .errors import ERROR_TYPES
 
 # %% auto #0
-__all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_PACKAGES', 'EXPLORER_TABLES',
-           'StageResult', 'format_seconds', 'ReportItem', 'ReportSection', 'build_card_tables', 'card_table',
-           'read_table', 'run_benchmark_sizes', 'report_shows_card', 'headline', 'report_sections', 'templates_dir',
-           'package_versions', 'notebook_to_html', 'write_report']
+__all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_STYLESHEET', 'REPORT_PACKAGES',
+           'EXPLORER_TABLES', 'StageResult', 'format_seconds', 'ReportItem', 'ReportSection', 'build_card_tables',
+           'card_table', 'read_table', 'run_benchmark_sizes', 'report_shows_card', 'headline', 'report_sections',
+           'templates_dir', 'package_versions', 'notebook_to_html', 'write_report']
 
 # %% ../notebooks/12a_report.ipynb #405f819c
 @dataclass
@@ -66,7 +66,8 @@ class ReportSection:
     items: tuple
 
 
-def _R(table, title, *figures, nb=None, fold=False, card=None) -> ReportItem:
+def _item(table, title, *figures, nb=None, fold=False, card=None) -> ReportItem:
+    "A `ReportItem` with its figures as further arguments and its notebook as `nb`."
     return ReportItem(table, title, tuple(figures), nb, fold, card)
 
 # %% ../notebooks/12a_report.ipynb #d129af36
@@ -75,140 +76,143 @@ REPORT_SECTIONS = [
         "benchmark",
         "The benchmark",
         (
-            _R(
+            _item(
                 "dataset_at_a_glance",
                 "Dataset at a glance",
                 "length_distributions",
                 nb="05_stats",
                 card="dataset_at_a_glance",
             ),
-            _R("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
-            _R("00_benchmark_splits", "Dataset splits", nb="00_core"),
-            _R("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
+            _item("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
+            _item("00_benchmark_splits", "Dataset splits", nb="00_core"),
+            _item("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
         ),
     ),
     ReportSection(
         "construction",
         "Construction",
         (
-            _R("construction_counts_*", "Construction counts against the card", nb="04_split"),
-            _R(
+            _item("construction_counts_*", "Construction counts against the card", nb="04_split"),
+            _item(
                 "corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"
             ),
-            _R("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
-            _R("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
-            _R("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
-            _R("selection", "Context-balanced selection", nb="04_split", card="selection"),
-            _R("split_sizes_*", "Section-level split", nb="04_split"),
-            _R("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
-            _R("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
-            _R("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
+            _item(
+                "generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"
+            ),
+            _item("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
+            _item("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
+            _item("selection", "Context-balanced selection", nb="04_split", card="selection"),
+            _item("split_sizes_*", "Section-level split", nb="04_split"),
+            _item("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
+            _item("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
+            _item("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
         ),
     ),
     ReportSection(
         "data",
         "The data",
         (
-            _R("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
-            _R("question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"),
-            _R("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
+            _item("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
+            _item(
+                "question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"
+            ),
+            _item("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
         ),
     ),
     ReportSection(
         "results",
         "Results",
         (
-            _R("results", "All systems", nb="10_significance", card="results"),
-            _R("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
-            _R("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
-            _R("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
-            _R("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
-            _R("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
-            _R("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
-            _R("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
-            _R(
+            _item("results", "All systems", nb="10_significance", card="results"),
+            _item("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
+            _item("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
+            _item("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
+            _item("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
+            _item("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
+            _item("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
+            _item("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
+            _item(
                 "encoder_answer_lengths",
                 "Encoders: answer lengths and the decoding cap",
                 "encoder_answer_lengths",
                 nb="08_encoders",
             ),
-            _R(
+            _item(
                 "encoder_learning_curve",
                 "Encoders: the learning curve",
                 "encoder_learning_curve",
                 nb="08_encoders",
                 fold=True,
             ),
-            _R("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
-            _R("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
-            _R("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
-            _R("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
-            _R(
+            _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
+            _item("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
+            _item("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
+            _item("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
+            _item(
                 "grounded_retrieval_tax",
                 "Grounded QA: the retrieval tax per Act",
                 "grounded_retrieval_tax",
                 nb="09a_grounded",
             ),
-            _R("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
-            _R("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
-            _R("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
-            _R(
+            _item("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
+            _item("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
+            _item("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
+            _item(
                 "grounded_retrieval_significance",
                 "Grounded QA: retrievers compared (paired bootstrap)",
                 nb="09a_grounded",
                 fold=True,
             ),
-            _R(
+            _item(
                 "significance",
                 "Significance (paired bootstrap, Holm)",
                 "significance_ci",
                 nb="10_significance",
                 card="significance",
             ),
-            _R(
+            _item(
                 "significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True
             ),
-            _R("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
-            _R("results_runs", "Results: every run", nb="10_significance", fold=True),
-            _R("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
-            _R("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
-            _R("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
-            _R("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
-            _R("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
-            _R(
+            _item("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
+            _item("results_runs", "Results: every run", nb="10_significance", fold=True),
+            _item("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
+            _item("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
+            _item("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
+            _item("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
+            _item("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
+            _item(
                 "answer_structure_groups",
                 "Answer-structure groups of the gold answers",
                 "answer_structure_gold",
                 nb="11_errors",
             ),
-            _R("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
-            _R("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
-            _R("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
-            _R("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
+            _item("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
+            _item("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
+            _item("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
+            _item("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
         ),
     ),
     ReportSection(
         "quality",
         "Quality",
         (
-            _R("judge_status", "LLM judges: replies", nb="12_quality"),
-            _R(
+            _item("judge_status", "LLM judges: replies", nb="12_quality"),
+            _item(
                 "judge_score_distribution",
                 "LLM judges: score distribution",
                 "judge_score_distribution",
                 nb="12_quality",
                 fold=True,
             ),
-            _R("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
-            _R("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
-            _R("judge_agreement", "LLM judges: agreement", nb="12_quality"),
-            _R("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
-            _R("audit_results", "Human audit", nb="12_quality", card="audit"),
-            _R("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
+            _item("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
+            _item("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
+            _item("judge_agreement", "LLM judges: agreement", nb="12_quality"),
+            _item("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
+            _item("audit_results", "Human audit", nb="12_quality", card="audit"),
+            _item("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
         ),
     ),
 ]
-_FOLD_ROWS = 15  # a table longer than this starts folded
 
 # %% ../notebooks/12a_report.ipynb #25e02d44
 def _count(n: int) -> str:
@@ -341,9 +345,8 @@ def build_card_tables() -> dict:
     }
 
 
-CARD_TABLES = (
-    build_card_tables()
-)  # the dataset card's published values, shown beside the computed tables on official data
+# the dataset card's published values, shown beside the computed tables on official data
+CARD_TABLES = build_card_tables()
 
 
 def card_table(key: str | None) -> tuple[list, list] | None:
@@ -575,6 +578,7 @@ def report_sections(
 
 # %% ../notebooks/12a_report.ipynb #62c32e76
 REPORT_TEMPLATE = "report.html.j2"
+REPORT_STYLESHEET = "report.css"  # beside the template, inlined into the page
 REPORT_PACKAGES = [
     "indicipr",
     "torch",
@@ -620,28 +624,8 @@ def notebook_to_html(nb_path: Path, out_path: Path) -> Path:
     return write_text_atomic(out_path, body)
 
 # %% ../notebooks/12a_report.ipynb #920e5e98
-_REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1180px;color:#222;padding:0 1em;overflow-wrap:break-word}
-h1{margin:.1em 0 .1em;font-size:1.6em} h2{margin-top:1.6em;border-bottom:2px solid #1f4e9a;color:#1f4e9a}
-h3{margin:1.4em 0 .2em} .meta{color:#555;margin:.2em 0} .caption{color:#444;margin:.2em 0 .5em}
-#headline{background:#e8f0fb;border-left:6px solid #1f4e9a;padding:.5em 1em;margin:.6em 0;display:flex;flex-wrap:wrap;gap:.3em 2em}
-#headline .big{font-size:1.2em} #headline>div{flex:1 1 min(100%,420px);min-width:0} #headline table{margin:0;font-size:.85em}
-#toc{display:grid;grid-template-columns:1fr 1.2fr .9fr 1.5fr 1.2fr .8fr;gap:.2em 1em;font-size:.8em;margin:.5em 0 1em}
-#toc>div{min-width:0} #toc b{display:block;margin-bottom:.15em} #toc a{display:block;color:#1f4e9a;text-decoration:none;line-height:1.3}
-table.tbl{border-collapse:collapse;margin:.3em 0 .6em;font-size:.9em;display:block;overflow-x:auto;max-width:100%}
-.tbl td,.tbl th{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}
-.tbl th{background:#f3f3f3} .tbl .num{text-align:right;white-space:nowrap} .row{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}
-.row>div{overflow-x:auto;max-width:100%;min-width:0} figure{margin:0;max-width:100%} figure img{max-width:min(560px,100%);width:100%;border:1px solid #eee}
-.card{background:#fff8e6;border:1px solid #f0d48a;padding:.2em .6em} .card .tbl th{background:#fbe9bd}
-.ok{color:#17803d}.failed{color:#b91c1c}.missing,.notrun{color:#a16207} .src{font-size:.8em;color:#666}
-.explore{margin:.2em 0 .5em} .explore a{margin-right:.6em;white-space:nowrap}
-details>summary{cursor:pointer;color:#1f4e9a}
-@media (max-width:760px){#toc{grid-template-columns:repeat(2,minmax(0,1fr))} h1{font-size:1.3em}}"""
-
-EXPLORER_TABLES = (
-    "error_taxonomy_focus",
-    "error_class_sensitivity",
-    "error_taxonomy",
-)  # the tables that link the explorer pages
+# the tables that link the explorer pages
+EXPLORER_TABLES = ("error_taxonomy_focus", "error_class_sensitivity", "error_taxonomy")
 
 
 def _copy_explorers(src: Path, dest: Path) -> list[dict]:
@@ -714,7 +698,7 @@ def write_report(
     explorers = _copy_explorers(figs_src / "explorer", rep / "explorer")
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
     context = {
-        "css": _REPORT_CSS,
+        "css": (templates_dir() / REPORT_STYLESHEET).read_text(encoding="utf-8"),
         "run_dir": str(run_dir),
         "duration": format_seconds(duration),
         "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
