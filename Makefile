@@ -19,7 +19,7 @@ $(STAMP): settings.ini setup.py
 	# with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
 	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
-	$(BIN)/python -c "from indicipr.cli import ensure_kernel; ensure_kernel()"
+	$(BIN)/python -c "from indicipr.runner import ensure_kernel; ensure_kernel()"
 	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
 	# (indicipr.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12c_jupyter.ipynb)
 	mkdir -p $(VENV)/etc/jupyter

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from indicipr import core, cli
+from indicipr import core, runner
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout
 BIN = Path(sys.executable).parent  # the virtualenv's console scripts (indicipr, nbdev_*)
@@ -92,7 +92,7 @@ def write_prediction_file(path: Path, preds: dict[str, str], layout: str | None 
 # ---------------------------------------------------------------- notebooks
 def run_stage_notebook(name: str, out: Path, params: dict) -> Path:
     "Run one stage notebook of the checkout (`04_split`, ...) with papermill through the project's runner."
-    cli.run_notebook(ROOT / "notebooks" / f"{name}.ipynb", out, params, cli.ensure_kernel())
+    runner.run_notebook(ROOT / "notebooks" / f"{name}.ipynb", out, params, runner.ensure_kernel())
     return out
 
 

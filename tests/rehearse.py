@@ -17,7 +17,7 @@ What it does:
 3. starts the hub stand-in (`HF_ENDPOINT`, `HF_HOME` in the work folder) and the OpenAI-compatible stand-in
    (every model name routed to it with the notebook parameter `llm_endpoints='*=<url>'`; the INDICIPR_LLM_*
    variables are removed from the environment), with a low rate of injected faults (`--fault-rate`);
-4. runs the stage notebooks (`cli.NOTEBOOKS`) with the paper profile, sampling the memory of the runner's process tree, and prints
+4. runs the stage notebooks (`runner.NOTEBOOKS`) with the paper profile, sampling the memory of the runner's process tree, and prints
    wall time and peak memory per notebook;
 5. runs `check_rehearsal`, which fails loudly, by name, unless every card table is there with the card's rows,
    counts and groups (see `EXPECTED`), and no committed file (nor anything under data/sample/) changed.
@@ -47,12 +47,12 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
-from indicipr import cli, core  # noqa: E402
+from indicipr import core, runner  # noqa: E402
 from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
-NOTEBOOKS = cli.NOTEBOOKS  # the runner's own list: the stage notebooks
+NOTEBOOKS = runner.NOTEBOOKS  # the runner's own list: the stage notebooks
 
 
 # -- building the stand-ins' content ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL as FIXTURE, ROOT
-from indicipr import core, cli, report
+from indicipr import core, report, runner
 
 
 @pytest.fixture
@@ -207,7 +207,7 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
         str(path),
         str(out),
         parameters={"x": 41},
-        kernel_name=cli.ensure_kernel(),
+        kernel_name=runner.ensure_kernel(),
         language="python",
         progress_bar=False,
     )
@@ -291,8 +291,8 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
     write_nb(nbs / "03_filters.ipynb", "x = 1")
     lines = []
-    with pytest.raises(cli.PipelineError) as err:
-        cli.run_pipeline(
+    with pytest.raises(runner.PipelineError) as err:
+        runner.run_pipeline(
             {"profile": "paper", "figures_dir": str(figs)},
             run_dir=tmp_path / "run",
             notebooks=["00_core", "01_corpus", "02_generate", "03_filters"],
@@ -330,7 +330,7 @@ def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
         timeout=120,
     )
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "99_nope" in out.stderr and "Valid names: " + ", ".join(cli.NOTEBOOKS) in out.stderr
+    assert "99_nope" in out.stderr and "Valid names: " + ", ".join(runner.NOTEBOOKS) in out.stderr
     assert "[1/" not in out.stdout and not run_dir.exists()  # nothing ran, nothing was written
 
 
@@ -338,8 +338,8 @@ def test_unknown_parameter_is_refused_before_running(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     write_nb(nbs / "00_core.ipynb", "raise SystemExit('must not run')")
-    with pytest.raises(cli.RunnerUsageError, match="sedes"):
-        cli.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
+    with pytest.raises(runner.RunnerUsageError, match="sedes"):
+        runner.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
     assert not (tmp_path / "run").exists()
 
 
@@ -464,7 +464,7 @@ def test_report_first_screen_in_headless_chromium(tmp_path):
     paper_shaped_tables(figs)
     index = report.write_report(
         tmp_path / "run",
-        [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
+        [report.StageResult(n, "ok", 1.0) for n in runner.NOTEBOOKS],
         {"data_source": "sample", "profile": "offline", "figures_dir": str(figs)},
         13.0,
     )
@@ -634,7 +634,9 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
     import ast
     import re
 
-    for nb in (ROOT / "notebooks" / f"{name}.ipynb" for name in cli.NOTEBOOKS):  # the stage notebooks, 09a_grounded too
+    for nb in (
+        ROOT / "notebooks" / f"{name}.ipynb" for name in runner.NOTEBOOKS
+    ):  # the stage notebooks, 09a_grounded too
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         module = next(
             re.search(r"#\| default_exp (\w+)", "".join(c["source"])).group(1)
@@ -644,7 +646,7 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
         tree = ast.parse((ROOT / "indicipr" / f"{module}.py").read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        params = set(cli.notebook_parameters(nb))
+        params = set(runner.notebook_parameters(nb))
         assert not params & defined, (
             f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"
         )

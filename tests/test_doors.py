@@ -9,7 +9,7 @@ import subprocess
 
 
 from helpers import BIN, ROOT
-from indicipr import cli
+from indicipr import cli, notebook_files, runner
 
 
 def git_status(repo=ROOT) -> str:
@@ -63,15 +63,15 @@ def test_papermill_help_notebook_lists_every_parameter_with_its_type():
             timeout=120,
         )
         assert out.returncode == 0, (name, out.stderr[-2000:])
-        for param in cli.notebook_parameters(nb):
+        for param in runner.notebook_parameters(nb):
             assert f"  {param}: " in out.stdout, (name, param, out.stdout)
         assert "  data_source: str " in out.stdout and "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
 
 
 def test_every_notebook_names_the_one_kernel():
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert json.loads(nb.read_text(encoding="utf-8"))["metadata"] == cli.NOTEBOOK_METADATA, nb.name
-    assert cli.notebook_door_problems() == []
+        assert json.loads(nb.read_text(encoding="utf-8"))["metadata"] == notebook_files.NOTEBOOK_METADATA, nb.name
+    assert notebook_files.notebook_door_problems() == []
 
 
 def sync_check_repo(tmp_path):
@@ -131,7 +131,7 @@ def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):
                 "source": ["x = 1"],
             }
         ],
-        "metadata": cli.NOTEBOOK_METADATA,
+        "metadata": notebook_files.NOTEBOOK_METADATA,
         "nbformat": 4,
         "nbformat_minor": 5,
     }
@@ -214,7 +214,7 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
     import nbformat
 
-    nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
+    nb = nbformat.v4.new_notebook(metadata=notebook_files.NOTEBOOK_METADATA)
     nb.cells = [
         nbformat.v4.new_code_cell(
             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
@@ -246,7 +246,7 @@ def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     "tqdm.auto (the stages' progress bars) draws a widget in a kernel: ipywidgets is installed, no 'IProgress not found'."
     import nbformat
 
-    nb = nbformat.v4.new_notebook(metadata=cli.NOTEBOOK_METADATA)
+    nb = nbformat.v4.new_notebook(metadata=notebook_files.NOTEBOOK_METADATA)
     nb.cells = [
         nbformat.v4.new_code_cell("from tqdm.auto import tqdm"),
         nbformat.v4.new_code_cell("_ = list(tqdm(range(3), desc='demo'))"),
@@ -264,4 +264,4 @@ def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     assert not any("IProgress" in str(o) for o in outputs)
-    assert cli.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs
+    assert notebook_files.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT
-from indicipr import cli, core, errors, explorer, metrics, report
+from indicipr import cli, core, errors, explorer, metrics, report, runner
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -168,7 +168,7 @@ def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     (figs / "explorer" / "sysA.html").write_text(out.read_text())
     index = report.write_report(
         tmp_path / "run",
-        [report.StageResult(n, "ok", 1.0) for n in cli.NOTEBOOKS],
+        [report.StageResult(n, "ok", 1.0) for n in runner.NOTEBOOKS],
         {"data_source": "sample", "profile": "offline", "figures_dir": str(figs), "long": "/x" * 200},
         13.0,
     )

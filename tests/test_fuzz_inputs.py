@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import QA_SMALL
-from indicipr import cli, core, metrics
+from indicipr import cli, core, metrics, runner
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GOLD_RECORDS = core.read_qa_file(QA_SMALL / "test_squad.jsonl")
@@ -205,12 +205,12 @@ def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
         only = {"seed": "11_errors", "n_resamples": "11_errors", "strict": "00_core", "split": "11_errors"}.get(
             name, "06_metrics"
         )
-        parsed = cli._parse_value(value)
+        parsed = cli.parse_parameter_value(value)
         types = {
-            **cli.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),
-            **cli.COMMON_PARAMETER_TYPES,
+            **runner.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),
+            **runner.COMMON_PARAMETER_TYPES,
         }
-        if name in types and cli._admits(types[name], parsed):
+        if name in types and runner.types_admit(types[name], parsed):
             return  # a valid value would start the notebook: not here
         rc, _, stderr = _main(["reproduce", "--only", only, "-p", name, value, "--run-dir", run])
         assert rc == 2 and stderr.strip() and "Traceback" not in stderr, (rc, stderr)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL, ROOT
-from indicipr import cli, core, errors, llm
+from indicipr import cli, core, errors, llm, runner
 
 KEY = "SECRETKEY"
 GOLD = QA_SMALL / "test_squad.jsonl"
@@ -500,7 +500,7 @@ def test_run_folders_are_created_exclusively(tmp_path):
 
     def take():
         barrier.wait()
-        got.append(cli.new_run_dir(tmp_path, "20260101-000000"))
+        got.append(runner.new_run_dir(tmp_path, "20260101-000000"))
 
     threads = [threading.Thread(target=take) for _ in range(8)]
     for t in threads:

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from helpers import BIN, QA_SMALL, ROOT, read_qa_small_all, write_prediction_file  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 
-from indicipr import cli, core  # noqa: E402
+from indicipr import cli, core, runner  # noqa: E402
 
 HUB_ID = core.HUB_ID
 
@@ -427,6 +427,6 @@ def test_fetch_verifies_in_a_temporary_folder_before_it_replaces_a_good_copy(tmp
 
 def test_a_partial_run_leaves_the_committed_tables_alone(tmp_path):
     "`reproduce --only 05_stats` (offline, sample) writes its tables into its run folder, never into figures/."
-    assert cli.run_figures_dir(
+    assert runner.run_figures_dir(
         {"profile": "offline", "data_source": "sample", "figures_dir": None}, tmp_path, partial=True
     ) == str(tmp_path / "figures")

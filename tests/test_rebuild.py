@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT
-from indicipr import core, cli
+from indicipr import cli, core, runner
 from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
@@ -119,11 +119,11 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
 
     # the score job on the new folder: official files only, no model
     figs = tmp_path / "score"
-    cli.run_notebook(
+    runner.run_notebook(
         project / "notebooks" / "02_generate.ipynb",
         tmp_path / "score.ipynb",
         {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)},
-        cli.ensure_kernel(),
+        runner.ensure_kernel(),
     )
     per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{core.source_tag(folder)}.csv").set_index("Act")
     assert per_act.loc["Total", "QA pairs"] == len(splits["merged"])
