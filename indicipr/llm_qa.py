@@ -180,9 +180,9 @@ def predict_llm(
     confirm_cost: bool = False,
 ) -> tuple[dict, dict, dict]:
     "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set (`max_tokens`: the profile's)."
-    from indicipr import llm
+    from indicipr import llm_runs
 
-    results = llm.run_requests(
+    results = llm_runs.run_requests(
         endpoint,
         qa_requests(records, shots, max_tokens),
         cache,
@@ -228,7 +228,7 @@ def run_llm_baselines(
     "Every model × setting on the split: predictions written, one result row per system."
     import time
 
-    from indicipr import core, llm, metrics
+    from indicipr import core, llm, llm_servers, metrics
 
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
@@ -238,7 +238,7 @@ def run_llm_baselines(
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm.open_endpoints(llm.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
+    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
         for model in st["qa_models"]:
             ep = endpoints[model]
             short = llm_short_name(ep.model)

@@ -1,4 +1,4 @@
-"""indicipr.llm against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
+"""indicipr.llm, llm_runs and llm_servers against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
 Retry-After, timeouts), unreachable servers, parse-failure results, the cache, bounded concurrency,
 API keys that never leak, Ollama's native API with a context window sized for the prompts, the
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
@@ -16,7 +16,7 @@ import pytest
 
 from fake_llm_server import FakeLLM, constant, error_body
 from helpers import needs_llama_cpp, port_open, unused_port
-from indicipr import llm
+from indicipr import llm_runs
 from indicipr.llm import (
     ChatResult,
     Endpoint,
@@ -26,14 +26,11 @@ from indicipr.llm import (
     LLMUnreachableError,
     ResponseCache,
     chat_json,
-    check_models_available,
-    llm_config,
-    local_llm_server,
-    open_endpoints,
     parse_json_reply,
     request_key,
-    run_requests,
 )
+from indicipr.llm_runs import run_requests
+from indicipr.llm_servers import check_models_available, llm_config, local_llm_server, open_endpoints
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
@@ -353,7 +350,7 @@ def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_
 def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
     monkeypatch.delenv("INDICIPR_YES", raising=False)
-    monkeypatch.setattr(llm, "COST_CONFIRM_USD", 0.0001)
+    monkeypatch.setattr(llm_runs, "COST_CONFIRM_USD", 0.0001)
     reqs = [{"messages": [{"role": "user", "content": "y" * 4000}], "params": {"max_tokens": 200}}]
     with FakeLLM(reply=constant(OK)) as fake:
         with pytest.raises(LLMCostError, match=r"confirm_cost=True .*INDICIPR_YES=1"):

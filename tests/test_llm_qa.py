@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from fake_llm_server import FakeLLM, constant
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp
-from indicipr import metrics, llm, llm_qa as Q
+from indicipr import metrics, llm, llm_qa as Q, llm_servers
 from indicipr.metrics import token_f1
 
 
@@ -24,7 +24,7 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
         asked.append(list(models))
         return nullcontext({m: ep for m in models})
 
-    monkeypatch.setattr(llm, "open_endpoints", open_endpoints)
+    monkeypatch.setattr(llm_servers, "open_endpoints", open_endpoints)
     rows = Q.run_llm_baselines(str(FIXTURE), "offline", max_questions=4)
     assert asked == [["smollm2"]]  # the offline profile's model, opened once
     by = {r["system"]: r for r in rows}
@@ -94,7 +94,7 @@ def test_local_server_answers_and_cache_replays(splits, tmp_path):
     test = splits["test"][:3]
     shots = Q.draw_shots(splits["train"], 3, 0)
     cache = llm.ResponseCache(tmp_path / "qa.jsonl")
-    with llm.local_llm_server() as ep:
+    with llm_servers.local_llm_server() as ep:
         raw0, snap0, st0 = Q.predict_llm(ep, test, [], cache, max_tokens=64)
         raw3, snap3, st3 = Q.predict_llm(ep, test, shots, cache, max_tokens=64)
     assert st0["parsed_json"] == 3 and st3["parsed_json"] == 3  # the schema is enforced by grammar

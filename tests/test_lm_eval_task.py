@@ -21,7 +21,7 @@ import pytest
 
 from fake_llm_server import FakeLLM
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import core, llm, llm_qa as Q, metrics
+from indicipr import core, llm, llm_qa as Q, llm_servers, metrics
 from standins.loopback import JSONHandler, LoopbackServer
 
 TASK_DIR = Q.lm_eval_tasks_dir()
@@ -179,7 +179,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
     answers equal `indicipr.metrics` on notebook 09's predictions from the same replies."""
     n, max_tokens = 3, 24
     t0 = time.monotonic()
-    with llm.local_llm_server() as ep, RecordingProxy(ep.base_url) as proxy:
+    with llm_servers.local_llm_server() as ep, RecordingProxy(ep.base_url) as proxy:
         cmd = [
             str(BIN / "lm_eval"),
             "--model",
