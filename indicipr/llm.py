@@ -401,9 +401,8 @@ def _status_error_text(err) -> str:
     return f"{getattr(err, 'message', '')} {body}".strip()[:500]
 
 
-_MAX_RETRY_AFTER_S = (
-    600.0  # the longest Retry-After waited for: a longer ask (a daily quota) is tried again after ten minutes
-)
+# The longest Retry-After waited for: a longer ask (a daily quota) is tried again after ten minutes.
+_MAX_RETRY_AFTER_S = 600.0
 
 
 def _status_failure(endpoint: Endpoint, status: int, headers: Mapping | None, text: str) -> Exception:
