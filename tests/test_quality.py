@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fake_llm_server import FakeLLM, constant, error_body
+from standins.openai_server import OpenAIStandIn, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
 from indicipr import cli, core, llm, llm_runs, llm_servers
 from indicipr import quality as q
@@ -165,7 +165,7 @@ def judge_reply(first: str, retry: str):
 
 def judge_server(reply, judges=("fake",), script=()):
     "A fake OpenAI-compatible server that lists the judges' models (for the preflight)."
-    return FakeLLM(list(script), reply=reply, models=list(judges))
+    return OpenAIStandIn(list(judges), script=list(script), reply=reply)
 
 
 def run(fake, records, judges=(q.Judge("fake"),), cache=None):
