@@ -342,6 +342,7 @@ class OpenAIStandIn(LoopbackServer):
         script=(),
         reply=None,
         delay: float = 0.0,
+        keep_requests: bool = True,
     ):
         self.models = list(models)
         self.faults = faults or Faults()
@@ -350,6 +351,7 @@ class OpenAIStandIn(LoopbackServer):
         self.script = list(script)  # the actions of the next chat requests (module docstring)
         self.reply = reply  # body -> message content; None: `reply_for` the request's kind
         self.delay = delay  # seconds before every chat reply
+        self.keep_requests = keep_requests  # False for long runs (a dress rehearsal): `requests` stays empty
         self.requests: list[dict] = []  # every chat request: path, body, auth, t
         self.gets: list[str] = []  # the path of every GET request
         self.calls: Counter = Counter()  # (model, prompt hash) -> requests
@@ -436,14 +438,15 @@ class OpenAIStandIn(LoopbackServer):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with srv._lock:
                     action = srv.script.pop(0) if srv.script else "ok"
-                    srv.requests.append(
-                        {
-                            "path": self.path,
-                            "body": body,
-                            "auth": self.headers.get("Authorization"),
-                            "t": time.monotonic(),
-                        }
-                    )
+                    if srv.keep_requests:
+                        srv.requests.append(
+                            {
+                                "path": self.path,
+                                "body": body,
+                                "auth": self.headers.get("Authorization"),
+                                "t": time.monotonic(),
+                            }
+                        )
                 if not self._authorized():
                     return
                 path = self.path.split("?")[0].rstrip("/")
