@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from indicipr.core import stage_settings  # noqa: E402
 from indicipr.generate import PROFILE_DEFAULTS, ensure_recorded_sample, generate_candidates, recorded_contexts  # noqa: E402
-from indicipr.llm import ResponseCache, chat_json, local_llm_server  # noqa: E402
+from indicipr.llm import ResponseCache, chat_json  # noqa: E402
+from indicipr.llm_servers import local_llm_server  # noqa: E402
 
 
 def timed_run(contexts, endpoint, cache_path, concurrency, settings):

@@ -22,18 +22,9 @@ from typing import Any, Iterable
 
 from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
 from .corpus import batch_files, sync_shared_files
-from indicipr.llm import (
-    CARD_MODELS,
-    LOCAL_MODEL,
-    Endpoint,
-    ReplayMissError,
-    ResponseCache,
-    llm_config,
-    messages_key,
-    open_endpoints,
-    replay_endpoint,
-    run_requests,
-)
+from .llm import Endpoint, ReplayMissError, ResponseCache, messages_key, replay_endpoint
+from .llm_runs import run_requests
+from .llm_servers import CARD_MODELS, LOCAL_MODEL, llm_config, open_endpoints
 
 # %% ../notebooks/02_generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."

@@ -770,7 +770,7 @@ def reader_stage(
     """The readers on the contexts of `st['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
     `data/predictions/<source>/grounded/` (outside the folder notebook 10 compares)."""
-    from indicipr import encoders, llm, llm_qa, metrics
+    from indicipr import encoders, llm, llm_qa, llm_servers, metrics
 
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if st["reader_retriever"] == "best" else st["reader_retriever"]
@@ -814,7 +814,7 @@ def reader_stage(
     if st["qa_models"] and st["llm_k"]:
         k = st["llm_k"]
         cache = llm.ResponseCache(llm_qa.cache_path(data_source))
-        with llm.open_endpoints(llm.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
+        with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
             for model in st["qa_models"]:
                 ep, t0 = endpoints[model], time.perf_counter()
                 short = llm_qa.llm_short_name(ep.model)

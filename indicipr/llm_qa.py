@@ -180,9 +180,9 @@ def predict_llm(
     confirm_cost: bool = False,
 ) -> tuple[dict, dict, dict]:
     "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set (`max_tokens`: the profile's)."
-    from indicipr import llm
+    from indicipr import llm_runs
 
-    results = llm.run_requests(
+    results = llm_runs.run_requests(
         endpoint,
         qa_requests(records, shots, max_tokens),
         cache,
@@ -228,36 +228,36 @@ def run_llm_baselines(
     "Every model × setting on the split: predictions written, one result row per system."
     import time
 
-    from indicipr import core, llm, metrics
+    from indicipr import core, llm, llm_servers, metrics
 
-    st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
+    settings = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
-    records = [dict(r) for r in ds[st["split"]]]
-    if st["max_questions"]:
-        records = records[: int(st["max_questions"])]
+    records = [dict(r) for r in ds[settings["split"]]]
+    if settings["max_questions"]:
+        records = records[: int(settings["max_questions"])]
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm.open_endpoints(llm.llm_config(llm_endpoints), st["qa_models"]) as endpoints:
-        for model in st["qa_models"]:
+    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), settings["qa_models"]) as endpoints:
+        for model in settings["qa_models"]:
             ep = endpoints[model]
             short = llm_short_name(ep.model)
-            for setting in st["settings"]:
-                shots = draw_shots(train, SETTINGS[setting], st["shot_seed"]) if SETTINGS[setting] else []
+            for setting in settings["settings"]:
+                shots = draw_shots(train, SETTINGS[setting], settings["shot_seed"]) if SETTINGS[setting] else []
                 t0 = time.perf_counter()
                 raw, snapped, stats = predict_llm(
                     ep,
                     records,
                     shots,
                     cache,
-                    st["max_tokens"],
-                    st["concurrency"],
+                    settings["max_tokens"],
+                    settings["concurrency"],
                     desc=f"{short} {setting}",
                     confirm_cost=confirm_cost,
                 )
                 core.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
-                    if variant == "snap" and not st["snap"]:
+                    if variant == "snap" and not settings["snap"]:
                         continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
                     shown = (
@@ -270,12 +270,12 @@ def run_llm_baselines(
                         family="llm",
                         model=ep.model,
                         setting=shown,
-                        seed=st["shot_seed"],
-                        split=st["split"],
+                        seed=settings["shot_seed"],
+                        split=settings["split"],
                         postprocess=variant,
                         shots=[s["id"] for s in shots],
                         temperature=0,
-                        max_tokens=st["max_tokens"],
+                        max_tokens=settings["max_tokens"],
                         system_prompt=QA_SYSTEM,
                         base_url=ep.shown_url if ep.kind != "replay" else "replay",
                     )

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from . import core, llm
+from . import core, llm, llm_runs, llm_servers
 
 # %% auto #0
 __all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'AUDIT_INSTRUCTIONS',
@@ -80,9 +80,9 @@ PROFILE_DEFAULTS = {
         "judge_pairs": 6,
         "judge_seed": 0,
         "judges": (  # one local model under three names: a smoke run of the ensemble path
-            Judge("smollm2", llm.LOCAL_MODEL, {**_GREEDY, "seed": 0}),
-            Judge("smollm2-smoke-s1", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
-            Judge("smollm2-smoke-s2", llm.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
+            Judge("smollm2", llm_servers.LOCAL_MODEL, {**_GREEDY, "seed": 0}),
+            Judge("smollm2-smoke-s1", llm_servers.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
+            Judge("smollm2-smoke-s2", llm_servers.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
         ),
         "smoke": True,
         "audit_pairs": 200,
@@ -93,7 +93,7 @@ PROFILE_DEFAULTS = {
         "judge_split": "merged",
         "judge_pairs": None,
         "judge_seed": 0,
-        "judges": judges_from_models(llm.CARD_MODELS["judge"]),
+        "judges": judges_from_models(llm_servers.CARD_MODELS["judge"]),
         "smoke": False,
         "audit_pairs": 200,
         "audit_seed": 0,
@@ -449,7 +449,7 @@ def _judgment_record(
 
 
 def _judge_request(record: dict, judge: Judge, endpoint, messages: list[dict] | None = None) -> dict:
-    "The request asking `judge` at `endpoint` to score `record` (or the retry `messages`), for `llm.run_requests`."
+    "The request asking `judge` at `endpoint` to score `record` (or the retry `messages`), for `llm_runs.run_requests`."
     return {
         "messages": messages if messages is not None else judge_messages(record),
         "schema": JUDGE_SCHEMA,
@@ -503,7 +503,7 @@ def judge_all(
 
     def run(requests, desc):
         return (
-            llm.run_requests(
+            llm_runs.run_requests(
                 None,
                 requests,
                 cache,
@@ -553,9 +553,9 @@ def run_judges(
     confirm_cost: bool = False,
     progress: bool = True,
 ) -> dict[str, list[dict]]:
-    "Open the judges' endpoints (`config`: an `llm.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
+    "Open the judges' endpoints (`config`: an `llm_servers.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
     judges = _distinct_judges(judges)
-    with llm.open_endpoints(config or llm.llm_config(), [j.model for j in judges]) as endpoints:
+    with llm_servers.open_endpoints(config or llm_servers.llm_config(), [j.model for j in judges]) as endpoints:
         out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
     for j in judges:
         core.write_jsonl(judgments_path(data_source, j), out[j.name])

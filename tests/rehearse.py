@@ -735,7 +735,7 @@ def main(argv=None) -> int:
     status_before = tree_status(checkout)
     digests_before = file_digests(checkout, tracked)
     faults = Faults(rate=args.fault_rate, seed=0, retry_after_s=0.2, delay_s=args.fault_delay)
-    with serve_folders(hub_root) as hub, OpenAIStandIn(PAPER_MODELS, faults) as llm:
+    with serve_folders(hub_root) as hub, OpenAIStandIn(PAPER_MODELS, faults, keep_requests=False) as llm:
         print(
             f"hub stand-in {hub.endpoint} ({len(hub.repos)} repos); LLM stand-in {llm.base_url} ({', '.join(llm.models)})",
             flush=True,

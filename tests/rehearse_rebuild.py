@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     env = build_env(checkout)
     cache = checkout / "data" / "cache" / "llm" / "generate.jsonl"
     folder = checkout / "data" / "build" / args.tag
-    with OpenAIStandIn(faults=Faults(rate=args.fault_rate)) as server:
+    with OpenAIStandIn(faults=Faults(rate=args.fault_rate), keep_requests=False) as server:
         cmd = [
             exe,
             "build",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_llm_server import FakeLLM
+from standins.openai_server import OpenAIStandIn, two_item_reply
 from helpers import ROOT, SHARED, recorded_generations
 from indicipr.core import read_jsonl, write_jsonl
 from indicipr.llm import Endpoint, ResponseCache, request_key
@@ -83,7 +83,7 @@ def test_replay_rebuilds_the_recorded_candidates(tmp_path):
 def test_unparseable_reply_becomes_one_raw_record(tmp_path):
     contexts = recorded_contexts(ensure_recorded_sample())[:3]
     broken = '{"items": [{"question": "Who may'
-    with FakeLLM(["ok", ("finish", broken, "length")]) as fake:
+    with OpenAIStandIn(["fake-model"], script=["ok", ("finish", broken, "length")], reply=two_item_reply) as fake:
         endpoint = Endpoint(fake.base_url, "fake-model", backoff_s=0.01)
         out = generate_candidates(
             contexts, endpoint, ResponseCache(tmp_path / "c.jsonl"), out_dir=tmp_path, concurrency=1, progress=False
@@ -156,11 +156,11 @@ def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path):
     ]
     write_jsonl(tmp_path / "contexts.jsonl", contexts)
     # the reference: one uninterrupted run
-    with FakeLLM(delay=0.05) as fake:
+    with OpenAIStandIn(["fake-model"], reply=two_item_reply, delay=0.05) as fake:
         run_generation([tmp_path / "contexts.jsonl", fake.base_url, tmp_path / "ref_cache.jsonl", tmp_path / "ref"])
     assert len(fake.requests) == 10
     # the same run, killed after 4 replies were cached, then rerun
-    with FakeLLM(delay=0.3) as fake:
+    with OpenAIStandIn(["fake-model"], reply=two_item_reply, delay=0.3) as fake:
         cache = tmp_path / "cache.jsonl"
         run_generation([tmp_path / "contexts.jsonl", fake.base_url, cache, tmp_path / "out"], kill_after_cached_lines=4)
         assert not (tmp_path / "out" / "candidates.jsonl").exists()  # outputs are written atomically, at the end
@@ -186,7 +186,7 @@ def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path):
     assert len(fake.requests) <= 10 + 2  # at most the 2 in flight at the kill are repeated
     assert len(fake.requests) - requests_before_kill == 10 - len(done_before_kill)
     # and a third run is served entirely from the cache
-    with FakeLLM() as fake:
+    with OpenAIStandIn(["fake-model"], reply=two_item_reply) as fake:
         run_generation([tmp_path / "contexts.jsonl", fake.base_url, cache, tmp_path / "again"])
     assert fake.requests == []
     assert (tmp_path / "again" / "candidates.jsonl").read_bytes() == (

@@ -158,19 +158,25 @@ def test_the_foundation_holds_no_runner_report_or_cli():
     assert "argparse" not in {a.name for n in ast.walk(trees["core"]) if isinstance(n, ast.Import) for a in n.names}
 
 
+LLM_CLIENT = ("llm", "llm_runs", "llm_servers")  # one request, many requests, which server serves which model
+
+
 def test_the_generation_prompt_and_the_llm_client_live_apart():
     trees = modules()
-    client, generation = _defined(trees["llm"]), _defined(trees["generate"])
-    assert {"Endpoint", "run_requests", "local_llm_server", "ResponseCache"} <= client and not client & {
-        "build_prompt",
-        "SYSTEM_MESSAGE",
-    }
+    client = set().union(*(_defined(trees[m]) for m in LLM_CLIENT))
+    generation = _defined(trees["generate"])
+    assert {"Endpoint", "chat_json", "ResponseCache", "parse_json_reply"} <= _defined(trees["llm"])
+    assert {"run_requests", "cost_estimate"} <= _defined(trees["llm_runs"])
+    assert {"llm_config", "open_endpoints", "local_llm_server"} <= _defined(trees["llm_servers"])
+    assert not client & {"build_prompt", "SYSTEM_MESSAGE"}
     assert {"build_prompt", "SYSTEM_MESSAGE", "generate_candidates"} <= generation and not generation & {
         "Endpoint",
         "run_requests",
     }
     graph = import_graph()
     assert "generate" not in graph["quality"] | graph["llm_qa"] and "llm" in graph["quality"] & graph["llm_qa"]
+    assert not graph["llm"] & {"llm_runs", "llm_servers"}  # the one-request client stands below the other two
+    assert all(graph[m] <= {"core", *LLM_CLIENT} for m in LLM_CLIENT)  # and the client on `core` alone
 
 
 def test_the_project_reaches_its_own_modules_by_plain_imports():

@@ -1,4 +1,4 @@
-"""indicipr.llm against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
+"""indicipr.llm, llm_runs and llm_servers against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
 Retry-After, timeouts), unreachable servers, parse-failure results, the cache, bounded concurrency,
 API keys that never leak, Ollama's native API with a context window sized for the prompts, the
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from fake_llm_server import FakeLLM, constant, error_body
 from helpers import needs_llama_cpp, port_open, unused_port
-from indicipr import llm
+from standins.openai_server import OpenAIStandIn, constant, error_body
+from indicipr import llm_runs
 from indicipr.llm import (
     ChatResult,
     Endpoint,
@@ -26,29 +26,29 @@ from indicipr.llm import (
     LLMUnreachableError,
     ResponseCache,
     chat_json,
-    check_models_available,
-    llm_config,
-    local_llm_server,
-    open_endpoints,
     parse_json_reply,
     request_key,
-    run_requests,
 )
+from indicipr.llm_runs import run_requests
+from indicipr.llm_servers import check_models_available, llm_config, local_llm_server, open_endpoints
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
 OK = json.dumps({"items": [1, 2]})
+MODEL = "fake-model"  # the model `ep` asks for, served by the stand-in of each test
 
 
 def ep(fake, **kw):
     "A fast-retrying endpoint for the fake server."
-    return Endpoint(fake.base_url, "fake-model", **{"timeout": 5, "max_retries": 3, "backoff_s": 0.01, **kw})
+    return Endpoint(fake.base_url, MODEL, **{"timeout": 5, "max_retries": 3, "backoff_s": 0.01, **kw})
 
 
 def test_server_errors_are_retried_then_succeed(caplog):
     with (
-        FakeLLM(
-            [("status", 500, {}, error_body("boom")), ("status", 503, {}, error_body("busy"))], reply=constant(OK)
+        OpenAIStandIn(
+            [MODEL],
+            script=[("status", 500, {}, error_body("boom")), ("status", 503, {}, error_body("busy"))],
+            reply=constant(OK),
         ) as fake,
         caplog.at_level(logging.WARNING, "indicipr.llm"),
     ):
@@ -59,7 +59,9 @@ def test_server_errors_are_retried_then_succeed(caplog):
 
 
 def test_429_retry_after_is_honoured():
-    with FakeLLM([("status", 429, {"Retry-After": "1"}, error_body("slow down"))], reply=constant(OK)) as fake:
+    with OpenAIStandIn(
+        [MODEL], script=[("status", 429, {"Retry-After": "1"}, error_body("slow down"))], reply=constant(OK)
+    ) as fake:
         t0 = time.monotonic()
         res = chat_json(ep(fake, backoff_s=0.01), MSGS, SCHEMA)
     assert res.parsed == {"items": [1, 2]} and len(fake.requests) == 2
@@ -69,7 +71,7 @@ def test_429_retry_after_is_honoured():
 
 
 def test_timeouts_are_retried():
-    with FakeLLM([("sleep", 3)], reply=constant(OK)) as fake:
+    with OpenAIStandIn([MODEL], script=[("sleep", 3)], reply=constant(OK)) as fake:
         t0 = time.monotonic()
         res = chat_json(ep(fake, timeout=0.5), MSGS, SCHEMA)
     assert res.parsed == {"items": [1, 2]} and len(fake.requests) == 2
@@ -77,14 +79,14 @@ def test_timeouts_are_retried():
 
 
 def test_retries_are_bounded_and_the_error_is_clear():
-    with FakeLLM([("status", 500, {}, error_body("boom"))] * 10) as fake:
+    with OpenAIStandIn([MODEL], script=[("status", 500, {}, error_body("boom"))] * 10) as fake:
         with pytest.raises(LLMRequestError, match=r"kept failing after 3 attempts: .*500 server error"):
             chat_json(ep(fake, max_retries=2), MSGS, SCHEMA)
     assert len(fake.requests) == 3
 
 
 def test_client_errors_are_not_retried():
-    with FakeLLM([("status", 400, {}, error_body("bad schema"))]) as fake:
+    with OpenAIStandIn([MODEL], script=[("status", 400, {}, error_body("bad schema"))]) as fake:
         with pytest.raises(LLMRequestError, match="answered 400: .*bad schema"):
             chat_json(ep(fake), MSGS, SCHEMA)
     assert len(fake.requests) == 1
@@ -102,7 +104,7 @@ def test_unreachable_server_gives_a_clear_error():
 def test_broken_json_is_a_parse_failure_not_a_crash(tmp_path):
     broken = '{"items": [{"question": "What is'
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM([("finish", broken, "length"), ("content", "Sure! no JSON here")]) as fake:
+    with OpenAIStandIn([MODEL], script=[("finish", broken, "length"), ("content", "Sure! no JSON here")]) as fake:
         res = chat_json(ep(fake), MSGS, SCHEMA, cache)
         assert res.parsed is None and res.raw == broken
         assert res.error.startswith("invalid JSON") and "cut off at max_tokens" in res.error
@@ -115,7 +117,7 @@ def test_broken_json_is_a_parse_failure_not_a_crash(tmp_path):
 
 
 def test_schema_goes_into_response_format_per_endpoint_kind():
-    with FakeLLM(reply=constant(OK)) as fake:
+    with OpenAIStandIn([MODEL], reply=constant(OK)) as fake:
         chat_json(ep(fake, kind="llama_cpp"), MSGS, SCHEMA, temperature=0, max_tokens=20, top_k=5)
         chat_json(ep(fake), MSGS, SCHEMA)
     first, second = (r["body"] for r in fake.requests)
@@ -138,7 +140,7 @@ def test_run_requests_bounded_concurrency_in_order_and_cached(tmp_path):
         return json.dumps({"echo": body["messages"][0]["content"]})
 
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM(reply=echo, delay=0.2) as fake:
+    with OpenAIStandIn([MODEL], reply=echo, delay=0.2) as fake:
         res = run_requests(ep(fake), reqs, cache, concurrency=3, progress=False)
         assert [r.parsed["echo"] for r in res] == [f"item {i}" for i in range(8)] + ["item 3"]
         assert len(fake.requests) == 8 and 2 <= fake.max_in_flight <= 3
@@ -151,7 +153,7 @@ def test_run_requests_bounded_concurrency_in_order_and_cached(tmp_path):
 def test_run_requests_raises_after_caching_what_finished(tmp_path):
     reqs = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(4)]
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM(["ok", ("status", 401, {}, error_body("no"))], reply=constant(OK)) as fake:
+    with OpenAIStandIn([MODEL], script=["ok", ("status", 401, {}, error_body("no"))], reply=constant(OK)) as fake:
         with pytest.raises(LLMRequestError, match="401"):
             run_requests(ep(fake), reqs, cache, concurrency=1, progress=False)
     # what finished is cached; what was still queued when the error surfaced was cancelled
@@ -160,7 +162,9 @@ def test_run_requests_raises_after_caching_what_finished(tmp_path):
 
 def test_run_requests_can_record_a_rejected_request_and_go_on(tmp_path):
     reqs = [{"messages": [{"role": "user", "content": f"q{i}"}]} for i in range(3)]
-    with FakeLLM([("status", 400, {}, error_body("context length exceeded"))], reply=constant(OK)) as fake:
+    with OpenAIStandIn(
+        [MODEL], script=[("status", 400, {}, error_body("context length exceeded"))], reply=constant(OK)
+    ) as fake:
         res = run_requests(
             ep(fake),
             reqs,
@@ -205,7 +209,7 @@ def test_one_parser_reports_why_a_reply_is_unusable():
 def test_ollama_endpoint_sends_num_ctx_sized_for_the_longest_prompt(tmp_path):
     short = [{"role": "user", "content": "short question"}]
     long = [{"role": "user", "content": "statute text " * 1500}]  # 19,500 characters: ~6,500 tokens at 3/token
-    with FakeLLM(reply=constant('{"answer": "x"}'), model="llama3.1:8b") as fake:
+    with OpenAIStandIn(["llama3.1:8b"], reply=constant('{"answer": "x"}')) as fake:
         ollama = Endpoint(fake.base_url, "llama3.1:8b", kind="ollama", timeout=5, max_retries=0)
         res = run_requests(
             ollama,
@@ -229,8 +233,9 @@ def test_ollama_endpoint_sends_num_ctx_sized_for_the_longest_prompt(tmp_path):
 
 def test_ollama_schema_and_finish_reason_and_errors(tmp_path):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    with FakeLLM(
-        [("finish", '{"answer": "cut', "length"), ("status", 404, {}, {"error": "model 'nope' not found"})]
+    with OpenAIStandIn(
+        ["nope"],
+        script=[("finish", '{"answer": "cut', "length"), ("status", 404, {}, {"error": "model 'nope' not found"})],
     ) as fake:
         ollama = Endpoint(fake.base_url, "nope", kind="ollama", timeout=5, max_retries=0, num_ctx=4096)
         res = chat_json(ollama, MSGS, schema)
@@ -241,7 +246,7 @@ def test_ollama_schema_and_finish_reason_and_errors(tmp_path):
 
 
 def test_ollama_server_errors_are_retried():
-    with FakeLLM([("status", 503, {}, {"error": "busy"})], reply=constant(OK)) as fake:
+    with OpenAIStandIn(["m"], script=[("status", 503, {}, {"error": "busy"})], reply=constant(OK)) as fake:
         res = chat_json(
             Endpoint(fake.base_url, "m", kind="ollama", timeout=5, max_retries=2, backoff_s=0.01), MSGS, SCHEMA
         )
@@ -251,7 +256,7 @@ def test_ollama_server_errors_are_retried():
 # ---------------------------------------------------------------- configured models: the preflight
 def test_preflight_names_every_missing_model_asking_each_server_once(no_llm_api_key):
     dead_port = unused_port()
-    with FakeLLM(models=["llama3.1:8b", "mistral:7b"]) as a, FakeLLM(models=["qwen2.5:7b"]) as b:
+    with OpenAIStandIn(["llama3.1:8b", "mistral:7b"]) as a, OpenAIStandIn(["qwen2.5:7b"]) as b:
         config = llm_config(
             f"llama3.1:*={a.base_url}; mistral:7b={a.base_url}; gemma3:12b={a.base_url}; "
             f"qwen2.5:*={b.base_url}; phi3:mini={b.base_url}; dead:1=http://127.0.0.1:{dead_port}/v1"
@@ -282,7 +287,7 @@ def test_preflight_names_every_missing_model_asking_each_server_once(no_llm_api_
 
 
 def test_preflight_passes_and_open_endpoints_yields_each_model(no_llm_api_key):
-    with FakeLLM(models=["llama3.1:latest", "mistral:7b"]) as fake:
+    with OpenAIStandIn(["llama3.1:latest", "mistral:7b"]) as fake:
         config = llm_config({"*": f"ollama+{fake.base_url}"})
         with open_endpoints(config, ["llama3.1", "mistral:7b"]) as eps:
             assert set(eps) == {"llama3.1", "mistral:7b"} and eps["mistral:7b"].kind == "ollama"
@@ -338,7 +343,7 @@ def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_
         events.append(("request", body["messages"][0]["content"][:11]))
         return OK
 
-    with FakeLLM(reply=reply) as fake:
+    with OpenAIStandIn(["gpt-4o"], reply=reply) as fake:
         monkeypatch.setattr(sys, "stdout", _Timeline(events))
         res = run_requests(paid(fake), reqs + reqs[2:3], cache, concurrency=2, progress=False)
         monkeypatch.undo()
@@ -353,9 +358,9 @@ def test_cost_line_is_printed_before_the_first_paid_request_and_cached_ones_are_
 def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("INDICIPR_TEST_PAID_KEY", "sk-test-paid")
     monkeypatch.delenv("INDICIPR_YES", raising=False)
-    monkeypatch.setattr(llm, "COST_CONFIRM_USD", 0.0001)
+    monkeypatch.setattr(llm_runs, "COST_CONFIRM_USD", 0.0001)
     reqs = [{"messages": [{"role": "user", "content": "y" * 4000}], "params": {"max_tokens": 200}}]
-    with FakeLLM(reply=constant(OK)) as fake:
+    with OpenAIStandIn(["gpt-4o"], reply=constant(OK)) as fake:
         with pytest.raises(LLMCostError, match=r"confirm_cost=True .*INDICIPR_YES=1"):
             run_requests(paid(fake), reqs, None, progress=False)
         assert fake.requests == []  # nothing was sent
@@ -366,7 +371,7 @@ def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
 
 
 def test_free_endpoints_print_nothing(capsys):
-    with FakeLLM(reply=constant(OK)) as fake:
+    with OpenAIStandIn([MODEL], reply=constant(OK)) as fake:
         run_requests(ep(fake), [{"messages": MSGS}], None, progress=False)
     assert "cost estimate" not in capsys.readouterr().out
 
@@ -378,8 +383,9 @@ def test_api_key_never_reaches_cache_logs_errors_or_output(tmp_path, monkeypatch
     monkeypatch.setenv("INDICIPR_TEST_LLM_KEY", FAKE_KEY)
     caplog.set_level(logging.DEBUG)  # every logger, openai's and httpx's included
     cache = ResponseCache(tmp_path / "c.jsonl")
-    with FakeLLM(
-        [
+    with OpenAIStandIn(
+        [MODEL],
+        script=[
             ("status", 500, {}, error_body("boom")),
             "ok",
             ("status", 401, {}, error_body(f"Incorrect API key provided: {FAKE_KEY}. See your account.")),
@@ -407,7 +413,7 @@ def test_api_key_never_reaches_cache_logs_errors_or_output(tmp_path, monkeypatch
 
 def test_openai_key_in_env_is_not_sent_to_other_servers(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    with FakeLLM(reply=constant(OK)) as fake:
+    with OpenAIStandIn([MODEL], reply=constant(OK)) as fake:
         chat_json(ep(fake), MSGS, SCHEMA)
     assert FAKE_KEY not in fake.requests[0]["auth"]
 

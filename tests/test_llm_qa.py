@@ -5,9 +5,9 @@ from contextlib import nullcontext
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fake_llm_server import FakeLLM, constant
+from standins.openai_server import OpenAIStandIn, constant
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp
-from indicipr import metrics, llm, llm_qa as Q
+from indicipr import metrics, llm, llm_qa as Q, llm_servers
 from indicipr.metrics import token_f1
 
 
@@ -24,7 +24,7 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
         asked.append(list(models))
         return nullcontext({m: ep for m in models})
 
-    monkeypatch.setattr(llm, "open_endpoints", open_endpoints)
+    monkeypatch.setattr(llm_servers, "open_endpoints", open_endpoints)
     rows = Q.run_llm_baselines(str(FIXTURE), "offline", max_questions=4)
     assert asked == [["smollm2"]]  # the offline profile's model, opened once
     by = {r["system"]: r for r in rows}
@@ -39,7 +39,7 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
 
 def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_llm_api_key):
     "A model its server does not serve stops the stage before the first request, naming every missing model."
-    with FakeLLM(models=["mistral:7b"]) as fake:
+    with OpenAIStandIn(["mistral:7b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
             Q.run_llm_baselines(str(FIXTURE), "paper", llm_endpoints=f"*=ollama+{fake.base_url}", max_questions=2)
         assert fake.requests == [] and fake.gets == ["/v1/models"]
@@ -55,7 +55,7 @@ def test_three_shot_prompts_reach_ollama_with_a_window_that_holds_them(splits, t
     "Through the stage's own path (predict_llm -> run_requests) an Ollama endpoint gets num_ctx >= the 3-shot prompt."
     test = splits["test"][:2]
     shots = Q.draw_shots(splits["train"], 3, 0)
-    with FakeLLM(reply=constant('{"answer": "x"}'), models=["qwen2.5:7b"]) as fake:
+    with OpenAIStandIn(["qwen2.5:7b"], reply=constant('{"answer": "x"}')) as fake:
         ep = llm.Endpoint(fake.base_url, "qwen2.5:7b", kind="ollama", timeout=5, max_retries=0)
         Q.predict_llm(ep, test, shots, llm.ResponseCache(tmp_path / "qa.jsonl"), max_tokens=256)
     for r in fake.requests:
@@ -94,7 +94,7 @@ def test_local_server_answers_and_cache_replays(splits, tmp_path):
     test = splits["test"][:3]
     shots = Q.draw_shots(splits["train"], 3, 0)
     cache = llm.ResponseCache(tmp_path / "qa.jsonl")
-    with llm.local_llm_server() as ep:
+    with llm_servers.local_llm_server() as ep:
         raw0, snap0, st0 = Q.predict_llm(ep, test, [], cache, max_tokens=64)
         raw3, snap3, st3 = Q.predict_llm(ep, test, shots, cache, max_tokens=64)
     assert st0["parsed_json"] == 3 and st3["parsed_json"] == 3  # the schema is enforced by grammar

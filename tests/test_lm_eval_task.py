@@ -19,9 +19,9 @@ import zipfile
 
 import pytest
 
-from fake_llm_server import FakeLLM
+from standins.openai_server import OpenAIStandIn
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import core, llm, llm_qa as Q, metrics
+from indicipr import core, llm, llm_qa as Q, llm_servers, metrics
 from standins.loopback import JSONHandler, LoopbackServer
 
 TASK_DIR = Q.lm_eval_tasks_dir()
@@ -179,7 +179,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
     answers equal `indicipr.metrics` on notebook 09's predictions from the same replies."""
     n, max_tokens = 3, 24
     t0 = time.monotonic()
-    with llm.local_llm_server() as ep, RecordingProxy(ep.base_url) as proxy:
+    with llm_servers.local_llm_server() as ep, RecordingProxy(ep.base_url) as proxy:
         cmd = [
             str(BIN / "lm_eval"),
             "--model",
@@ -217,7 +217,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
     for task in LLAMACPP_TASKS:
         task_shots = shots if Q.SETTINGS[Q.LM_EVAL_TASKS[task]] else []
         # notebook 09's own path on the same questions, against a server that answers with the replies lm-eval got
-        with FakeLLM(reply=lambda body: replies.get(request_key(body["messages"]), ""), model=ep.model) as fake:
+        with OpenAIStandIn([ep.model], reply=lambda body: replies.get(request_key(body["messages"]), "")) as fake:
             nb_ep = llm.Endpoint(fake.base_url, ep.model, kind="llama_cpp", timeout=30, max_retries=0)
             raw, snapped, _ = Q.predict_llm(nb_ep, records, task_shots, None, max_tokens=max_tokens)
         assert len(fake.requests) == n

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL, ROOT
-from indicipr import cli, core, errors, llm, runner
+from indicipr import cli, core, errors, llm, llm_servers, runner
 
 KEY = "SECRETKEY"
 GOLD = QA_SMALL / "test_squad.jsonl"
@@ -175,7 +175,7 @@ def test_one_function_masks_every_secret(raw, secret):
 def test_a_malformed_endpoint_spec_is_not_echoed():
     for spec in ["m=ftp://user:SECRETKEY@host/v1", "m=bogus+http://user:SECRETKEY@host/v1"]:
         with pytest.raises(llm.LLMConfigError) as e:
-            llm.parse_routes(spec)
+            llm_servers.parse_routes(spec)
         assert KEY not in str(e.value) and "***" in str(e.value)
 
 

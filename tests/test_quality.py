@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fake_llm_server import FakeLLM, constant, error_body
+from standins.openai_server import OpenAIStandIn, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import cli, core, llm
+from indicipr import cli, core, llm, llm_runs, llm_servers
 from indicipr import quality as q
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
@@ -165,24 +165,26 @@ def judge_reply(first: str, retry: str):
 
 def judge_server(reply, judges=("fake",), script=()):
     "A fake OpenAI-compatible server that lists the judges' models (for the preflight)."
-    return FakeLLM(list(script), reply=reply, models=list(judges))
+    return OpenAIStandIn(list(judges), script=list(script), reply=reply)
 
 
 def run(fake, records, judges=(q.Judge("fake"),), cache=None):
     "The stage's path: run_judges with every model routed to the fake server (preflight included)."
-    return q.run_judges(records, judges, str(FIXTURE), llm.llm_config({"*": fake.base_url}), cache, progress=False)
+    return q.run_judges(
+        records, judges, str(FIXTURE), llm_servers.llm_config({"*": fake.base_url}), cache, progress=False
+    )
 
 
 def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch, no_llm_api_key, qa_test_records):
     recs = qa_test_records[:3]
     runner_calls = []
-    real_run_requests = llm.run_requests
+    real_run_requests = llm_runs.run_requests
 
     def spy(*args, **kw):
         runner_calls.append(len(args[1]))
         return real_run_requests(*args, **kw)
 
-    monkeypatch.setattr(llm, "run_requests", spy)  # every judge request goes through the one runner
+    monkeypatch.setattr(llm_runs, "run_requests", spy)  # every judge request goes through the one runner
     cache = llm.ResponseCache(root / "cache.jsonl")
     with judge_server(judge_reply("The pair looks fine.", json.dumps(GOOD))) as fake:
         out = run(fake, recs, cache=cache)["fake"]
@@ -269,7 +271,7 @@ def test_ensemble_tables_from_fake_judges(root, qa_test_records):
 def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
     rec = min(qa_test_records, key=lambda r: len(r["context"]))  # the shortest context keeps this quick
     judge = core.stage_settings(q.PROFILE_DEFAULTS, "offline")["judges"][0]
-    with llm.local_llm_server(n_ctx=2048) as ep:
+    with llm_servers.local_llm_server(n_ctx=2048) as ep:
         out = q.judge_all([rec], [judge], {judge.model: ep}, llm.ResponseCache(root / "c.jsonl"), progress=False)[
             judge.name
         ][0]

@@ -331,8 +331,8 @@ def test_a_key_in_a_url_is_masked_in_the_preflight_error(tmp_path):
         [
             sys.executable,
             "-c",
-            "from indicipr import llm\n"
-            "try: llm.check_models_available(llm.llm_config(), ['smollm2x'], timeout=1)\n"
+            "from indicipr import llm, llm_servers\n"
+            "try: llm_servers.check_models_available(llm_servers.llm_config(), ['smollm2x'], timeout=1)\n"
             "except llm.LLMConfigError as e: print('ERR', e)",
         ],
         env=env,

@@ -317,7 +317,7 @@ def test_openai_standin_faults_are_retried(kind):
 
 
 def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
-    from indicipr import llm
+    from indicipr import llm, llm_runs
 
     reqs = [
         {
@@ -331,7 +331,7 @@ def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
         for i in range(30)
     ]
     with OpenAIStandIn(faults=Faults(rate=0.3, kinds=("broken_json",), seed=1)) as srv:
-        first = llm.run_requests(
+        first = llm_runs.run_requests(
             _endpoint(srv.base_url, "llama3.1:8b"),
             reqs,
             llm.ResponseCache(tmp_path / "c.jsonl"),
@@ -341,7 +341,7 @@ def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
         )
         broken = sum(r.parsed is None for r in first)
         assert 0 < len(srv.fault_log) <= broken < 30  # (a few replies are plain text by design)
-        llm.run_requests(
+        llm_runs.run_requests(
             _endpoint(srv.base_url, "llama3.1:8b"),
             reqs,
             llm.ResponseCache(tmp_path / "c.jsonl"),

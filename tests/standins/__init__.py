@@ -5,7 +5,8 @@ home, served from 127.0.0.1 or built on disk, deterministically.
   built from the statute sections in `data/sample/statutes/`;
 - `checkpoints`: small random-init BERT checkpoints with the bert-base-uncased vocabulary, one per hub id;
 - `hub`: a Hugging Face hub stand-in (selected with `HF_ENDPOINT`) serving the dataset repo and the checkpoints;
-- `openai_server`: an OpenAI-compatible chat server answering under every paper model name, with faults.
+- `openai_server`: an OpenAI-compatible chat server answering under every paper model name, with faults (also the
+  fake LLM server of the tests: scripted answers, reply functions, Ollama's native API).
 
 None of it is part of the `indicipr` library; it exists to run the paper path offline.
 """

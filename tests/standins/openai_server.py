@@ -1,8 +1,10 @@
-"""An OpenAI-compatible stand-in on 127.0.0.1 answering under every paper model name.
+"""An OpenAI-compatible stand-in on 127.0.0.1 answering under every paper model name: the one fake LLM server of the
+tests and of the dress rehearsal.
 
 `OpenAIStandIn(models=PAPER_MODELS, faults=Faults(...))` serves `GET /v1/models` and non-streaming
-`POST /v1/chat/completions`. Replies are deterministic and built only from what the request holds; they never
-see a gold answer. The kind of request is recognised from its messages:
+`POST /v1/chat/completions`, and Ollama's native `POST /api/chat` (the reply in Ollama's shape: `message.content`,
+`done_reason`). Replies are deterministic and built only from what the request holds; they never see a gold answer.
+The kind of request is recognised from its messages:
 
 - QA baseline (`indicipr.llm_qa`: `Context: \"\"\"...\"\"\"` + `Question: ...`): a span of the context chosen
   lexically (where the question's words are densest), its length and form depending on the model, as JSON
@@ -14,12 +16,24 @@ see a gold answer. The kind of request is recognised from its messages:
   characters, F8 an editorial artifact in the context, F7 depends on the context only);
 - anything else: `{}`.
 
+A test may instead give the replies as a function of the request body (`reply=`, e.g. `constant(text)`), slow
+every reply down (`delay=` seconds) and script what happens to the next requests (`script=`): each chat request
+takes the next action of the script, and once the script is used up every request is answered as above. Actions:
+
+- `"ok"`: the usual reply;
+- `("status", code, headers, body)`: an HTTP error, e.g. `("status", 429, {"Retry-After": "1"}, error_body("slow"))`;
+- `("sleep", seconds)`: wait (longer than the client's timeout) before the usual reply;
+- `("content", text)`: a 200 reply whose message content is `text` (e.g. broken JSON);
+- `("finish", text, reason)`: like `content` with a finish reason (e.g. `"length"`).
+
 Faults (`Faults`): a low, seeded, deterministic share of FIRST attempts of a request (keyed by model and
 prompt hash) gets 429 with `Retry-After`, 500, a delay (meant to exceed the client's timeout) or broken JSON;
-a retry of the same request succeeds. An unknown model is a 404 like OpenAI's.
+a retry of the same request succeeds. An unknown model is a 404 like OpenAI's (like Ollama's on `/api/chat`).
 
 `calls` counts requests per `(model, prompt hash)` and `served` counts successful replies, so a test can
-assert that a resumed run made no repeated call (`repeated()`).
+assert that a resumed run made no repeated call (`repeated()`). Every chat request is also kept in `requests`
+(path, body, Authorization header, arrival time) and every GET path in `gets`; the most requests handled at
+once is `max_in_flight`.
 """
 
 from __future__ import annotations
@@ -274,6 +288,41 @@ def reply_for(model: str, messages: list[dict]) -> str:
     return "{}"
 
 
+def prompt_of(body: dict) -> str:
+    "The user message of a chat request."
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def constant(text: str):
+    "A reply function (`reply=`) that answers every request with `text`."
+    return lambda body: text
+
+
+def two_item_reply(body: dict) -> str:
+    "A reply function (`reply=`) for generation prompts: two items whose answers are the first and last words of the context."
+    prompt = prompt_of(body)
+    m = re.search(r'Context:\n"""(.*)"""\Z', prompt, re.S)
+    context = m.group(1) if m else prompt
+    title = re.search(r"^Title: (.*)$", prompt, re.M)
+    words = context.split()
+    return json.dumps(
+        {
+            "items": [
+                {
+                    "question": f"What does {title.group(1) if title else 'this provision'} begin with?",
+                    "answer": " ".join(words[:6]),
+                    "question_type": "other",
+                },
+                {
+                    "question": "Which words close the provision?",
+                    "answer": " ".join(words[-4:]),
+                    "question_type": "other",
+                },
+            ]
+        }
+    )
+
+
 def prompt_hash(messages: list[dict]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
@@ -289,11 +338,22 @@ class OpenAIStandIn(LoopbackServer):
         api_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        *,
+        script=(),
+        reply=None,
+        delay: float = 0.0,
+        keep_requests: bool = True,
     ):
         self.models = list(models)
         self.faults = faults or Faults()
         self.api_key = api_key
         self.host, self.port = host, port
+        self.script = list(script)  # the actions of the next chat requests (module docstring)
+        self.reply = reply  # body -> message content; None: `reply_for` the request's kind
+        self.delay = delay  # seconds before every chat reply
+        self.keep_requests = keep_requests  # False for long runs (a dress rehearsal): `requests` stays empty
+        self.requests: list[dict] = []  # every chat request: path, body, auth, t
+        self.gets: list[str] = []  # the path of every GET request
         self.calls: Counter = Counter()  # (model, prompt hash) -> requests
         self.served: Counter = Counter()  # (model, prompt hash) -> successful replies
         self.kinds: Counter = Counter()  # (model, kind) -> successful replies
@@ -321,10 +381,12 @@ class OpenAIStandIn(LoopbackServer):
                     return True
                 if self.headers.get("Authorization") == f"Bearer {srv.api_key}":
                     return True
-                self._send(401, _error("Incorrect API key provided.", "invalid_api_key", "invalid_request_error"))
+                self._send(401, error_body("Incorrect API key provided.", "invalid_api_key"))
                 return False
 
             def do_GET(self):
+                with srv._lock:
+                    srv.gets.append(self.path)
                 if not self._authorized():
                     return
                 path = self.path.split("?")[0].rstrip("/")
@@ -333,22 +395,73 @@ class OpenAIStandIn(LoopbackServer):
                 m = re.search(r"/v1/models/(.+)$", path)
                 if m and m.group(1) in srv.models:
                     return self._send(200, {"id": m.group(1), "object": "model", "created": 0, "owned_by": "standin"})
-                self._send(404, _error(f"not found: {path}", None, "invalid_request_error"))
+                self._send(404, error_body(f"not found: {path}"))
+
+            def _reply(self, native: bool, model: str, content: str, finish: str, key: tuple, messages: list):
+                "A 200 chat reply in the shape of the API asked: OpenAI's, or Ollama's native one."
+                if native:
+                    return self._send(
+                        200,
+                        {
+                            "model": model,
+                            "created_at": "2025-01-01T00:00:00Z",
+                            "message": {"role": "assistant", "content": content},
+                            "done": True,
+                            "done_reason": finish,
+                        },
+                    )
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{key[1][:16]}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": model,
+                        "system_fingerprint": "standin",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": finish,
+                                "logprobs": None,
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": sum(len(str(m.get("content", "")).split()) for m in messages),
+                            "completion_tokens": len(content.split()),
+                            "total_tokens": 0,
+                        },
+                    },
+                )
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                with srv._lock:
+                    action = srv.script.pop(0) if srv.script else "ok"
+                    if srv.keep_requests:
+                        srv.requests.append(
+                            {
+                                "path": self.path,
+                                "body": body,
+                                "auth": self.headers.get("Authorization"),
+                                "t": time.monotonic(),
+                            }
+                        )
                 if not self._authorized():
                     return
-                if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
-                    return self._send(404, _error(f"not found: {self.path}", None, "invalid_request_error"))
+                path = self.path.split("?")[0].rstrip("/")
+                native = path.endswith("/api/chat")  # Ollama's native chat API
+                if not (native or path.endswith("/chat/completions")):
+                    return self._send(404, error_body(f"not found: {self.path}"))
                 model, messages = body.get("model"), body.get("messages") or []
                 if model not in srv.models:
+                    if native:
+                        return self._send(404, {"error": f"model '{model}' not found"})
                     return self._send(
                         404,
-                        _error(
+                        error_body(
                             f"The model `{model}` does not exist or you do not have access to it.",
                             "model_not_found",
-                            "invalid_request_error",
                         ),
                     )
                 key = (model, prompt_hash(messages))
@@ -358,49 +471,39 @@ class OpenAIStandIn(LoopbackServer):
                     srv.in_flight += 1
                     srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
                 try:
-                    fault = srv.faults.pick(f"{key[0]}|{key[1]}", attempt)
+                    if srv.delay:
+                        time.sleep(srv.delay)
+                    kind = action if isinstance(action, str) else action[0]
+                    if kind == "status":
+                        _, code, headers, payload = action
+                        return self._send(code, payload, headers)
+                    if kind == "sleep":
+                        time.sleep(action[1])
+                    fault = srv.faults.pick(f"{key[0]}|{key[1]}", attempt) if kind == "ok" else None
                     if fault:
                         srv.fault_log.append((model, key[1][:12], fault))
                     if fault == "429":
                         return self._send(
                             429,
-                            _error("Rate limit reached (stand-in).", "rate_limit_exceeded", "requests"),
+                            error_body("Rate limit reached (stand-in).", "rate_limit_exceeded", "requests"),
                             {"Retry-After": f"{srv.faults.retry_after_s:g}"},
                         )
                     if fault == "500":
-                        return self._send(500, _error("The server had an error (stand-in).", None, "server_error"))
+                        return self._send(500, error_body("The server had an error (stand-in).", None, "server_error"))
                     if fault == "timeout":
                         time.sleep(srv.faults.delay_s)
-                    kind = request_kind(messages)
-                    content = reply_for(model, messages)
+                    content = srv.reply(body) if srv.reply is not None else reply_for(model, messages)
+                    finish = "stop"
+                    if kind == "content":
+                        content = action[1]
+                    if kind == "finish":
+                        content, finish = action[1], action[2]
                     if fault == "broken_json":
                         content = content[: max(1, len(content) // 2)]
                     with srv._lock:
                         srv.served[key] += 1
-                        srv.kinds[(model, kind)] += 1
-                    self._send(
-                        200,
-                        {
-                            "id": f"chatcmpl-{key[1][:16]}",
-                            "object": "chat.completion",
-                            "created": 0,
-                            "model": model,
-                            "system_fingerprint": "standin",
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "logprobs": None,
-                                    "message": {"role": "assistant", "content": content},
-                                }
-                            ],
-                            "usage": {
-                                "prompt_tokens": sum(len(str(m.get("content", "")).split()) for m in messages),
-                                "completion_tokens": len(content.split()),
-                                "total_tokens": 0,
-                            },
-                        },
-                    )
+                        srv.kinds[(model, request_kind(messages))] += 1
+                    self._reply(native, model, content, finish, key, messages)
                 finally:
                     with srv._lock:
                         srv.in_flight -= 1
@@ -424,7 +527,8 @@ class OpenAIStandIn(LoopbackServer):
             }
 
 
-def _error(message: str, code: str | None, typ: str) -> dict:
+def error_body(message: str, code: str | None = None, typ: str = "invalid_request_error") -> dict:
+    "An OpenAI-style error payload."
     return {"error": {"message": message, "type": typ, "param": None, "code": code}}
 
 
