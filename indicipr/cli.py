@@ -1139,13 +1139,13 @@ def audit_command(args) -> int:
 
 def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
-    from indicipr import corpus
+    from indicipr import corpus, statutes
 
     failed = False
     for src in [user_path(s) for s in args.sources] or corpus.project_statute_sources():
         try:
             text, found = corpus.cleaner_check_report(src, args.show)
-        except corpus.StatuteFormatError as e:
+        except statutes.StatuteFormatError as e:
             raise InputError(f"{e} (cleaner-check reads section JSONL files or folders of <act>.pdf)") from None
         print(text)
         failed |= found

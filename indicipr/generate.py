@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
-from .corpus import batch_files, sync_shared_files
+from .corpus import sync_shared_files
 from indicipr.llm import (
     CARD_MODELS,
     LOCAL_MODEL,
@@ -34,6 +34,7 @@ from indicipr.llm import (
     replay_endpoint,
     run_requests,
 )
+from .statutes import batch_files
 
 # %% ../notebooks/02_generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."
