@@ -971,7 +971,7 @@ def metrics_split_names() -> tuple:
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
-    from indicipr import errors
+    from indicipr import error_analysis
 
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
@@ -990,7 +990,7 @@ def evaluate_command(args) -> int:
     page = args.out is not None and str(args.out).lower().endswith(
         (".html", ".htm")
     )  # the error explorer instead of Markdown
-    report = errors.evaluate_files(
+    report = error_analysis.evaluate_files(
         gold,
         args.pred,
         args.against,
