@@ -1109,15 +1109,15 @@ def train_command(args) -> int:
 # %% ../notebooks/12b_cli.ipynb #0baada73
 def audit_command(args) -> int:
     "`indicipr audit export|score`."
-    from indicipr import quality
+    from indicipr import human_audit
 
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
         data_source = user_path(args.data_source)
-        out = Path(user_path(args.out)) if args.out else quality.audit_dir(data_source)
+        out = Path(user_path(args.out)) if args.out else human_audit.audit_dir(data_source)
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
         records = core.load_benchmark(data_source)[args.split].to_list()
-        m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
+        m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
             f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
             f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
@@ -1130,7 +1130,7 @@ def audit_command(args) -> int:
                 {"SHEET": args.sheets},
                 option="--figures-dir",
             )
-    _, table = quality.score_sheets(*args.sheets)
+    _, table = human_audit.score_sheets(*args.sheets)
     if args.figures_dir:
         core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
