@@ -214,7 +214,7 @@ def median_answer_words(records) -> float:
 # %% ../notebooks/11_errors.ipynb #75abc0d6
 import bisect
 
-from .clauses import boundary_offsets, ends_clause
+from .clauses import SNAP_REACH_WORDS, boundary_offsets, ends_clause, snap_targets
 
 
 def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]:
@@ -256,8 +256,9 @@ def gold_boundary_table(records) -> pd.DataFrame:
     return pd.DataFrame(rows + [row("All", g)])
 
 # %% ../notebooks/11_errors.ipynb #7e716e60
-def snap_variants(context: str, start: int, end: int, reach: int = 12) -> set[tuple[int, int]]:
-    "The span itself and its snaps: its start moved to a clause start and/or its end to a clause end within `reach` words."
+def snap_variants(context: str, start: int, end: int, reach: int = SNAP_REACH_WORDS) -> set[tuple[int, int]]:
+    """The span itself and its snaps (`clauses.snap_targets` on the context's words): its start moved to a clause
+    start and/or its end to a clause end within `reach` words."""
     starts, ends = boundary_offsets(context)
     words = [m.span() for m in re.finditer(r"\S+", context)]
     if not words:
@@ -265,17 +266,24 @@ def snap_variants(context: str, start: int, end: int, reach: int = 12) -> set[tu
     heads = [w[0] for w in words]
 
     def word_of(ch):
-        return max(0, bisect.bisect_right(heads, ch) - 1)  # the word holding (or before) `ch`
+        return bisect.bisect_right(heads, ch) - 1  # the word holding (or before) `ch`; -1 before the first word
 
-    def near(ch, offsets):
-        k = word_of(ch)
-        lo, hi = words[max(0, k - reach)][0], words[min(len(words) - 1, k + reach)][1]
-        return {o for o in offsets if lo <= o <= hi}
+    def near(ch, offsets, units):
+        "The `offsets` whose word (`units`, one each) is a snap target of the word holding `ch`."
+        targets = set(snap_targets(sorted(set(units)), max(0, word_of(ch)), reach, 0, len(words) - 1))
+        return {o for o, u in zip(offsets, units) if u in targets}
 
-    return {(a, b) for a in {start} | near(start, starts) for b in {end} | near(max(start, end - 1), ends) if a < b}
+    start_units = [word_of(o) for o in starts]  # a clause start lies in the word holding its first character
+    end_units = [word_of(o - 1) for o in ends]  # a clause end in the word holding its last
+    return {
+        (a, b)
+        for a in {start} | near(start, starts, start_units)
+        for b in {end} | near(max(start, end - 1), ends, end_units)
+        if a < b
+    }
 
 
-def snap_oracle(record, prediction: str | None, reach: int = 12) -> bool:
+def snap_oracle(record, prediction: str | None, reach: int = SNAP_REACH_WORDS) -> bool:
     "Whether some snap of `prediction`'s span in the record's context is a gold answer (after the metrics' normalisation)."
     ctx = record["context"]
     span = locate_span(prediction, ctx, near=int(record["answers"]["answer_start"][0])) if prediction else None
@@ -317,7 +325,7 @@ def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(Seeds=len(seeds))
 
 
-def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = 12) -> pd.DataFrame:
+def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = SNAP_REACH_WORDS) -> pd.DataFrame:
     """Per seed of `plain`: its span-boundary errors, how many some snap to clause boundaries would fix (the oracle bound),
     and, with `other`, how many of them its evaluation-only twin got exactly right."""
     from indicipr.significance import runs_by_seed
@@ -588,7 +596,7 @@ def errors_stage(
     oracle = [s for s in dict.fromkeys([focus, *twins]) if s not in evaluation_only(runs)]
     tables["snap_oracle"] = (
         pd.concat([snap_oracle_table(runs, s, twins.get(s)) for s in oracle]),
-        "Span-boundary errors of the plain decoding that snapping its ends to clause boundaries (within 12 "
+        f"Span-boundary errors of the plain decoding that snapping its ends to clause boundaries (within {SNAP_REACH_WORDS} "
         "words) could fix given the gold: an upper bound"
         + ("; beside it, how many the boundary-aware decoding got exactly right" if twins else ""),
     )
