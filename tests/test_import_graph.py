@@ -141,7 +141,9 @@ def _defined(tree: ast.Module) -> set[str]:
 
 
 def test_no_module_over_a_thousand_lines():
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
+    sizes = {  # nbdev's generated doc-link index `_modidx.py` grows with every module: not a module of the project
+        p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py") if p.name != "_modidx.py"
+    }
     assert max(sizes.values()) <= 1000, {k: v for k, v in sizes.items() if v > 1000}
 
 
