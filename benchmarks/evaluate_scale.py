@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from indicipr import core, errors  # noqa: E402
+from indicipr import core, error_taxonomy  # noqa: E402
 
 
 def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[str, str]:
@@ -38,7 +38,7 @@ def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[s
 
 
 def regex_occurrences(text: str, context: str) -> list:
-    "The former search of `errors._occurrences`: a regular expression compiled from the prediction."
+    "The former search of `error_taxonomy._occurrences`: a regular expression compiled from the prediction."
     spans = [(m.start(), m.start() + len(text)) for m in re.finditer(re.escape(text), context)]
     if spans:
         return spans
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
             )
     contexts = {r["id"]: r["context"] for r in records}
     for name, search in (
-        ("string search (now)", errors._occurrences),
+        ("string search (now)", error_taxonomy._occurrences),
         ("regular expression (before)", regex_occurrences),
     ):
         t0 = time.perf_counter()

@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .clauses import boundary_offsets, ends_clause
+from .clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, snap_targets
 from .metrics import token_f1
 from .qa_model import answer_token_lengths, best_spans, encode_windows, window_logits
 
 # %% auto #0
 __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'BoundaryParams', 'Candidates', 'window_candidates',
-           'span_candidates', 'rescore', 'pick', 'decode', 'tune']
+           'span_candidates', 'rescore', 'pick_boundary_span', 'boundary_decode', 'tune_boundary_weights']
 
 # %% ../notebooks/07c_boundary.ipynb #3c5af050
 def token_boundary_flags(
@@ -65,7 +65,7 @@ class BoundaryParams:
     end_weight: float = 0.0  # bonus for an end on a clause end
     length_weight: float = 0.0  # times the log length prior
     n_best: int = 20  # starts and ends taken per window
-    reach: int = 16  # tokens a start or end may move to a boundary
+    reach: int = SNAP_REACH_TOKENS  # tokens a start or end may move to a boundary (`clauses.snap_targets`)
 
 
 @dataclass
@@ -80,12 +80,6 @@ class Candidates:
     log_length: np.ndarray  # the prior's log-density of the span's length in tokens
 
 
-def _within(flags: np.ndarray, i: int, reach: int, lo: int, hi: int) -> list[int]:
-    "The flagged positions within `reach` of `i`, inside [lo, hi]."
-    a, b = max(lo, i - reach), min(hi, i + reach)
-    return (np.flatnonzero(flags[a : b + 1]) + a).tolist()
-
-
 def window_candidates(
     start_logits,
     end_logits,
@@ -95,7 +89,7 @@ def window_candidates(
     max_answer_length: int,
     prior: LengthPrior,
     n_best: int = 20,
-    reach: int = 16,
+    reach: int = SNAP_REACH_TOKENS,
 ) -> list[tuple]:
     "(start char, end char, plain score, on start, on end, log length) of one window's n-best spans and their snaps."
     ctx = offsets[:, 0] >= 0
@@ -107,10 +101,11 @@ def window_candidates(
         s, e, torch.as_tensor(ctx).unsqueeze(0), max_answer_length, k=n_best
     )  # the plain decoding's ranking
     lo, hi = int(np.flatnonzero(ctx)[0]), int(np.flatnonzero(ctx)[-1])
+    start_marks, end_marks = np.flatnonzero(on_start).tolist(), np.flatnonzero(on_end).tolist()
     seen, out = set(), []
     for i, j in zip(i0[0].tolist(), j0[0].tolist()):
-        for a in [i, *_within(on_start, i, reach, lo, hi)]:
-            for b in [j, *_within(on_end, j, reach, lo, hi)]:
+        for a in [i, *snap_targets(start_marks, i, reach, lo, hi)]:
+            for b in [j, *snap_targets(end_marks, j, reach, lo, hi)]:
                 if not (a <= b < a + max_answer_length) or (a, b) in seen or not (ctx[a] and ctx[b]):
                     continue
                 seen.add((a, b))
@@ -136,7 +131,7 @@ def span_candidates(
     stride: int = 128,
     max_answer_length: int = 64,
     n_best: int = 20,
-    reach: int = 16,
+    reach: int = SNAP_REACH_TOKENS,
     batch_size: int | None = None,
     device: str | None = None,
     engine: str = "auto",
@@ -183,7 +178,7 @@ def rescore(c: Candidates, params: BoundaryParams) -> np.ndarray:
     )
 
 
-def pick(c: Candidates, params: BoundaryParams) -> tuple[int, int]:
+def pick_boundary_span(c: Candidates, params: BoundaryParams) -> tuple[int, int]:
     "Step 5: (start, end) characters of the best candidate (the earliest, then shortest, on ties)."
     total = rescore(c, params)
     best = np.flatnonzero(total == total.max())
@@ -191,11 +186,11 @@ def pick(c: Candidates, params: BoundaryParams) -> tuple[int, int]:
     return int(c.starts[k]), int(c.ends[k])
 
 
-def decode(records, candidates: list[Candidates], params: BoundaryParams) -> dict[str, str]:
+def boundary_decode(records, candidates: list[Candidates], params: BoundaryParams) -> dict[str, str]:
     "`{id: prediction_text}` of every record under `params`."
     out = {}
     for r, c in zip(records, candidates):
-        a, b = pick(c, params)
+        a, b = pick_boundary_span(c, params)
         out[r["id"]] = r["context"][a:b]
     return out
 
@@ -207,14 +202,14 @@ GRID = {
 }
 
 
-def tune(
+def tune_boundary_weights(
     records, candidates: list[Candidates], grid: dict = GRID, base: BoundaryParams = BoundaryParams()
 ) -> tuple[BoundaryParams, list[dict]]:
     "(best params, every grid point with its mean F1 on `records`) by grid search; `base` gives `n_best` and `reach`."
     keys, rows = list(grid), []
     for values in itertools.product(*(grid[k] for k in keys)):
         params = BoundaryParams(**{**asdict(base), **dict(zip(keys, values))})
-        preds = decode(records, candidates, params)
+        preds = boundary_decode(records, candidates, params)
         f1 = float(np.mean([token_f1(preds[r["id"]], r["answers"]["text"]) for r in records])) * 100
         rows.append({**dict(zip(keys, values)), "f1": f1})
     best = max(rows, key=lambda r: (round(r["f1"], 9), *(-r[k] for k in keys)))

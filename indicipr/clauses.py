@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .core import record_act, record_section
 
 # %% auto #0
-__all__ = ['LEVELS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds', 'label_kinds', 'Unit', 'statute_units', 'unit_span',
-           'boundary_offsets', 'ends_clause', 'unit_reference', 'clause_questions', 'gap_questions',
-           'synthetic_records', 'crop_context']
+__all__ = ['LEVELS', 'SNAP_REACH_WORDS', 'SNAP_REACH_TOKENS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds',
+           'label_kinds', 'Unit', 'statute_units', 'unit_span', 'boundary_offsets', 'ends_clause', 'snap_targets',
+           'unit_reference', 'clause_questions', 'gap_questions', 'synthetic_records', 'crop_context']
 
 # %% ../notebooks/01a_clauses.ipynb #722b50f2
 _ENUM = re.compile(r"\((\d{1,3}[A-Z]{0,2}|[a-z]{1,4}|[A-Z])\)(?=\s|$)")
@@ -188,6 +189,18 @@ _END_TRAIL = " .,;:"
 def ends_clause(text: str, end: int, ends) -> bool:
     "Whether a span of `text` ending at `end` ends a clause: `end` is in `ends` (from `boundary_offsets`), trailing punctuation aside."
     return end in ends or len(text[:end].rstrip(_END_TRAIL)) in ends
+
+# %% ../notebooks/01a_clauses.ipynb #1af2cc64
+SNAP_REACH_WORDS = 12  # error analysis, in words: about a gold answer's length (the sample's median is 10); chosen
+SNAP_REACH_TOKENS = 16  # boundary-aware decoding, in WordPiece tokens: the same stretch (1.2 MiniLM tokens a word)
+
+
+def snap_targets(marks: Sequence[int], at: int, reach: int, lo: int = 0, hi: int | None = None) -> list[int]:
+    """The units a span's start or end in unit `at` may snap to: the `marks` (sorted indices of the units holding a
+    clause start, or a clause end) within `reach` units of `at`, inside [lo, hi]."""
+    first = max(lo, at - reach)
+    last = at + reach if hi is None else min(hi, at + reach)
+    return list(marks[bisect_left(marks, first) : bisect_right(marks, last)])
 
 # %% ../notebooks/01a_clauses.ipynb #8548c3c8
 _NAMES = {"subsection": "sub-section", "clause": "clause", "subclause": "sub-clause", "item": "item"}

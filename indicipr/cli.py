@@ -447,7 +447,7 @@ def metrics_split_names() -> tuple:
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
-    from indicipr import errors
+    from indicipr import error_analysis
 
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
@@ -466,7 +466,7 @@ def evaluate_command(args) -> int:
     page = args.out is not None and str(args.out).lower().endswith(
         (".html", ".htm")
     )  # the error explorer instead of Markdown
-    report = errors.evaluate_files(
+    report = error_analysis.evaluate_files(
         gold,
         args.pred,
         args.against,
@@ -585,15 +585,15 @@ def train_command(args) -> int:
 # %% ../notebooks/12b_cli.ipynb #0baada73
 def audit_command(args) -> int:
     "`indicipr audit export|score`."
-    from indicipr import quality
+    from indicipr import human_audit
 
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
         data_source = user_path(args.data_source)
-        out = Path(user_path(args.out)) if args.out else quality.audit_dir(data_source)
+        out = Path(user_path(args.out)) if args.out else human_audit.audit_dir(data_source)
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
         records = core.load_benchmark(data_source)[args.split].to_list()
-        m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
+        m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
             f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
             f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
@@ -606,7 +606,7 @@ def audit_command(args) -> int:
                 {"SHEET": args.sheets},
                 option="--figures-dir",
             )
-    _, table = quality.score_sheets(*args.sheets)
+    _, table = human_audit.score_sheets(*args.sheets)
     if args.figures_dir:
         core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
@@ -615,13 +615,13 @@ def audit_command(args) -> int:
 
 def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
-    from indicipr import corpus
+    from indicipr import corpus, statutes
 
     failed = False
     for src in [user_path(s) for s in args.sources] or corpus.project_statute_sources():
         try:
             text, found = corpus.cleaner_check_report(src, args.show)
-        except corpus.StatuteFormatError as e:
+        except statutes.StatuteFormatError as e:
             raise InputError(f"{e} (cleaner-check reads section JSONL files or folders of <act>.pdf)") from None
         print(text)
         failed |= found

@@ -811,8 +811,8 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
             "max_answer_length": r["max_answer_length"],
         }
         tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
-        params, grid = boundary.tune(tune_set, tune_c)
-        preds = boundary.decode(evalset, eval_c, params)
+        params, grid = boundary.tune_boundary_weights(tune_set, tune_c)
+        preds = boundary.boundary_decode(evalset, eval_c, params)
         zero_differs = [
             _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
         ]
@@ -889,5 +889,5 @@ def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
     from indicipr import boundary
 
     plain = predict_answers(model, tok, records, kw["max_length"], kw["stride"], kw["max_answer_length"])
-    zero = boundary.decode(records, candidates, boundary.BoundaryParams())
+    zero = boundary.boundary_decode(records, candidates, boundary.BoundaryParams())
     return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))

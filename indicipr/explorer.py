@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from .core import act_label, occurrences, write_text_atomic
-from .errors import ERROR_TYPES, Span, classify_error, error_evidence
+from .error_taxonomy import ERROR_TYPES, Span, classify_error, error_evidence
 from .metrics import normalize_answer, score_predictions
 
 # %% ../notebooks/11a_explorer.ipynb #3195ebe1
@@ -292,7 +292,7 @@ def explorer_page(
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
-<p class="meta">{len(data["questions"])} questions{(" · " + html.escape(note)) if note else ""}. Error classes as <code>indicipr.errors.classify_error</code> assigns them; scores as <code>indicipr.metrics</code> computes them.</p>
+<p class="meta">{len(data["questions"])} questions{(" · " + html.escape(note)) if note else ""}. Error classes as <code>indicipr.error_taxonomy.classify_error</code> assigns them; scores as <code>indicipr.metrics</code> computes them.</p>
 <div class="wrap"><table><tr><th>system</th>{head}</tr>{rows}</table></div>
 <p class="legend meta">{legend}</p>
 <div id="controls">

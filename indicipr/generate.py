@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
-from .corpus import batch_files, sync_shared_files
+from .corpus import sync_shared_files
 from .llm import Endpoint, ReplayMissError, ResponseCache, messages_key, replay_endpoint
 from .llm_runs import run_requests
 from .llm_servers import CARD_MODELS, LOCAL_MODEL, llm_config, open_endpoints
+from .statutes import batch_files
 
 # %% ../notebooks/02_generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."

@@ -5,41 +5,35 @@
 # %% ../notebooks/12_quality.ipynb #f61ddc19
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import core, llm, llm_runs, llm_servers
+from indicipr.human_audit import (
+    AUDIT_CRITERIA,
+    SCALE,
+    SCORES,
+    cohen_kappas,
+    export_audit_kit,
+    filled_sheets,
+    score_sheets,
+)
 
 # %% auto #0
-__all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'AUDIT_INSTRUCTIONS',
-           'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT', 'Judge', 'judges_from_models',
-           'stratified_sample', 'export_audit_kit', 'AuditSheetError', 'read_audit_sheet', 'cohen_kappas',
-           'criterion_agreement', 'audit_agreement', 'audit_results_table', 'JudgeScores', 'parse_judge_reply',
-           'judge_messages', 'judgment', 'judge_all', 'judgments_path', 'run_judges', 'judgments_frame',
-           'majority_vote', 'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act',
-           'judge_agreement', 'distribution_figure', 'judge_human_agreement', 'audit_dir', 'filled_sheets',
-           'score_sheets', 'audit_stage', 'judge_stage', 'judge_human_table']
+__all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC',
+           'JUDGE_FORMAT', 'Judge', 'judges_from_models', 'JudgeScores', 'parse_judge_reply', 'judge_messages',
+           'judgment', 'judge_all', 'judgments_path', 'run_judges', 'judgments_frame', 'majority_vote',
+           'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act', 'judge_agreement',
+           'distribution_figure', 'judge_human_agreement', 'audit_stage', 'judge_stage', 'judge_human_table']
 
 # %% ../notebooks/12_quality.ipynb #2fd9f0ed
-SCALE = {1: "Poor", 2: "Acceptable", 3: "Good"}
-SCORES = tuple(SCALE)
-
-AUDIT_CRITERIA = {
-    "question_clarity": "Question Clarity",
-    "answer_correctness": "Answer Correctness",
-    "answer_minimality": "Answer Minimality",
-}
 JUDGE_CRITERIA = {
     "question_specificity": "Question Specificity",
     "answer_sufficiency": "Answer Sufficiency",
@@ -100,266 +94,6 @@ PROFILE_DEFAULTS = {
         "concurrency": 4,
     },
 }
-
-# %% ../notebooks/12_quality.ipynb #54eb9b08
-def _allocate_by_stratum(sizes: dict, n: int) -> dict:
-    "Split `n` draws over strata in proportion to `sizes` (largest remainder; ties by stratum order)."
-    total = sum(sizes.values())
-    if n < 0:
-        raise ValueError(f"cannot draw a negative number of pairs ({n})")
-    if n >= total:
-        return dict(sizes)
-    quotas = {k: n * s / total for k, s in sizes.items()}
-    alloc = {k: int(q) for k, q in quotas.items()}
-    order = sorted(sizes, key=lambda k: (-(quotas[k] - alloc[k]), list(sizes).index(k)))
-    for k in order[: n - sum(alloc.values())]:
-        alloc[k] += 1
-    return alloc
-
-
-def stratified_sample(
-    records: Sequence[dict], n: int | None, seed: int = 0, key: Callable[[dict], str] = core.record_act
-) -> list[dict]:
-    "Draw `n` records (all when None) stratified by `key`, seeded; returned in a seeded random order."
-    groups: dict[str, list] = {}
-    for r in sorted(records, key=lambda r: r["id"]):
-        groups.setdefault(key(r), []).append(r)
-    alloc = _allocate_by_stratum({k: len(groups[k]) for k in sorted(groups)}, len(records) if n is None else n)
-    rng = np.random.default_rng(seed)
-    picked = []
-    for k in sorted(groups):
-        idx = sorted(rng.choice(len(groups[k]), size=alloc[k], replace=False).tolist())
-        picked += [groups[k][i] for i in idx]
-    return [picked[i] for i in rng.permutation(len(picked))]
-
-# %% ../notebooks/12_quality.ipynb #2608afee
-_SHEET_INFO_COLUMNS = ["pair_id", "act", "title", "question", "answer", "context"]
-_SHEET_COLUMNS = _SHEET_INFO_COLUMNS + list(AUDIT_CRITERIA) + ["comment"]
-_SPREADSHEET_CELL_LIMIT = 32_767
-_ANNOTATOR_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _audit_row(record: dict) -> dict:
-    "A blank sheet row for one benchmark record (full context, empty score cells)."
-    ctx = record["context"]
-    if len(ctx) > _SPREADSHEET_CELL_LIMIT:
-        raise ValueError(
-            f"{record['id']}: context of {len(ctx)} characters exceeds a spreadsheet cell "
-            f"({_SPREADSHEET_CELL_LIMIT}); it would be truncated"
-        )
-    return {
-        "pair_id": record["id"],
-        "act": core.act_label(core.record_act(record)),
-        "title": record.get("title", ""),
-        "question": record["question"],
-        "answer": record["answers"]["text"][0],
-        "context": ctx,
-        **{c: "" for c in AUDIT_CRITERIA},
-        "comment": "",
-    }
-
-
-def _write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
-    "Write `rows` as CSV (UTF-8 with BOM) atomically (`core.write_text_atomic`)."
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), quoting=csv.QUOTE_MINIMAL)
-    w.writeheader()
-    w.writerows(rows)
-    return core.write_text_atomic(path, "\ufeff" + buf.getvalue())
-
-# %% ../notebooks/12_quality.ipynb #97c1b774
-AUDIT_INSTRUCTIONS = """\
-# IndicIPR-QA human-audit kit
-
-Each annotator receives one sheet (`blank/sheet_<name>.csv`) and works alone. Every row is one
-question–answer pair from the test split, with the **complete** statutory context; read the
-whole context before scoring.
-
-Score each pair on three criteria, writing 1, 2 or 3 in the column:
-
-| column | criterion | 1 = Poor | 2 = Acceptable | 3 = Good |
-| --- | --- | --- | --- | --- |
-| `question_clarity` | Question Clarity | vague, ambiguous or not answerable from the context | understandable, some ambiguity | clear and specific to the provision |
-| `answer_correctness` | Answer Correctness | wrong or does not answer the question | answers it, incompletely | correct and complete |
-| `answer_minimality` | Answer Minimality | much longer than needed (extra clauses) | some unnecessary words | nothing beyond what the question asks |
-
-Leave `pair_id`, `question`, `answer` and `context` unchanged; `comment` is optional. Save the
-file as CSV (UTF-8) under its original name and place it in `filled/`. Then:
-
-    indicipr audit score filled/sheet_A.csv filled/sheet_B.csv
-
-checks that every row is scored with a value in 1–3 and that both sheets hold the same pairs
-(errors name the sheet and the spreadsheet row), and prints per criterion: joint acceptability
-(both annotators ≥ 2), the share with at least one annotator ≥ 2, pairs both rated 1, and
-unweighted and quadratic-weighted Cohen's κ.
-"""
-
-
-def export_audit_kit(
-    records: Sequence[dict],
-    out_dir,
-    annotators: Sequence[str] = ("A", "B"),
-    n: int | None = 200,
-    seed: int = 0,
-    source: str = "",
-) -> dict:
-    "Draw the audit pairs (stratified by Act, seeded) and write the blank sheets, README and manifest."
-    if len(annotators) < 2 or len(set(annotators)) != len(annotators):
-        raise core.InputError(f"--annotators {' '.join(annotators)}: need at least two distinct annotator names")
-    for a in annotators:
-        if not _ANNOTATOR_NAME.match(a):
-            raise core.InputError(f"annotator name {a!r}: use letters, digits, _ or -")
-    out = Path(out_dir)
-    rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
-    sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
-    (out / "filled").mkdir(parents=True, exist_ok=True)
-    core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
-    drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
-    counts = {
-        n: int(drawn[n])
-        for n in [*(core.act_label(k) for k in core.act_keys_in_card_order()), core.UNKNOWN_ACT]
-        if n in drawn
-    }
-    manifest = {
-        "source": source,
-        "seed": seed,
-        "n_requested": n,
-        "n": len(rows),
-        "per_act": counts,
-        "annotators": list(annotators),
-        "ids": [r["pair_id"] for r in rows],
-        "sheets": sheets,
-    }
-    core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
-    return manifest
-
-# %% ../notebooks/12_quality.ipynb #14dd1449
-class AuditSheetError(core.InputError, ValueError):
-    "A filled audit sheet that cannot be scored; the message names the sheet, rows and ids."
-
-
-_SCORE_CELL = re.compile(r"^\s*([123])(?:\.0*)?\s*$")
-
-
-def _parse_score_cell(value) -> int:
-    "The 1–3 score written in a sheet cell; ValueError for an empty cell or any other value."
-    text = "" if value is None else str(value)
-    if not text.strip():
-        raise ValueError("is empty")
-    m = _SCORE_CELL.match(text)
-    if not m:
-        raise ValueError(f"is {text.strip()!r}, not a score in 1-3")
-    return int(m.group(1))
-
-
-def _sheet_delimiter(path: Path) -> str:
-    "The delimiter of a sheet: a comma, or the semicolon or tab a spreadsheet program wrote in some locales."
-    header = core.read_text(path).splitlines()[0] if path.stat().st_size else ""
-    return max(",;\t", key=header.count) if header else ","
-
-
-def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
-    "Read and validate a filled sheet (comma, semicolon or tab separated) → frame indexed by `pair_id` with int columns per criterion."
-    path = Path(path)
-    if not path.is_file():
-        raise AuditSheetError(f"{path}: no such sheet")
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=_sheet_delimiter(path))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, core.JSONLError) as e:
-        raise AuditSheetError(f"{path}: cannot read as a CSV sheet ({str(e).splitlines()[0].strip()})") from None
-    missing = [c for c in ["pair_id", *AUDIT_CRITERIA] if c not in df.columns]
-    if missing:
-        raise AuditSheetError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
-    if df.empty:
-        raise AuditSheetError(f"{path}: the sheet has no rows")
-    problems, seen, scores = [], {}, {c: [] for c in AUDIT_CRITERIA}
-    for i, row in enumerate(df.to_dict("records")):
-        where = f"row {i + 2}"
-        pid = row["pair_id"].strip()
-        if not pid:
-            problems.append(f"{where}: pair_id is empty")
-        elif pid in seen:
-            problems.append(f"{where} (pair_id {pid}): duplicate of row {seen[pid]}")
-        else:
-            seen[pid] = i + 2
-        for c in AUDIT_CRITERIA:
-            try:
-                scores[c].append(_parse_score_cell(row[c]))
-            except ValueError as e:
-                problems.append(f"{where} (pair_id {pid or '?'}): {c} {e}")
-                scores[c].append(None)
-    if problems:
-        more = f"\n  ... and {len(problems) - max_problems} more" if len(problems) > max_problems else ""
-        raise AuditSheetError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:max_problems]) + more)
-    out = pd.DataFrame(scores, index=pd.Index(df["pair_id"].str.strip(), name="pair_id")).astype(int)
-    if "act" in df.columns:
-        out.insert(0, "act", df["act"].values)
-    return out
-
-
-def _check_same_pairs(a: pd.DataFrame, b: pd.DataFrame, name_a: str = "sheet A", name_b: str = "sheet B"):
-    "Raise AuditSheetError unless both sheets score exactly the same pair ids."
-    only_a, only_b = sorted(set(a.index) - set(b.index)), sorted(set(b.index) - set(a.index))
-    if only_a or only_b:
-        msg = [f"{name_a} and {name_b} do not hold the same pairs:"]
-        if only_a:
-            msg.append(f"  only in {name_a} ({len(only_a)}): {only_a[:10]}")
-        if only_b:
-            msg.append(f"  only in {name_b} ({len(only_b)}): {only_b[:10]}")
-        raise AuditSheetError("\n".join(msg))
-
-# %% ../notebooks/12_quality.ipynb #b60df754
-def cohen_kappas(x: Sequence[int], y: Sequence[int]) -> tuple[float, float]:
-    "Unweighted and quadratic-weighted Cohen's κ over labels 1–3 (NaN when undefined)."
-    from sklearn.metrics import cohen_kappa_score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        k = cohen_kappa_score(x, y, labels=list(SCORES))
-        kq = cohen_kappa_score(x, y, labels=list(SCORES), weights="quadratic")
-    return float(k), float(kq)
-
-
-def criterion_agreement(x: Sequence[int], y: Sequence[int]) -> dict:
-    "Audit statistics of one criterion for two raters' 1–3 scores on the same pairs."
-    x, y = np.asarray(x, dtype=int), np.asarray(y, dtype=int)
-    if x.shape != y.shape or x.size == 0:
-        raise ValueError(f"need two equal, non-empty score lists ({x.size}, {y.size})")
-    k, kq = cohen_kappas(x, y)
-    return {
-        "n": int(x.size),
-        "joint_acceptability": float(np.mean((x >= 2) & (y >= 2))),
-        "any_acceptable": float(np.mean((x >= 2) | (y >= 2))),
-        "both_poor": int(np.sum((x == 1) & (y == 1))),
-        "exact_agreement": float(np.mean(x == y)),
-        "kappa": k,
-        "kappa_quadratic": kq,
-    }
-
-
-def audit_agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    "Per-criterion audit statistics of two validated sheets (aligned on pair id)."
-    _check_same_pairs(a, b)
-    b = b.loc[a.index]
-    return pd.DataFrame([{"criterion": c, **criterion_agreement(a[c], b[c])} for c in AUDIT_CRITERIA]).set_index(
-        "criterion"
-    )
-
-
-def audit_results_table(agreement: pd.DataFrame) -> pd.DataFrame:
-    "The card's 'Human Audit Results' table (percentages and κ rounded for display)."
-    t = pd.DataFrame(
-        {
-            "Criterion": [AUDIT_CRITERIA.get(c, c) for c in agreement.index],
-            "Pairs": agreement["n"].values,
-            "Joint Acceptability (%)": (100 * agreement["joint_acceptability"]).round(1).values,
-            "At Least One ≥ 2 (%)": (100 * agreement["any_acceptable"]).round(1).values,
-            "Both Rated 1": agreement["both_poor"].values,
-            "Unweighted κ": agreement["kappa"].round(3).values,
-            "Quadratic-Weighted κ": agreement["kappa_quadratic"].round(3).values,
-        }
-    )
-    return t
 
 # %% ../notebooks/12_quality.ipynb #35156604
 def _reject_bool(v):
@@ -778,39 +512,6 @@ def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
                     }
                 )
     return pd.DataFrame(rows).round(3)
-
-# %% ../notebooks/12_quality.ipynb #0429e3d4
-def audit_dir(data_source: str = "sample") -> Path:
-    "The audit-kit folder of a data source: `data/audit/<source_tag>/`."
-    return core.data_dir() / "audit" / core.source_tag(data_source)
-
-
-def filled_sheets(folder) -> list[Path]:
-    "The filled sheets (`*.csv`) in `<folder>/filled/`, sorted by name."
-    return sorted((Path(folder) / "filled").glob("*.csv"))
-
-
-def _sheet_name(path) -> str:
-    "The annotator name of a sheet file (`sheet_A.csv` → `A`)."
-    stem = Path(path).stem
-    return stem[len("sheet_") :] if stem.startswith("sheet_") else stem
-
-
-def score_sheets(path_a, path_b) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    "Read, validate and compare two filled sheets → ({annotator: sheet}, card table); one sheet twice is an error."
-    if Path(path_a).resolve() == Path(path_b).resolve():
-        raise AuditSheetError(f"{path_a}: the same sheet given twice; agreement needs the two annotators' sheets")
-    a, b = read_audit_sheet(path_a), read_audit_sheet(path_b)
-    _check_same_pairs(a, b, str(path_a), str(path_b))
-    if a[list(AUDIT_CRITERIA)].equals(b.loc[a.index, list(AUDIT_CRITERIA)]):
-        print(
-            f"warning: {path_a} and {path_b} hold the same scores in every cell: one sheet copied over the other?",
-            file=sys.stderr,
-        )
-    na, nb = _sheet_name(path_a), _sheet_name(path_b)
-    if na == nb:
-        na, nb = f"{na} (1)", f"{nb} (2)"
-    return {na: a, nb: b}, audit_results_table(audit_agreement(a, b))
 
 # %% ../notebooks/12_quality.ipynb #3aa58e1e
 def audit_stage(test_records: list[dict], kit, cfg: dict, data_source) -> dict:

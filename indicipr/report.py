@@ -24,7 +24,7 @@ from indicipr.core import (
     tables_path,
     write_text_atomic,
 )
-from .errors import ERROR_TYPES
+from .error_taxonomy import ERROR_TYPES
 
 # %% auto #0
 __all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_STYLESHEET', 'REPORT_PACKAGES',

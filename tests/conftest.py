@@ -46,6 +46,6 @@ def qa_test_records(splits):
 @pytest.fixture(scope="module")
 def statute_sections():
     "The real statute sections the project holds, every batch (../shared/statutes, else the committed copies), checked."
-    from indicipr.corpus import read_sections_jsonl, statutes_jsonl_paths
+    from indicipr.statutes import read_sections_jsonl, statutes_jsonl_paths
 
     return read_sections_jsonl(statutes_jsonl_paths())

@@ -35,7 +35,7 @@ def read_qa_small_all() -> dict[str, list[dict]]:
 
 def recorded_generations() -> list[dict]:
     "The recorded generation replies the sample is rebuilt from, every batch: the committed copies, else ../shared/sample."
-    from indicipr.corpus import batch_files
+    from indicipr.statutes import batch_files
 
     local = ROOT / "data" / "sample" / "recorded"
     files = batch_files(local, "generations") if local.is_dir() else []

@@ -149,7 +149,8 @@ def main(argv=None) -> int:
     real_sample, copy_sample = digests(ROOT / "data" / "sample"), digests(checkout / "data" / "sample")
     check = Checks()
 
-    from indicipr.corpus import read_sections_jsonl, section_contexts
+    from indicipr.corpus import section_contexts
+    from indicipr.statutes import read_sections_jsonl
 
     records = read_sections_jsonl(ROOT / "data" / "sample" / "statutes" / "sections.jsonl")
     t0 = time.time()

@@ -597,9 +597,9 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
 
 def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeypatch):
     "One source: stage modules hold no card number of their own, and CARD_TABLES is formatting of core.CARD only."
-    from indicipr import bm25, errors, significance, split, stats
+    from indicipr import bm25, error_analysis, error_taxonomy, significance, split, stats
 
-    for mod in (bm25, errors, significance, split, stats):
+    for mod in (bm25, error_analysis, error_taxonomy, significance, split, stats):
         assert mod.CARD is core.CARD, mod.__name__
     assert stats.CARD_OPENINGS == tuple(core.CARD["question_patterns"]["openings"])
     assert dict(split.CARD_CONSTRUCTION)["Raw QA candidates"] == core.CARD["construction"]["raw_candidates"]

@@ -1,4 +1,4 @@
-"""The corpus stage (indicipr.corpus): the cleaner keeps every statutory word, and the
+"""The corpus stage (indicipr.corpus, with indicipr.cleaning and indicipr.statutes): the cleaner keeps every statutory word, and the
 India Code PDF path gives back exactly what the section JSONL path gives.
 
 * Editorial forms: `tests/fixtures/corpus/editorial_forms.jsonl` holds real sections dressed in every
@@ -22,21 +22,17 @@ from pathlib import Path
 
 import pytest
 
+import indicipr.cleaning as cleaning
 import indicipr.corpus as corpus
 from indicipr import cli
+from indicipr.cleaning import clean_section, is_toc_page
 from indicipr.core import ACTS
-from indicipr.corpus import (
-    build_contexts,
-    check_section,
-    clean_section,
-    cleaner_check_table,
-    editorial_leftovers,
-    is_toc_page,
+from indicipr.corpus import build_contexts, check_section, cleaner_check_table, editorial_leftovers, section_contexts
+from indicipr.statutes import (
     read_official_pdfs,
     read_pdf_pages,
     read_sections_jsonl,
     read_statute_pdf,
-    section_contexts,
     statutes_jsonl_paths,
 )
 
@@ -57,13 +53,13 @@ def test_every_editorial_form_goes_and_every_statutory_word_stays(rec):
 def _cleaner_that_loses_words(text: str) -> str:
     "A naive note removal: a note regex running to the first `]`, and nothing tidying what a removed note left."
     old_note = re.compile(r"\[\s*\(?\s*Note\s*:.*?\)?\s*\]", re.S | re.I)
-    for rx in (old_note, corpus._BRACKET_NOTE, corpus._INLINE_NOTE, corpus._STARS):
+    for rx in (old_note, cleaning._BRACKET_NOTE, cleaning._INLINE_NOTE, cleaning._STARS):
         text = rx.sub("\x00", text)
-    return corpus._EMPTY_CLAUSE.sub("", text).replace("\x00", "")
+    return cleaning._EMPTY_CLAUSE.sub("", text).replace("\x00", "")
 
 
 def test_the_check_catches_lost_words_and_empty_brackets(monkeypatch):
-    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_that_loses_words)
+    monkeypatch.setattr(cleaning, "remove_editorial_notes", _cleaner_that_loses_words)
     checks = {(r["act"], r["section"]): check_section(r) for r in FORMS}
     # the note before substituted words took the words along: a clause (copyright 13) and a proviso (copyright 45)
     assert checks["copyright", "13"]["lost"][("word", "recording")] == 1
@@ -76,14 +72,14 @@ def test_the_check_catches_lost_words_and_empty_brackets(monkeypatch):
 
 def _cleaner_blind_to_amendment_notes(text: str) -> str:
     "A note removal that knows no amendment histories, renumbering notes, undated notes or `[Omitted]`."
-    text = corpus.remove_bracket_notes(corpus.remove_parenthesised_notes(text))
-    for rx in (corpus._INLINE_NOTE, corpus._STARS):
-        text = rx.sub(corpus._GONE, text)
-    return corpus.tidy_removed_notes(text)
+    text = cleaning.remove_bracket_notes(cleaning.remove_parenthesised_notes(text))
+    for rx in (cleaning._INLINE_NOTE, cleaning._STARS):
+        text = rx.sub(cleaning._GONE, text)
+    return cleaning.tidy_removed_notes(text)
 
 
 def test_the_check_catches_the_amendment_note_forms(monkeypatch):
-    monkeypatch.setattr(corpus, "remove_editorial_notes", _cleaner_blind_to_amendment_notes)
+    monkeypatch.setattr(cleaning, "remove_editorial_notes", _cleaner_blind_to_amendment_notes)
     checks = {
         (r["act"], r["section"], r["form"][:40]): check_section(r)
         for r in FORMS
@@ -99,7 +95,7 @@ def test_the_check_catches_the_amendment_note_forms(monkeypatch):
 
 def test_the_check_catches_a_cleaner_that_drops_bracket_contents(monkeypatch, capsys):
     path = statutes_jsonl_paths()[0]
-    monkeypatch.setattr(corpus, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
+    monkeypatch.setattr(cleaning, "unwrap_amendment_brackets", lambda text: re.sub(r"\d{0,2}\s?\[[^\]]*\]", "", text))
     assert cli.main(["cleaner-check", str(path), "--show", "3"]) == 1
     out = capsys.readouterr().out
     total = next(line for line in out.splitlines() if line.strip().startswith("Total")).split()

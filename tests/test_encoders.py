@@ -451,7 +451,9 @@ def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir,
     cands = boundary.span_candidates(
         model, tok, recs, boundary.LengthPrior(2.0, 1.0), 64, 16, 30, batch_size=4, engine="torch"
     )
-    zero = boundary.decode(recs, cands, boundary.BoundaryParams())
+    zero = boundary.boundary_decode(recs, cands, boundary.BoundaryParams())
     assert zero == {r["id"]: a.text for r, a in zip(recs, plain)}
-    moved = boundary.decode(recs, cands, boundary.BoundaryParams(start_weight=4.0, end_weight=4.0, length_weight=2.0))
+    moved = boundary.boundary_decode(
+        recs, cands, boundary.BoundaryParams(start_weight=4.0, end_weight=4.0, length_weight=2.0)
+    )
     assert moved != zero

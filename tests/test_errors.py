@@ -8,7 +8,8 @@ import pytest
 
 from helpers import QA_SMALL as FIXTURE, read_qa_small, read_qa_small_all, write_prediction_file
 from indicipr import core, cli
-from indicipr import errors as E
+from indicipr import error_analysis as E
+from indicipr import error_taxonomy as T
 from indicipr import metrics as M
 from indicipr import split as SP
 from indicipr import stats as ST
@@ -71,39 +72,39 @@ def check_cases(kind):
         rec = record(qid)
         golds, context, starts = gold_parts(rec)
         pred = span_of(context, first, last)
-        evidence = E.error_evidence(pred, golds, context, starts)
+        evidence = T.error_evidence(pred, golds, context, starts)
         assert evidence["relation"] == relation, (qid, pred, evidence)
-        assert E.classify_error(pred, golds, context, starts) == kind, (qid, pred, evidence)
+        assert T.classify_error(pred, golds, context, starts) == kind, (qid, pred, evidence)
         yield pred, golds[evidence["gold"]], evidence
 
 
 def test_span_boundary_errors_on_real_sections():
     "The spans overlap and the prediction is mostly the answer (F1 >= BOUNDARY_F1), more than a few tokens off."
     for pred, gold, ev in check_cases("span_boundary"):
-        assert M.token_f1_score(pred, gold) >= E.BOUNDARY_F1 and ev["relation"] != "disjoint"
-        assert ev["differing_tokens"] > E.MINOR_WORD_MAX_TOKENS or ev["f1"] < E.MINOR_WORD_F1
+        assert M.token_f1_score(pred, gold) >= T.BOUNDARY_F1 and ev["relation"] != "disjoint"
+        assert ev["differing_tokens"] > T.MINOR_WORD_MAX_TOKENS or ev["f1"] < T.MINOR_WORD_F1
 
 
 def test_minor_word_differences_on_real_sections():
     "An extractive prediction a few tokens off the gold at its edges, with a high F1."
     for pred, gold, ev in check_cases("minor_word"):
-        assert M.token_f1_score(pred, gold) >= E.MINOR_WORD_F1
+        assert M.token_f1_score(pred, gold) >= T.MINOR_WORD_F1
         assert (
-            abs(n_tokens(pred) - n_tokens(gold)) == ev["differing_tokens"] <= E.MINOR_WORD_MAX_TOKENS
+            abs(n_tokens(pred) - n_tokens(gold)) == ev["differing_tokens"] <= T.MINOR_WORD_MAX_TOKENS
         )  # nested: only added or only dropped
 
 
 def test_partial_overlap_on_real_sections():
     "Crossing spans that share a fair part of each other, but not most."
     for pred, gold, _ev in check_cases("partial_overlap"):
-        assert E.PARTIAL_OVERLAP_F1 <= M.token_f1_score(pred, gold) < E.BOUNDARY_F1
+        assert T.PARTIAL_OVERLAP_F1 <= M.token_f1_score(pred, gold) < T.BOUNDARY_F1
 
 
 def test_low_overlap_on_real_sections():
     "Some shared words: a span elsewhere in the section, or a short piece of the answer."
     for pred, gold, ev in check_cases("low_overlap"):
         f1 = M.token_f1_score(pred, gold)
-        assert f1 > 0 and (ev["relation"] == "disjoint" or f1 < E.BOUNDARY_F1)
+        assert f1 > 0 and (ev["relation"] == "disjoint" or f1 < T.BOUNDARY_F1)
 
 
 def test_completely_wrong_on_real_sections():
@@ -114,14 +115,14 @@ def test_completely_wrong_on_real_sections():
 def test_the_issues_edge_cases():
     "A one-word piece (F1 0.33) is not a boundary error; a crossing span with a high F1 is not partial overlap."
     golds, context, starts = gold_parts(record("pat_000008"))  # 'the right to make such an application': 5 tokens
-    ev = E.error_evidence("application", golds, context, starts)
+    ev = T.error_evidence("application", golds, context, starts)
     assert ev["relation"] == "inside" and ev["f1"] == pytest.approx(1 / 3)
-    assert E.classify_error("application", golds, context, starts) == "low_overlap"
+    assert T.classify_error("application", golds, context, starts) == "low_overlap"
     golds, context, starts = gold_parts(record("pat_000007"))
     crossing = span_of(context, "claiming to be", "(b) by")  # drops 'any person', adds 'b by'
-    ev = E.error_evidence(crossing, golds, context, starts)
+    ev = T.error_evidence(crossing, golds, context, starts)
     assert ev["relation"] == "crossing" and ev["f1"] > 0.8
-    assert E.classify_error(crossing, golds, context, starts) == "span_boundary"
+    assert T.classify_error(crossing, golds, context, starts) == "span_boundary"
 
 
 def test_extractive_spans_reach_every_class():
@@ -136,10 +137,10 @@ def test_extractive_spans_reach_every_class():
                 if i + n > len(words):
                     continue
                 pred = context[words[i][0] : words[i + n - 1][1]]
-                kind = E.classify_error(pred, golds, context, starts)
+                kind = T.classify_error(pred, golds, context, starts)
                 seen[kind] += 1
                 if kind == "completely_wrong":
-                    assert E.error_evidence(pred, golds, context, starts)["f1"] == 0
+                    assert T.error_evidence(pred, golds, context, starts)["f1"] == 0
     assert set(core.CARD["errors"]) <= set(seen), seen
 
 
@@ -153,17 +154,17 @@ def test_taxonomy_on_real_answers():
         rest = context[start + len(gold) :].split()
         if len(words) < 4 or len(rest) < 6 or len(golds) > 1:
             continue
-        assert E.classify_error(gold, golds, context, starts) is None
-        assert E.classify_error(gold.upper() + ".", golds, context, starts) is None
+        assert T.classify_error(gold, golds, context, starts) is None
+        assert T.classify_error(gold.upper() + ".", golds, context, starts) is None
         for n in range(1, 7):  # run on by n words of the context
             run_on = context[start : context.index(rest[n - 1], start + len(gold)) + len(rest[n - 1])]
             added, f1 = n_tokens(run_on) - n_tokens(gold), M.token_f1_score(run_on, gold)
             if added == 0:
                 continue
-            kind = E.classify_error(run_on, golds, context, starts)
-            if added <= E.MINOR_WORD_MAX_TOKENS and f1 >= E.MINOR_WORD_F1:
+            kind = T.classify_error(run_on, golds, context, starts)
+            if added <= T.MINOR_WORD_MAX_TOKENS and f1 >= T.MINOR_WORD_F1:
                 assert kind == "minor_word", (rec["id"], run_on)
-            elif f1 >= E.BOUNDARY_F1:
+            elif f1 >= T.BOUNDARY_F1:
                 assert kind == "span_boundary", (rec["id"], run_on)
             else:
                 assert kind == "low_overlap", (rec["id"], run_on)  # the answer drowned in what follows it
@@ -173,15 +174,15 @@ def test_taxonomy_on_real_answers():
             dropped, f1 = n_tokens(gold) - n_tokens(truncated), M.token_f1_score(truncated, gold)
             expected = (
                 "minor_word"
-                if dropped <= E.MINOR_WORD_MAX_TOKENS and f1 >= E.MINOR_WORD_F1
+                if dropped <= T.MINOR_WORD_MAX_TOKENS and f1 >= T.MINOR_WORD_F1
                 else "span_boundary"
-                if f1 >= E.BOUNDARY_F1
+                if f1 >= T.BOUNDARY_F1
                 else "low_overlap"
             )  # 'author' of 'the author who dies last'
 
-            assert E.classify_error(truncated, golds, context, starts) == expected, rec["id"]
+            assert T.classify_error(truncated, golds, context, starts) == expected, rec["id"]
             checked["truncated"] += 1
-        assert E.classify_error("zzzz qqqq", golds, context, starts) == "completely_wrong"
+        assert T.classify_error("zzzz qqqq", golds, context, starts) == "completely_wrong"
     assert checked["span_boundary"] > 50 and checked["minor_word"] > 20 and checked["truncated"] > 50, checked
 
 
@@ -191,8 +192,8 @@ def test_report_card_table_lines_up_with_the_taxonomy_labels():
 
     columns, rows = report.card_table("errors")
     frame, _ = M.score_predictions(read_qa_small("test"), {})
-    table = E.error_taxonomy_table(frame, card=True)
-    labels = [E.ERROR_TYPES[k] for k in core.CARD["errors"]]
+    table = T.error_taxonomy_table(frame, card=True)
+    labels = [T.ERROR_TYPES[k] for k in core.CARD["errors"]]
     assert [r[0] for r in rows] == labels == table["Error type"].tolist()[:5]
     assert [int(r[1]) for r in rows] == table["Card count"].tolist()[:5] == list(core.CARD["errors"].values())
 
@@ -204,7 +205,7 @@ def test_taxonomy_table_counts_every_non_exact_prediction():
         a, c = r["answers"]["text"][0], r["context"]
         preds[r["id"]] = [a, c[:40], a + " " + c[-30:], "zzzz"][i % 4]
     frame, summary = M.score_predictions(gold, preds)
-    table = E.error_taxonomy_table(frame)
+    table = T.error_taxonomy_table(frame)
     n_non_exact = int((frame["em"] < 100).sum())
     assert table["Count"].sum() == n_non_exact > 0
     assert table["Percentage"].sum() == pytest.approx(100.0)
@@ -297,7 +298,7 @@ def test_evaluate_cli_errors(tmp_path, capsys):
 
 
 def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
-    "`indicipr evaluate` (the one CLI, indicipr.cli) prints the report of indicipr.errors on stdout."
+    "`indicipr evaluate` (the one CLI, indicipr.cli) prints the report of indicipr.error_analysis on stdout."
     gold = read_qa_small("test")
     write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in gold})
     rc = cli.main(
@@ -321,10 +322,10 @@ def test_focus_system_tables_with_the_card_beside_them():
     gold = read_qa_small("test")
     preds = {r["id"]: (r["answers"]["text"][0] if i % 3 else r["context"][:50]) for i, r in enumerate(gold)}
     frame, _ = M.score_predictions(gold, preds)
-    tax = E.error_taxonomy_table(frame, card=True).set_index("Error type")
+    tax = T.error_taxonomy_table(frame, card=True).set_index("Error type")
     assert tax["Card count"].sum() == sum(core.CARD["errors"].values()) == 125
     assert tax["Count"].sum() == int((frame["em"] < 100).sum())
-    assert "Card count" not in E.error_taxonomy_table(frame)
+    assert "Card count" not in T.error_taxonomy_table(frame)
     st = E.answer_structure_table(frame, card=True)
     assert st["Card value"].notna().all() and set(st["Card metric"]) <= {
         "EM",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT
-from indicipr import cli, core, errors, explorer, metrics, report, runner
+from indicipr import cli, core, error_taxonomy, explorer, metrics, report, runner
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -94,7 +94,7 @@ def explorer_page(tmp_path_factory):
         == 0
     )
     frames = {n: metrics.score_predictions(gold, p)[0] for n, p in preds.items()}
-    classes = {n: errors.classify_errors(f).fillna(explorer.EXACT) for n, f in frames.items()}
+    classes = {n: error_taxonomy.classify_errors(f).fillna(explorer.EXACT) for n, f in frames.items()}
     return out, gold, preds, classes
 
 

@@ -67,13 +67,13 @@ def test_the_checker_finds_cycles_and_function_level_imports():
     assert find_cycle({"a": {"a"}}) == ["a", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
     tree = ast.parse(
-        "import os\nfrom .core import x\ndef f():\n    from indicipr.metrics import y\n    from indicipr import errors\n"
+        "import os\nfrom .core import x\ndef f():\n    from indicipr.metrics import y\n    from indicipr import error_analysis\n"
         "    import indicipr.stats\n    from . import split\n"
     )
-    assert imported_modules(tree, {"core", "metrics", "errors", "stats", "split"}) == {
+    assert imported_modules(tree, {"core", "metrics", "error_analysis", "stats", "split"}) == {
         "core",
         "metrics",
-        "errors",
+        "error_analysis",
         "stats",
         "split",
     }
@@ -81,15 +81,26 @@ def test_the_checker_finds_cycles_and_function_level_imports():
 
 def test_indicipr_import_graph_is_acyclic():
     graph = import_graph()
-    assert {"core", "metrics", "errors", "significance"} <= set(graph)
+    assert {"core", "metrics", "error_analysis", "significance"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle in indicipr/: " + " -> ".join(cycle)
 
 
 def test_metrics_depends_on_no_later_analysis():
     graph = import_graph()
-    assert not graph["metrics"] & {"significance", "errors", "bm25", "encoders", "llm_qa", "quality"}
-    assert "significance" in graph["errors"] and "metrics" in graph["errors"]
+    assert not graph["metrics"] & {
+        "significance",
+        "error_analysis",
+        "error_taxonomy",
+        "bm25",
+        "encoders",
+        "llm_qa",
+        "quality",
+    }
+    assert "significance" in graph["error_analysis"] and "metrics" in graph["error_analysis"]
+    assert (
+        "significance" not in graph["error_taxonomy"]
+    )  # the classes need no bootstrap: the explorer and the report use them
 
 
 # Each module keeps its own profile defaults and model display names under these names (core.stage_settings
@@ -130,7 +141,9 @@ def _defined(tree: ast.Module) -> set[str]:
 
 
 def test_no_module_over_a_thousand_lines():
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
+    sizes = {  # nbdev's generated doc-link index `_modidx.py` grows with every module: not a module of the project
+        p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py") if p.name != "_modidx.py"
+    }
     assert max(sizes.values()) <= 1000, {k: v for k, v in sizes.items() if v > 1000}
 
 

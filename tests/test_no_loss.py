@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL, ROOT
-from indicipr import cli, core, errors, llm, llm_servers, runner
+from indicipr import cli, core, error_analysis, error_taxonomy, llm, llm_servers, runner
 
 KEY = "SECRETKEY"
 GOLD = QA_SMALL / "test_squad.jsonl"
@@ -622,24 +623,24 @@ def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypat
 
 # ------------------------------------------------------------------ 5. linear in the predictions
 def test_error_analysis_builds_no_pattern_from_a_prediction(monkeypatch):
-    "`errors._occurrences` finds texts with string search: no regular expression is compiled from a prediction."
+    "`error_taxonomy._occurrences` finds texts with string search: no regular expression is compiled from a prediction."
 
     def no_pattern(*a, **k):
         raise AssertionError("a regular expression built from a prediction")
 
     for name in ("compile", "finditer", "search", "match", "findall", "escape"):
-        monkeypatch.setattr(errors.re, name, no_pattern)
+        monkeypatch.setattr(re, name, no_pattern)
     ctx = "The Registrar of Trade Marks (the Registrar) shall keep a register."
-    assert errors._occurrences("registrar of   TRADE marks", ctx) == [(4, 28)]
-    assert errors._occurrences("(the Registrar)", ctx) == [(29, 44)]
-    assert errors.locate_span("x" * 100_000, ctx) is None
+    assert error_taxonomy._occurrences("registrar of   TRADE marks", ctx) == [(4, 28)]
+    assert error_taxonomy._occurrences("(the Registrar)", ctx) == [(29, 44)]
+    assert error_taxonomy.locate_span("x" * 100_000, ctx) is None
 
 
 def test_a_bootstrap_too_large_for_memory_is_refused(tmp_path, monkeypatch):
     "Resamples × questions beyond what the bootstrap can hold in memory is a sentence, not a MemoryError."
-    monkeypatch.setattr(errors, "MAX_BOOTSTRAP_CELLS", 35 * 100)
+    monkeypatch.setattr(error_analysis, "MAX_BOOTSTRAP_CELLS", 35 * 100)
     pred, other = write_preds(tmp_path / "p.jsonl"), write_preds(tmp_path / "q.jsonl", text=lambda r: r["question"])
     with pytest.raises(core.InputError) as e:
-        errors.evaluate_files(GOLD, pred, [other], n_resamples=101)
+        error_analysis.evaluate_files(GOLD, pred, [other], n_resamples=101)
     assert "--resamples 101: 35 questions allow at most 100 resamples" in str(e.value)
-    assert "Paired bootstrap" in errors.evaluate_files(GOLD, pred, [other], n_resamples=100)
+    assert "Paired bootstrap" in error_analysis.evaluate_files(GOLD, pred, [other], n_resamples=100)

@@ -1,4 +1,4 @@
-"""indicipr.quality beyond the notebook's cell tests: the audit kit end to end through `indicipr audit`
+"""indicipr.quality and indicipr.human_audit beyond the notebooks' cell tests: the audit kit end to end through `indicipr audit`
 (export, fill with known answers, score), sheet errors at the command line, the judge against a
 fault-injecting OpenAI-compatible server (one retry after an invalid reply, then missing; failed
 requests recorded; unreachable servers stop the run; the cache makes reruns free), and the real
@@ -12,7 +12,7 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import cli, core, llm, llm_runs, llm_servers
+from indicipr import cli, core, human_audit, llm, llm_runs, llm_servers
 from indicipr import quality as q
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
@@ -97,7 +97,7 @@ def test_score_known_answers_through_the_cli(tmp_path, capsys):
     assert mini["Unweighted κ"] == 0.75 and mini["Quadratic-Weighted κ"] == round(1 - 0.025 / 0.325, 3)
     assert (figs / "tables" / "audit_results.csv").exists() and (figs / "tables" / "audit_results.tex").exists()
     # the notebook's discovery of filled sheets finds the same pair
-    assert [p.name for p in q.filled_sheets(kit)] == ["sheet_A.csv", "sheet_B.csv"]
+    assert [p.name for p in human_audit.filled_sheets(kit)] == ["sheet_A.csv", "sheet_B.csv"]
 
 
 @pytest.mark.parametrize(

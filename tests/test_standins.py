@@ -82,7 +82,7 @@ def test_card_means_and_question_patterns(card):
 
 
 def test_card_answers_vary_in_structure_and_position(card):
-    from indicipr.errors import is_multi_clause
+    from indicipr.error_analysis import is_multi_clause
 
     test = card["test"]
     multi = sum(is_multi_clause(r["answers"]["text"][0]) for r in test)
