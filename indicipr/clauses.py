@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from .core import record_act, record_section
+from .core import record_act
+from .qa_files import record_section
 
 # %% auto #0
 __all__ = ['LEVELS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds', 'label_kinds', 'Unit', 'statute_units', 'unit_span',

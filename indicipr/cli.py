@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable
 
-from . import basics, core
+from . import artifacts, basics, benchmark, core, qa_files
 from .core import InputError, build_dir, figures_path, project_root
 from .report import StageResult, format_seconds, write_report
 
@@ -357,9 +357,9 @@ def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
-    t0, recorded_before = time.time(), len(core.read_timings(run_dir))
+    t0, recorded_before = time.time(), len(artifacts.read_timings(run_dir))
     try:
-        with _environ(**{core.RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
+        with _environ(**{artifacts.RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
             run_notebook(nb, out, parameters, kernel, kernel_log)
         result = StageResult(nb.stem, "ok", time.time() - t0, str(out))
     except Exception as e:
@@ -372,10 +372,10 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
     for written in (out, kernel_log):
         scrub_file(written, _secret_parts(parameters))
     if result.error:
-        result.error = core.mask_secrets(result.error)
+        result.error = basics.mask_secrets(result.error)
     if kernel_log.exists() and not kernel_log.stat().st_size:
         kernel_log.unlink()
-    result.timings = core.read_timings(run_dir)[recorded_before:]
+    result.timings = artifacts.read_timings(run_dir)[recorded_before:]
     return result
 
 
@@ -410,13 +410,13 @@ def run_pipeline(
     )
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
-    timings_file = run_dir / core.TIMINGS_FILE
+    timings_file = run_dir / artifacts.TIMINGS_FILE
     if timings_file.exists():
         timings_file.unlink()  # this run's durations only
     kernel = ensure_kernel()
     results, start, failure = [], time.time(), None
     echo(
-        core.mask_secrets(
+        basics.mask_secrets(
             f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
             f"data_source={parameters['data_source']}, run folder {run_dir}, "
             f"tables and figures in {parameters['figures_dir'] or figures_path()}"
@@ -439,7 +439,7 @@ def run_pipeline(
         results.append(result)
     duration = time.time() - start
     if report:
-        echo(f"report: {write_report(run_dir, results, core.mask_secrets(parameters), duration)}")
+        echo(f"report: {write_report(run_dir, results, basics.mask_secrets(parameters), duration)}")
     missing = [r.name for r in results if r.status == "missing"]
     echo(
         f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
@@ -481,7 +481,7 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
         if not basics.has_secret(value):
             shown[name] = value
             continue
-        masked = core.mask_secrets(value)
+        masked = basics.mask_secrets(value)
         shown[name] = _SecretParameter(masked if isinstance(masked, str) else json.dumps(masked))
         shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
         env[shown[name].env] = json.dumps(value)
@@ -518,7 +518,7 @@ def scrub_file(path: Path, parts: set[str]) -> bool:
         clean = clean.replace(p, "***")
     if clean == text:
         return False
-    core.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    basics.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     return True
 
 
@@ -667,7 +667,7 @@ def check_count(option: str, value: int | None, low: int = 1, high: int | None =
 
 def data_source_files(data_source) -> list[Path]:
     "The official files of a local data source (to keep an output off them); none for the hub."
-    kind, folder = core.resolve_source(data_source)
+    kind, folder = benchmark.resolve_source(data_source)
     return [] if folder is None else [folder / n for n in core.OFFICIAL_FILES.values()]
 
 
@@ -893,7 +893,7 @@ def reproduce_command(args) -> int:
     params = user_paths({**params, **{k: _parse_value(v) for k, v in args.parameter}})
     try:
         with _environ(
-            **({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
+            **({benchmark.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
         ):
             results = run_pipeline(
                 params,
@@ -948,13 +948,13 @@ def build_command(args) -> int:
 
 
 def fetch_command(args) -> int:
-    counts = core.fetch_benchmark(user_path(args.dest))
+    counts = benchmark.fetch_benchmark(user_path(args.dest))
     print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     return 0
 
 
 def info_command(args) -> int:
-    dd = core.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
+    dd = benchmark.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
     for name, ds in dd.items():
         print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
     return 0
@@ -980,7 +980,7 @@ def evaluate_command(args) -> int:
         args.gold if str(args.gold) in metrics_split_names() and not Path(args.gold).is_file() else user_path(args.gold)
     )
     for other in args.against:
-        if core.same_file(other, args.pred):
+        if basics.same_file(other, args.pred):
             raise RunnerUsageError(
                 f"--against {other}: is the --pred file itself; compare with another system's predictions"
             )
@@ -1044,12 +1044,12 @@ def predict_command(args) -> int:
             },
         )
     encoders.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
-    records = [dict(r) for r in core.load_benchmark(data_source)[args.split]]
+    records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
     preds = encoders.predict_split(
         model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
     )
     if args.out:
-        path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
+        path = qa_files.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
         path = metrics.write_predictions(
             preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
@@ -1077,10 +1077,10 @@ def check_model_reachable(name: str) -> None:
             return
     except Exception:
         pass
-    if not core._hub_reachable():
+    if not benchmark.hub_reachable():
         raise RunnerUsageError(
             f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
-            f"cached hub model, and the hub ({core.mask_secrets(core.hub_endpoint())}) cannot be reached"
+            f"cached hub model, and the hub ({basics.mask_secrets(benchmark.hub_endpoint())}) cannot be reached"
         )
 
 
@@ -1116,7 +1116,7 @@ def audit_command(args) -> int:
         data_source = user_path(args.data_source)
         out = Path(user_path(args.out)) if args.out else quality.audit_dir(data_source)
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
-        records = core.load_benchmark(data_source)[args.split].to_list()
+        records = benchmark.load_benchmark(data_source)[args.split].to_list()
         m = quality.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
             f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
@@ -1132,7 +1132,7 @@ def audit_command(args) -> int:
             )
     _, table = quality.score_sheets(*args.sheets)
     if args.figures_dir:
-        core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
+        artifacts.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
     return 0
 
@@ -1180,12 +1180,12 @@ def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        core.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
+        benchmark.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(core.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `indicipr … | head`: the reader left; not an error of ours
         with contextlib.suppress(OSError, ValueError):
@@ -1291,7 +1291,7 @@ def normalize_notebook(path) -> bool:
                 cell["source"] = papermill_parameters_source(src).splitlines(True)
     if _nb_text(nb) == text:
         return False
-    core.write_text_atomic(path, _nb_text(nb))
+    basics.write_text_atomic(path, _nb_text(nb))
     return True
 
 
@@ -1427,6 +1427,6 @@ def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.
             notebook_with_outputs(json.loads(text), json.loads(ran.read_text(encoding="utf-8")), nbs_dir.parent)
         )
         if new != text:
-            core.write_text_atomic(src, new)
+            basics.write_text_atomic(src, new)
             changed.append(src)
     return changed

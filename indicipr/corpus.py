@@ -14,19 +14,16 @@ from typing import Iterable
 
 from indicipr.core import (
     ACTS,
-    JSONLError,
     act_for_key,
     act_keys_in_card_order,
     act_label,
     build_dir,
     data_dir,
-    read_jsonl,
     record_act,
-    record_section,
     shared_dir,
     stage_settings,
-    write_jsonl,
 )
+from .qa_files import JSONLError, read_jsonl, record_section, write_jsonl
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
@@ -1009,7 +1006,7 @@ def corpus_stage(
     plan, statutes_path: str | Path | None = None, max_context_words: int | None = None
 ) -> tuple[list[dict], str]:
     "The contexts the stage describes, and where they come from (see above); a rebuild writes its build's `contexts.jsonl`."
-    from indicipr.core import load_benchmark
+    from indicipr.benchmark import load_benchmark
 
     if not plan.rebuild:
         return released_contexts(

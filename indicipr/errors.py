@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import write_text_atomic
+from .basics import write_text_atomic
 from indicipr.metrics import (
     check_coverage,
     load_gold,
@@ -583,7 +583,8 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
 # %% ../notebooks/11_errors.ipynb #a444ac9c
 def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
-    from indicipr.core import load_qa_file, read_benchmark
+    from indicipr.qa_files import load_qa_file
+    from indicipr.benchmark import read_benchmark
     from indicipr.metrics import SPLIT_ALIASES
 
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():

@@ -40,7 +40,9 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from tqdm.auto import tqdm
 
-from .core import CARD, JSONLError, append_jsonl, mask_secrets, read_jsonl
+from .basics import mask_secrets
+from .core import CARD
+from .qa_files import JSONLError, append_jsonl, read_jsonl
 
 _log = logging.getLogger("indicipr.llm")
 
@@ -82,7 +84,7 @@ def _infer_kind(base_url: str) -> str:
 
 
 def mask_url(url) -> str:
-    "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `core.mask_secrets`."
+    "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `basics.mask_secrets`."
     return mask_secrets(str(url))
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from . import core, llm
+from . import basics, benchmark, core, llm, qa_files
 
 # %% auto #0
 __all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'AUDIT_INSTRUCTIONS',
@@ -160,12 +160,12 @@ def _audit_row(record: dict) -> dict:
 
 
 def _write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
-    "Write `rows` as CSV (UTF-8 with BOM) atomically (`core.write_text_atomic`)."
+    "Write `rows` as CSV (UTF-8 with BOM) atomically (`basics.write_text_atomic`)."
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), quoting=csv.QUOTE_MINIMAL)
     w.writeheader()
     w.writerows(rows)
-    return core.write_text_atomic(path, "\ufeff" + buf.getvalue())
+    return basics.write_text_atomic(path, "\ufeff" + buf.getvalue())
 
 # %% ../notebooks/12_quality.ipynb #97c1b774
 AUDIT_INSTRUCTIONS = """\
@@ -213,7 +213,7 @@ def export_audit_kit(
     rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
     sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
     (out / "filled").mkdir(parents=True, exist_ok=True)
-    core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
+    basics.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
     counts = {
         n: int(drawn[n])
@@ -230,7 +230,7 @@ def export_audit_kit(
         "ids": [r["pair_id"] for r in rows],
         "sheets": sheets,
     }
-    core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
+    basics.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
     return manifest
 
 # %% ../notebooks/12_quality.ipynb #14dd1449
@@ -254,7 +254,7 @@ def _parse_score_cell(value) -> int:
 
 def _sheet_delimiter(path: Path) -> str:
     "The delimiter of a sheet: a comma, or the semicolon or tab a spreadsheet program wrote in some locales."
-    header = core.read_text(path).splitlines()[0] if path.stat().st_size else ""
+    header = qa_files.read_text(path).splitlines()[0] if path.stat().st_size else ""
     return max(",;\t", key=header.count) if header else ","
 
 
@@ -265,7 +265,7 @@ def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
         raise AuditSheetError(f"{path}: no such sheet")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=_sheet_delimiter(path))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, core.JSONLError) as e:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, qa_files.JSONLError) as e:
         raise AuditSheetError(f"{path}: cannot read as a CSV sheet ({str(e).splitlines()[0].strip()})") from None
     missing = [c for c in ["pair_id", *AUDIT_CRITERIA] if c not in df.columns]
     if missing:
@@ -540,7 +540,7 @@ def judge_all(
 def judgments_path(data_source: str, judge: Judge) -> Path:
     "Where one judge's judgments for a data source are written."
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", judge.name)
-    return core.build_dir(core.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
+    return core.build_dir(benchmark.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
 
 
 def run_judges(
@@ -558,7 +558,7 @@ def run_judges(
     with llm.open_endpoints(config or llm.llm_config(), [j.model for j in judges]) as endpoints:
         out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
     for j in judges:
-        core.write_jsonl(judgments_path(data_source, j), out[j.name])
+        qa_files.write_jsonl(judgments_path(data_source, j), out[j.name])
     return out
 
 # %% ../notebooks/12_quality.ipynb #e1377f7c
@@ -782,7 +782,7 @@ def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
 # %% ../notebooks/12_quality.ipynb #0429e3d4
 def audit_dir(data_source: str = "sample") -> Path:
     "The audit-kit folder of a data source: `data/audit/<source_tag>/`."
-    return core.data_dir() / "audit" / core.source_tag(data_source)
+    return core.data_dir() / "audit" / benchmark.source_tag(data_source)
 
 
 def filled_sheets(folder) -> list[Path]:

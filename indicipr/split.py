@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
+from .basics import replace_atomic
 from indicipr.core import (
     ACTS,
     CARD,
@@ -19,23 +20,17 @@ from indicipr.core import (
     OFFICIAL_COUNTS,
     OFFICIAL_FILES,
     SPLITS,
-    QAFormatError,
     act_keys_in_card_order,
     act_label,
     build_dir,
     card_comparable,
     data_dir,
-    make_qa_record,
     may_publish_sample,
-    read_jsonl,
-    read_qa_file,
     record_act,
-    record_section,
-    replace_atomic,
-    source_tag,
     stage_settings,
-    write_jsonl,
 )
+from .qa_files import QAFormatError, make_qa_record, read_jsonl, read_qa_file, record_section, write_jsonl
+from .benchmark import source_tag
 from .filters import builds_with_candidates
 
 # %% auto #0
@@ -266,7 +261,7 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
 
 # %% ../notebooks/04_split.ipynb #23daafd0
 def split_sizes(splits: dict[str, list[dict]], provenance: list[dict] | None = None, card: bool = False):
-    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `core.record_section`); `card` adds the card's sizes."
+    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `qa_files.record_section`); `card` adds the card's sizes."
     import pandas as pd
 
     prov = {p["id"]: (p["act"], p["section"]) for p in provenance} if provenance is not None else None
@@ -539,7 +534,7 @@ def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, l
 
 def source_tables(data_source) -> tuple[dict[str, tuple], bool]:
     "`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the card's figures are beside them."
-    from indicipr.core import load_benchmark
+    from indicipr.benchmark import load_benchmark
 
     tag, source = source_tag(data_source), load_benchmark(data_source, merged=True)
     splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}

@@ -201,7 +201,8 @@ def main(argv=None) -> int:
         print("rebuild rehearsal: FAILED (the build did not finish)")
         return 1
 
-    from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
+    from indicipr.core import OFFICIAL_FILES
+    from indicipr.qa_files import read_jsonl, read_qa_file
 
     contexts = list(read_jsonl(folder / "contexts.jsonl"))
     by_prompt = request_prompts(contexts, "gpt-4o")

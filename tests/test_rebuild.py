@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT
-from indicipr import core, cli
-from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
+from indicipr import benchmark, cli, core
+from indicipr.core import OFFICIAL_FILES
+from indicipr.qa_files import read_jsonl, read_qa_file
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
 
@@ -125,5 +126,7 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)},
         cli.ensure_kernel(),
     )
-    per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{core.source_tag(folder)}.csv").set_index("Act")
+    per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{benchmark.source_tag(folder)}.csv").set_index(
+        "Act"
+    )
     assert per_act.loc["Total", "QA pairs"] == len(splits["merged"])

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id, read_jsonl, read_qa_file, write_jsonl
+from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id
+from indicipr.qa_files import read_jsonl, read_qa_file, write_jsonl
 from indicipr import split as S
 from indicipr.filters import filter_build
 
