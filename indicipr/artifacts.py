@@ -45,7 +45,7 @@ def save_table(
     if timed:
         raise ValueError(
             f"save_table({name!r}): column(s) {timed} look like timings; a committed table holds results "
-            "only: drop them and pass the durations to indicipr.core.record_timings(stage, **seconds)"
+            "only: drop them and pass the durations to indicipr.artifacts.record_timings(stage, **seconds)"
         )
     out = tables_path(figures_dir)
     write_text_atomic(out / f"{name}.csv", df.to_csv(index=index))

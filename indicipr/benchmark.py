@@ -40,8 +40,8 @@ from .qa_files import QAFile, QAFormatError, QAProblem, load_qa_file, read_text
 # %% auto #0
 __all__ = ['ACT_MAP_ENV', 'STRICT_ENV', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report',
            'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'hub_reachable', 'Benchmark',
-           'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
-           'verify_benchmark', 'fetch_benchmark', 'splits_table', 'problems_table']
+           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
+           'fetch_benchmark', 'splits_table', 'problems_table']
 
 # %% ../notebooks/00c_benchmark.ipynb #1d0a3b97
 _ACT_CUES = {  # phrases that name an Act or its own institutions (lower-cased text)
@@ -187,21 +187,21 @@ class BenchmarkUnavailable(InputError, RuntimeError):
     "The benchmark cannot be loaded from where it was asked for; the message says what to do."
 
 
-def resolve_source(source: str | os.PathLike) -> tuple[str, Path | None]:
+def resolve_source(data_source: str | os.PathLike) -> tuple[str, Path | None]:
     "`('hub', None)`, `('sample', data/sample)`, or `('local', folder)` for a data source."
-    if str(source) == "hub":
+    if str(data_source) == "hub":
         return "hub", None
-    if str(source) == "sample":
+    if str(data_source) == "sample":
         return "sample", data_dir() / "sample"
-    folder = Path(source)
+    folder = Path(data_source)
     if not folder.is_absolute() and not folder.exists():
         folder = project_root() / folder
     return "local", folder
 
 
-def source_tag(source: str | os.PathLike) -> str:
+def source_tag(data_source: str | os.PathLike) -> str:
     "A short name for a data source, used in output paths (`sample`, `hub`, or the folder's name)."
-    kind, folder = resolve_source(source)
+    kind, folder = resolve_source(data_source)
     return kind if kind in ("hub", "sample") else re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name) or "local"
 
 
@@ -256,9 +256,9 @@ def _hub_file(name: str) -> tuple[Path, str]:
         raise BenchmarkUnavailable(f"{why}; " + _hub_help().split(". ", 1)[1]) from None
 
 
-def _official_files(source: str | os.PathLike, merged: bool = True) -> dict[str, QAFile]:
+def _official_files(data_source: str | os.PathLike, merged: bool = True) -> dict[str, QAFile]:
     "`{split: QAFile}` of the official files of a data source (the merged file only when there and `merged`)."
-    kind, folder = resolve_source(source)
+    kind, folder = resolve_source(data_source)
     if kind == "hub":
         if not hub_reachable():
             raise BenchmarkUnavailable(_hub_help())
@@ -280,7 +280,7 @@ def _official_files(source: str | os.PathLike, merged: bool = True) -> dict[str,
             for s in _split_names(merged)
             if (folder / OFFICIAL_FILES[s]).is_file()
         }
-    return {s: load_qa_file(path, label) for s, (path, label) in located.items()}
+    return {s: load_qa_file(path, label, strict=False) for s, (path, label) in located.items()}
 
 # %% ../notebooks/00c_benchmark.ipynb #aa8eaa19
 def _split_problems(files: Mapping[str, QAFile]) -> list[QAProblem]:
@@ -370,14 +370,14 @@ def _features():
     )
 
 
-def read_benchmark(source: str | os.PathLike = "sample", merged: bool = False) -> Benchmark:
+def _read_benchmark(data_source: str | os.PathLike, merged: bool) -> Benchmark:
     "The benchmark of a data source with every problem found, the Acts attached (see `load_benchmark`)."
-    files = _official_files(source, merged=True)
+    files = _official_files(data_source, merged=True)
     if merged and "merged" not in files:
-        raise BenchmarkUnavailable(f"{resolve_source(source)[1]}: missing {OFFICIAL_FILES['merged']}")
+        raise BenchmarkUnavailable(f"{resolve_source(data_source)[1]}: missing {OFFICIAL_FILES['merged']}")
     problems = [p for f in files.values() for p in f.problems] + _split_problems(files)
     base = [r for s in SPLITS for r in files[s].records]
-    if resolve_source(source)[0] == "sample":  # the sample's ids use the registry's prefixes
+    if resolve_source(data_source)[0] == "sample":  # the sample's ids use the registry's prefixes
         by_id, mapping, how = {r["id"]: record_act({"id": r["id"]}) for r in base}, {}, "the registry's prefixes"
     else:
         attached, mapping, how = attach_acts(
@@ -392,7 +392,12 @@ def read_benchmark(source: str | os.PathLike = "sample", merged: bool = False) -
 
     splits = {s: [{**r, "act": act_of(r)} for r in files[s].records] for s in _split_names(merged)}
     return Benchmark(
-        str(source), splits, problems, how, mapping, {s: f.extra_columns for s, f in files.items() if f.extra_columns}
+        str(data_source),
+        splits,
+        problems,
+        how,
+        mapping,
+        {s: f.extra_columns for s, f in files.items() if f.extra_columns},
     )
 
 # %% ../notebooks/00c_benchmark.ipynb #e2edfc2f
@@ -450,20 +455,25 @@ def strict_mode(strict: bool | None = None) -> bool:
 
 
 def load_benchmark(
-    source: str | os.PathLike = "sample", merged: bool = False, strict: bool | None = None, verbose: bool = True
+    data_source: str | os.PathLike = "sample",
+    merged: bool = False,
+    strict: bool | None = None,
+    verbose: bool = True,
+    as_dataset: bool = True,
 ):
     """The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request), every record with its
-    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (default:
-    `INDICIPR_STRICT`) makes any problem a `QAFormatError`."""
-    b = read_benchmark(source, merged)
+    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (None:
+    `INDICIPR_STRICT`) makes any problem a `QAFormatError`. `as_dataset=False`: the `Benchmark` (records as dicts, every
+    problem, how the Acts were decided)."""
+    b = _read_benchmark(data_source, merged)
     if strict_mode(strict) and b.problems:
         raise QAFormatError(
-            f"{source}: {len(b.problems)} problem(s) in the official files (strict):\n"
+            f"{data_source}: {len(b.problems)} problem(s) in the official files (strict):\n"
             + "\n".join(problem_lines(b.problems, 20))
         )
     if verbose and (text := benchmark_diagnostics(b)):
         print(text, file=sys.stderr)
-    return b.dataset_dict()
+    return b.dataset_dict() if as_dataset else b
 
 # %% ../notebooks/00c_benchmark.ipynb #f7bc83dc
 def verify_benchmark(folder: str | os.PathLike, expected: dict | None = OFFICIAL_COUNTS) -> dict[str, int]:

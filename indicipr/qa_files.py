@@ -19,8 +19,8 @@ from .core import InputError
 # %% auto #0
 __all__ = ['QA_FIELDS', 'QA_FORMS', 'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError',
            'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in',
-           'QAFile', 'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section',
-           'gold_starts', 'training_records']
+           'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts',
+           'training_records']
 
 # %% ../notebooks/00b_qa_files.ipynb #1f66c5d8
 class JSONLError(InputError):
@@ -288,8 +288,9 @@ class QAFile:
     extra_columns: tuple = ()  # fields beyond the schema that some record carries
 
 
-def load_qa_file(path: str | os.PathLike, label: str | None = None) -> QAFile:
-    "Every usable record of a QA file (any of `QA_FORMS`) and every problem, each once, by file (or `label`), line and id."
+def load_qa_file(path: str | os.PathLike, label: str | None = None, strict: bool = False) -> QAFile:
+    """Every usable record of a QA file (any of `QA_FORMS`) and every problem, each once, by file (or `label`), line and
+    id; `strict` (for the project's own files) makes any problem a `QAFormatError` naming the first."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(2, "no such QA file", str(path))
@@ -307,17 +308,11 @@ def load_qa_file(path: str | os.PathLike, label: str | None = None) -> QAFile:
         seen[kept["id"]] = where
         extra.update(k for k in kept if k not in QA_FIELDS)
         records.append(kept)
-    return QAFile(path, label or str(path), records, problems, tuple(sorted(extra)))
-
-
-def read_qa_file(path: str | os.PathLike) -> list[dict]:
-    "The records of a QA file, all valid, or `QAFormatError` naming the first problem (for the project's own files)."
-    f = load_qa_file(path)
-    if f.problems:
+    if strict and problems:
         raise QAFormatError(
-            str(f.problems[0]) + (f" (and {len(f.problems) - 1} more problems)" if len(f.problems) > 1 else "")
+            str(problems[0]) + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
         )
-    return f.records
+    return QAFile(path, label or str(path), records, problems, tuple(sorted(extra)))
 
 
 def make_qa_record(

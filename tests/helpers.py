@@ -25,7 +25,7 @@ SHARED = core.shared_dir()  # ../shared beside the checkout (or None), before an
 # ---------------------------------------------------------------- committed data
 def read_qa_small(split: str = "test") -> list[dict]:
     "The records of one official file of the qa_small fixture (`train`, `validation`, `test`, `merged`), validated."
-    return qa_files.read_qa_file(QA_SMALL / core.OFFICIAL_FILES[split])
+    return qa_files.load_qa_file(QA_SMALL / core.OFFICIAL_FILES[split], strict=True).records
 
 
 def read_qa_small_all() -> dict[str, list[dict]]:

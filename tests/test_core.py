@@ -111,7 +111,7 @@ def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needl
     assert "train_squad.jsonl:2" in msg, msg
     assert needle in msg, msg
     listed = "\n".join(
-        str(p) for p in benchmark.read_benchmark(folder).problems
+        str(p) for p in benchmark.load_benchmark(folder, strict=False, verbose=False, as_dataset=False).problems
     )  # by default: listed once, the rest loads
     assert "train_squad.jsonl:2" in listed and needle in listed, listed
     kept = len(benchmark.load_benchmark(folder, verbose=False)["train"])
@@ -284,7 +284,7 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     figs = tmp_path / "figs"
     write_nb(
         nbs / "00_core.ipynb",
-        "import pandas as pd\nfrom indicipr.core import save_table, record_timings\n"
+        "import pandas as pd\nfrom indicipr.artifacts import record_timings, save_table\n"
         "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
         "print('chatter that belongs to the executed copy')\n"
         "record_timings('00_core', demo=1.25)",

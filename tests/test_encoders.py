@@ -331,7 +331,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     s = settings[0]
     assert (s["checkpoint"], s["revision"], s["layers"], s["hidden"]) == (repo, sha, 2, 128)
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
-    test_ids = {r["id"] for r in qa_files.read_qa_file(FIXTURE / "test_squad.jsonl")}
+    test_ids = {r["id"] for r in qa_files.load_qa_file(FIXTURE / "test_squad.jsonl", strict=True).records}
     assert s["eval_questions"] == len(test_ids)
     preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids  # the whole test split

@@ -17,7 +17,7 @@ from helpers import QA_SMALL
 from indicipr import cli, core, metrics, qa_files
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-GOLD_RECORDS = qa_files.read_qa_file(QA_SMALL / "test_squad.jsonl")
+GOLD_RECORDS = qa_files.load_qa_file(QA_SMALL / "test_squad.jsonl", strict=True).records
 IDS = [r["id"] for r in GOLD_RECORDS]
 
 json_scalars = st.one_of(

@@ -24,7 +24,7 @@ GOLD = QA_SMALL / "test_squad.jsonl"
 
 
 def gold_records() -> list[dict]:
-    return qa_files.read_qa_file(GOLD)
+    return qa_files.load_qa_file(GOLD, strict=True).records
 
 
 def write_preds(path: Path, records=None, text=lambda r: r["answers"]["text"][0]) -> Path:

@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT
 from indicipr import benchmark, cli, core
 from indicipr.core import OFFICIAL_FILES
-from indicipr.qa_files import read_jsonl, read_qa_file
+from indicipr.qa_files import load_qa_file, read_jsonl
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
 
@@ -97,7 +97,9 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0  # rerun: all from the cache
         assert server.summary()["served"] == first["served"]
 
-    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}  # raises on any invalid line
+    splits = {
+        s: load_qa_file(folder / n, strict=True).records for s, n in OFFICIAL_FILES.items()
+    }  # raises on any invalid line
     assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) == sorted(
         r["id"] for r in splits["merged"]
     )

@@ -37,7 +37,9 @@ def card_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def card(card_dir):
     out, _ = card_dir
-    return {s: qa_files.read_qa_file(out / f) for s, f in cb.OFFICIAL_FILES.items()}  # every record validated
+    return {
+        s: qa_files.load_qa_file(out / f, strict=True).records for s, f in cb.OFFICIAL_FILES.items()
+    }  # every record validated
 
 
 def _act(rec):
