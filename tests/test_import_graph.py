@@ -106,7 +106,7 @@ def test_indicipr_import_graph_is_acyclic():
 
 
 def test_the_only_lazy_reexport_is_the_documented_one():
-    "A module `__getattr__` may hand out a name of a module above it only where README documents the old path."
+    "A module `__getattr__` hands out a name of a module above it for the README's `core.load_benchmark` only."
     lazy = {}
     for name, tree in modules().items():
         for node in lazy_reexport_imports(tree):
@@ -123,7 +123,7 @@ FOUNDATION = ("basics", "core", "qa_files", "benchmark", "artifacts")  # from th
 
 
 def test_the_foundation_stands_on_the_foundation_only():
-    "basics, core, the QA files, the benchmark loader and the artifacts import no other module, and each only those below it."
+    "basics, core, the QA files, the benchmark loader and the artifacts: each imports only the ones below it."
     graph = import_graph()
     for i, name in enumerate(FOUNDATION):
         assert graph[name] <= set(FOUNDATION[:i]), (name, graph[name] - set(FOUNDATION[:i]))
