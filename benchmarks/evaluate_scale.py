@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from indicipr import core, error_taxonomy  # noqa: E402
+from indicipr import benchmark, error_taxonomy, qa_files  # noqa: E402
 
 
 def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[str, str]:
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--data-source", default="sample")
     args = ap.parse_args(argv)
-    records = [dict(r) for r in core.load_benchmark(args.data_source, verbose=False)["test"]]
+    records = [dict(r) for r in benchmark.load_benchmark(args.data_source, verbose=False)["test"]]
     print(
         f"indicipr evaluate on {len(records)} test questions of {args.data_source}; answers found nowhere in their contexts"
     )
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
             preds = long_answers(records, int(mb * 2**20))
             first = first or preds
             path = Path(d) / f"preds_{mb:g}mb.jsonl"
-            core.write_jsonl(path, ({"id": k, "prediction_text": v} for k, v in preds.items()))
+            qa_files.write_jsonl(path, ({"id": k, "prediction_text": v} for k, v in preds.items()))
             seconds, peak, rc = run_evaluate(path, args.data_source, args.resamples)
             size = path.stat().st_size
             print(

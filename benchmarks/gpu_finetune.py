@@ -201,11 +201,11 @@ def speed_worker(spec: dict) -> dict:
     "(a) in a fresh process: the table's first run alone, each system from the same initial weights."
     import dataclasses
     import numpy as np
-    from indicipr import core, encoders as E, qa_model as QM, training as TR
+    from indicipr import benchmark, core, encoders as E, qa_model as QM, training as TR
 
     model_name = spec["models"][0]
     st = core.stage_settings(E.PROFILE_DEFAULTS, "paper")
-    train = [dict(r) for r in core.load_benchmark(spec["card"])["train"]]
+    train = [dict(r) for r in benchmark.load_benchmark(spec["card"])["train"]]
     tok = QM.load_tokenizer(model_name)
     windows = QM.encode_windows(train, tok, st["max_length"], st["stride"], labels=True)
     if spec.get("examples"):
@@ -319,7 +319,7 @@ def _curve(card, model: str, seed: int):
 def table_worker(spec: dict) -> dict:
     "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
     import torch
-    from indicipr import core, encoders as E, qa_model as QM
+    from indicipr import benchmark, encoders as E, qa_model as QM
 
     info = {}
     t0 = time.perf_counter()
@@ -367,7 +367,7 @@ def table_worker(spec: dict) -> dict:
             train_loop_s=final.get("train_runtime"),
         )
     if spec.get("inference") and rows:
-        test = [dict(r) for r in core.load_benchmark(spec["card"])["test"]]
+        test = [dict(r) for r in benchmark.load_benchmark(spec["card"])["test"]]
         model, tok, cfg = E.load_finetuned(E.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
         kw = dict(max_length=cfg["max_length"], stride=cfg["stride"], max_answer_length=cfg["max_answer_length"])
         QM.predict_answers(model, tok, test[:16], **kw)  # warm-up (kernels, allocator)
@@ -391,14 +391,14 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import core, encoders as E, metrics, qa_model as QM
+        from indicipr import benchmark, encoders as E, metrics, qa_model as QM
 
-        test = [dict(r) for r in core.load_benchmark(card)["test"]]
+        test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
         out = []
         for m in models:
             for s in seeds:
                 system = f"{QM._model_short_name(m)}_seed{s}"
-                pred = root / "data" / "predictions" / core.source_tag(card) / f"{system}.jsonl"
+                pred = root / "data" / "predictions" / benchmark.source_tag(card) / f"{system}.jsonl"
                 if not pred.exists():
                     continue
                 _, summary = metrics.score_predictions(test, metrics.read_predictions(pred))

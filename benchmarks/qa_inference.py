@@ -108,10 +108,10 @@ def long_context_questions(records, min_words: int = 350) -> list[dict]:
 
 def find_checkpoint(data_source: str) -> Path | None:
     "A fine-tuned MiniLM folder written by notebook 08 (the data source's first, then any)."
-    from indicipr import core
+    from indicipr import benchmark, core
 
     models = core.data_dir() / "models"
-    first = models / core.source_tag(data_source) / "minilm-l6_seed0"
+    first = models / benchmark.source_tag(data_source) / "minilm-l6_seed0"
     if (first / "qa_config.json").exists():
         return first
     found = sorted(models.glob("*/minilm-l6_seed*/qa_config.json"))
@@ -120,9 +120,9 @@ def find_checkpoint(data_source: str) -> Path | None:
 
 def train_checkpoint(data_source: str, out: Path) -> Path:
     "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
-    from indicipr import core, encoders, qa_model as QM, training as TR
+    from indicipr import benchmark, encoders, qa_model as QM, training as TR
 
-    train = [dict(r) for r in core.load_benchmark(data_source)["train"]]
+    train = [dict(r) for r in benchmark.load_benchmark(data_source)["train"]]
     tok = QM.load_tokenizer("minilm-l6")
     mal = QM.suggest_max_answer_length(train, tok)
     cfg = TR.TrainConfig(epochs=1, learning_rate=1e-4, batch_size=16, seed=0, save_checkpoints=False)
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
         return 2
 
     import torch
-    from indicipr import core, encoders, qa_model as QM
+    from indicipr import basics, benchmark, encoders, qa_files, qa_model as QM
 
     load_start = os.getloadavg()
     torch.set_num_threads(args.threads)
@@ -503,11 +503,11 @@ def main(argv=None) -> int:
     )
     cfg = qa_config(model_dir)
     mal = int(cfg.get("max_answer_length", 64))
-    splits = core.load_benchmark(args.data_source)
+    splits = benchmark.load_benchmark(args.data_source)
     base = [dict(r) for s in ("train", "validation", "test") for r in splits[s]]
     records = long_context_questions(base, args.min_words)[: args.limit]
     qpath = out / "qa_inference_questions.jsonl"
-    core.write_jsonl(qpath, records)
+    qa_files.write_jsonl(qpath, records)
     words = sorted(len(r["context"].split()) for r in records)
     print(
         f"{len(records)} questions, context words median {words[len(words) // 2]}, max {words[-1]}; "
@@ -720,7 +720,7 @@ def main(argv=None) -> int:
         "answers_differing": n_diff,
         "logit_check": {"questions": n_check, "max_abs_diff": logit_diff},
     }
-    core.write_text_atomic(out / "qa_inference.json", json.dumps(result, indent=2) + "\n")
+    basics.write_text_atomic(out / "qa_inference.json", json.dumps(result, indent=2) + "\n")
 
     import pandas as pd
 

@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from indicipr import core  # noqa: E402
+from indicipr import basics, core, qa_files  # noqa: E402
 from indicipr.bm25 import BM25Params, bm25_tokens  # noqa: E402
 from indicipr.grounded import BM25S, DenseRetriever  # noqa: E402
 
@@ -51,7 +51,7 @@ def statute_sentences(files) -> list[str]:
     "Distinct sentences/clauses (at least 5 words) of every section of `files`."
     out = {}
     for f in files:
-        for rec in core.read_jsonl(f):
+        for rec in qa_files.read_jsonl(f):
             for piece in _CUT.split(rec.get("text", "")):
                 piece = " ".join(piece.split())
                 if len(piece.split()) >= 5:
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
             f"contexts embedded: {enc['contexts_per_s']:.1f}/s (so a dense index of N contexts takes N / that many seconds to build)"
         )
     if args.json:
-        core.write_text_atomic(Path(args.json), json.dumps({"rows": rows, "encoder": enc}, indent=1))
+        basics.write_text_atomic(Path(args.json), json.dumps({"rows": rows, "encoder": enc}, indent=1))
     return 0
 
 

@@ -178,9 +178,9 @@ PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):
     "Predict `split` with both systems, write the predictions, return `{system: (predictions, (frame, summary))}`."
-    from indicipr import core, metrics
+    from indicipr import benchmark, metrics
 
-    records = list(core.load_benchmark(data_source)[split])
+    records = list(benchmark.load_benchmark(data_source)[split])
     results = {}
     for system in SYSTEMS:
         preds = predict_records(records, system, params)

@@ -11,7 +11,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .core import record_act, record_section
+from .core import record_act
+from .qa_files import record_section
 
 # %% auto #0
 __all__ = ['LEVELS', 'SNAP_REACH_WORDS', 'SNAP_REACH_TOKENS', 'SYNTHETIC_KINDS', 'label_matches', 'enumerator_kinds',

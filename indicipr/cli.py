@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from . import core
+from . import basics, benchmark, core
 from .core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, main_job_env, run_pipeline
@@ -143,7 +143,7 @@ def check_count(option: str, value: int | None, low: int = 1, high: int | None =
 
 def data_source_files(data_source) -> list[Path]:
     "The official files of a local data source (to keep an output off them); none for the hub."
-    kind, folder = core.resolve_source(data_source)
+    kind, folder = benchmark.resolve_source(data_source)
     return [] if folder is None else [folder / n for n in core.OFFICIAL_FILES.values()]
 
 
@@ -369,7 +369,7 @@ def reproduce_command(args) -> int:
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
     try:
         with temporary_environ(
-            **({core.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
+            **({benchmark.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
         ):
             results = run_pipeline(
                 params,
@@ -424,13 +424,13 @@ def build_command(args) -> int:
 
 
 def fetch_command(args) -> int:
-    counts = core.fetch_benchmark(user_path(args.dest))
+    counts = benchmark.fetch_benchmark(user_path(args.dest))
     print("verified:", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     return 0
 
 
 def info_command(args) -> int:
-    dd = core.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
+    dd = benchmark.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
     for name, ds in dd.items():
         print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
     return 0
@@ -447,7 +447,7 @@ def metrics_split_names() -> tuple:
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
-    from indicipr import error_analysis
+    from indicipr import basics, error_analysis
 
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
@@ -456,7 +456,7 @@ def evaluate_command(args) -> int:
         args.gold if str(args.gold) in metrics_split_names() and not Path(args.gold).is_file() else user_path(args.gold)
     )
     for other in args.against:
-        if core.same_file(other, args.pred):
+        if basics.same_file(other, args.pred):
             raise RunnerUsageError(
                 f"--against {other}: is the --pred file itself; compare with another system's predictions"
             )
@@ -505,7 +505,7 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
-    from indicipr import encoders, metrics
+    from indicipr import encoders, metrics, qa_files
 
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
@@ -520,12 +520,12 @@ def predict_command(args) -> int:
             },
         )
     encoders.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
-    records = [dict(r) for r in core.load_benchmark(data_source)[args.split]]
+    records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
     preds = encoders.predict_split(
         model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
     )
     if args.out:
-        path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
+        path = qa_files.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
         path = metrics.write_predictions(
             preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
@@ -553,10 +553,10 @@ def check_model_reachable(name: str) -> None:
             return
     except Exception:
         pass
-    if not core._hub_reachable():
+    if not benchmark.hub_reachable():
         raise RunnerUsageError(
             f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
-            f"cached hub model, and the hub ({core.mask_secrets(core.hub_endpoint())}) cannot be reached"
+            f"cached hub model, and the hub ({basics.mask_secrets(benchmark.hub_endpoint())}) cannot be reached"
         )
 
 
@@ -585,14 +585,14 @@ def train_command(args) -> int:
 # %% ../notebooks/12b_cli.ipynb #0baada73
 def audit_command(args) -> int:
     "`indicipr audit export|score`."
-    from indicipr import human_audit
+    from indicipr import artifacts, human_audit
 
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
         data_source = user_path(args.data_source)
         out = Path(user_path(args.out)) if args.out else human_audit.audit_dir(data_source)
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
-        records = core.load_benchmark(data_source)[args.split].to_list()
+        records = benchmark.load_benchmark(data_source)[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
             f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
@@ -608,7 +608,7 @@ def audit_command(args) -> int:
             )
     _, table = human_audit.score_sheets(*args.sheets)
     if args.figures_dir:
-        core.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
+        artifacts.save_table(table, "audit_results", user_path(args.figures_dir), caption="Human audit results")
     print(table.to_json(orient="records", force_ascii=False, indent=1) if args.json else table.to_markdown(index=False))
     return 0
 
@@ -656,12 +656,12 @@ def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        core.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
+        benchmark.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(core.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `indicipr … | head`: the reader left; not an error of ours
         with contextlib.suppress(OSError, ValueError):

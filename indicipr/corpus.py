@@ -12,17 +12,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .cleaning import clean_section
-from indicipr.core import (
-    ACTS,
-    act_keys_in_card_order,
-    act_label,
-    build_dir,
-    record_act,
-    record_section,
-    shared_dir,
-    stage_settings,
-    write_jsonl,
-)
+from .core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir, stage_settings
+from .qa_files import write_jsonl
 from indicipr.statutes import (
     batch_files,
     pdf_dir,
@@ -429,6 +420,9 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
     return read_sections_jsonl(statutes_jsonl_paths())
 
 # %% ../notebooks/01_corpus.ipynb #88ba2f84
+from .qa_files import record_section
+
+
 def released_contexts(records: Iterable[dict]) -> list[dict]:
     "The distinct contexts of official-format records, in first-seen order, with Act, section and length in words."
     seen, out = set(), []
@@ -453,7 +447,7 @@ def corpus_stage(
     plan, statutes_path: str | Path | None = None, max_context_words: int | None = None
 ) -> tuple[list[dict], str]:
     "The contexts the stage describes, and where they come from (see above); a rebuild writes its build's `contexts.jsonl`."
-    from indicipr.core import load_benchmark
+    from indicipr.benchmark import load_benchmark
 
     if not plan.rebuild:
         return released_contexts(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import core, metrics
+from . import basics, benchmark, core, metrics, qa_files
 from indicipr.qa_model import (
     CARD_NAMES,
     MODEL_REGISTRY,
@@ -56,7 +56,7 @@ _QA_CONFIG = "qa_config.json"
 
 def checkpoint_dir(data_source, model: str, seed: int) -> Path:
     "Where one fine-tuning run's model goes: `data/models/<source>/<model>_seed<k>/`."
-    return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
+    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
 
 
 def is_main_process() -> bool:
@@ -136,7 +136,7 @@ def train_encoder(
                 shutil.rmtree(output_dir)
                 break
     if is_main_process():
-        core.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
+        basics.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
     core.seed_everything(cfg.seed)
     tok = load_tokenizer(model)
     qa_model = load_qa_model(model)
@@ -169,8 +169,8 @@ def train_encoder(
             "cuda_graphs": getattr(trainer, "cuda_graphs", None),
             "log_history": trainer.state.log_history,
         }
-        core.write_text_atomic(output_dir / "train_log.json", json.dumps(log) + "\n")
-        core.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
+        basics.write_text_atomic(output_dir / "train_log.json", json.dumps(log) + "\n")
+        basics.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
     return output_dir
 
 
@@ -298,7 +298,7 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
 # %% ../notebooks/08_encoders.ipynb #93364f31
 def intermediate_dir(data_source, model: str) -> Path:
     "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
-    return core.data_dir() / "models" / core.source_tag(data_source) / f"{_model_short_name(model)}_intermediate"
+    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{_model_short_name(model)}_intermediate"
 
 
 def _digest(records) -> str:
@@ -361,7 +361,7 @@ def train_intermediate(
         "per_piece": spec.get("per_piece", 2),
         "crop_words": spec.get("crop_words"),
         "questions": len(synthetic),
-        "contexts": len({(core.record_act(r), core.record_section(r)) for r in synthetic}),
+        "contexts": len({(core.record_act(r), qa_files.record_section(r)) for r in synthetic}),
         "digest": _digest(synthetic),
     }
     out = train_encoder(
@@ -436,7 +436,7 @@ class F1Curve(TrainerCallback):
         if not self.points or self.points[-1]["step"] != state.global_step:
             self._score(state.global_step, model)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        core.write_text_atomic(self.path, json.dumps(self.points) + "\n")
+        basics.write_text_atomic(self.path, json.dumps(self.points) + "\n")
 
 
 def read_curve(model_dir) -> list[dict]:
@@ -596,8 +596,8 @@ def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict,
 
 def stage_records(data_source, split: str) -> tuple[list[dict], list[dict]]:
     "(training records with trustworthy offsets, the evaluated split's records); says how many training records were mended or left out."
-    ds = core.load_benchmark(data_source)
-    train, repaired, left_out = core.training_records(ds["train"])
+    ds = benchmark.load_benchmark(data_source)
+    train, repaired, left_out = qa_files.training_records(ds["train"])
     if repaired or left_out:
         print(
             f"training split: {repaired} answer offset(s) repaired (the text occurs once in its context), {left_out} record(s) "
@@ -625,7 +625,7 @@ def run_encoders(
     shrink = shrink_note(st, profile)
     train, evalset = stage_records(data_source, st["split"])
     caps = caps or answer_length_caps(train, st)[2]
-    ds, tag = core.load_benchmark(data_source, verbose=False), core.source_tag(data_source)
+    ds, tag = benchmark.load_benchmark(data_source, verbose=False), benchmark.source_tag(data_source)
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
     curve_set = [dict(r) for r in ds[st["curve_split"]]] if st.get("curve_split") and st.get("curve_every") else None
     jobs = []
@@ -752,7 +752,7 @@ def run_encoders(
 
 def encoder_tables(rows) -> tuple:
     """(runs, settings, timings) of `run_encoders`' rows: the results table, the effective-settings table (results
-    only, no durations) and `{"<system> train|predict": seconds}` for `core.record_timings`."""
+    only, no durations) and `{"<system> train|predict": seconds}` for `artifacts.record_timings`."""
     import pandas as pd
 
     timings = {
@@ -791,8 +791,8 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
     want = st.get("boundary_models")
     if not want:
         return []
-    ds = core.load_benchmark(data_source, verbose=False)
-    train, _, _ = core.training_records(ds["train"])
+    ds = benchmark.load_benchmark(data_source, verbose=False)
+    train, _, _ = qa_files.training_records(ds["train"])
     tune_set = [dict(r) for r in ds[st["boundary_tune_split"]]]
     evalset = [dict(r) for r in ds[st["split"]]]
     out, priors = [], {}

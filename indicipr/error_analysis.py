@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .core import CARD, write_text_atomic
+from .basics import write_text_atomic
+from .core import CARD
 from indicipr.error_taxonomy import (
     ERROR_TYPES,
     classify_errors,
@@ -360,11 +361,14 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
 # %% ../notebooks/11_errors.ipynb #a444ac9c
 def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
-    from indicipr.core import load_qa_file, read_benchmark
+    from indicipr.qa_files import load_qa_file
+    from indicipr.benchmark import load_benchmark
     from indicipr.metrics import SPLIT_ALIASES
 
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
-        problems = read_benchmark(data_source, merged=SPLIT_ALIASES[str(gold)] == "merged").problems
+        problems = load_benchmark(
+            data_source, merged=SPLIT_ALIASES[str(gold)] == "merged", strict=False, verbose=False, as_dataset=False
+        ).problems
     else:
         problems = load_qa_file(gold).problems
     return {p.id for p in problems if p.id is not None}

@@ -14,7 +14,9 @@ import string
 from collections import Counter
 from pathlib import Path
 
-from .core import act_label, occurrences, write_text_atomic
+from .basics import write_text_atomic
+from .core import act_label
+from .qa_files import occurrences
 from .error_taxonomy import ERROR_TYPES, Span, classify_error, error_evidence
 from .metrics import normalize_answer, score_predictions
 

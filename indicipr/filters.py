@@ -10,16 +10,9 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from indicipr.core import (
-    ACTS,
-    build_dir,
-    data_dir,
-    read_jsonl,
-    record_act,
-    record_section,
-    write_jsonl,
-    write_text_atomic,
-)
+from .basics import write_text_atomic
+from .core import ACTS, build_dir, data_dir, record_act
+from .qa_files import read_jsonl, record_section, write_jsonl
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -329,7 +322,7 @@ def filter_released(records: Iterable[dict]) -> tuple[list[dict], "pd.DataFrame"
 # %% ../notebooks/03_filters.ipynb #1c66cf5e
 def filters_stage(plan) -> dict[str, tuple["pd.DataFrame", str]]:
     "`{name: (filter table, caption)}` of the run: `released` for a score job, one per build for a rebuild."
-    from indicipr.core import load_benchmark
+    from indicipr.benchmark import load_benchmark
 
     out = {}
     if not plan.rebuild:

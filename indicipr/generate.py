@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core import JSONLError, act_for_key, build_dir, data_dir, read_jsonl, shared_dir, write_jsonl
+from .core import act_for_key, build_dir, data_dir, shared_dir
+from .qa_files import JSONLError, read_jsonl, write_jsonl
 from .corpus import sync_shared_files
 from .llm import Endpoint, ReplayMissError, ResponseCache, messages_key, replay_endpoint
 from .llm_runs import run_requests
@@ -583,7 +584,7 @@ def live_build(
         f"{plan.contexts_tag} build from {path}: {len(contexts)} contexts, {cache.stores} model calls, {cache.hits} cache hits, "
         f"{time.time() - t0:.1f} s"
     )
-    from indicipr.core import record_timings
+    from indicipr.artifacts import record_timings
 
     record_timings("generation", generation_seconds=time.time() - t0)
     return label, out, generation_summary(label, endpoint.model, out["generations"], out["candidates"])

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import core
+from . import benchmark, core, qa_files
 from .bm25 import BM25Params, bm25_tokens
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
@@ -94,7 +94,7 @@ def section_leaks(records) -> dict:
     for r in records:
         found = section_mentions(r["question"])
         named += bool(found)
-        sec = core.section_of_title(r.get("title"))
+        sec = qa_files.section_of_title(r.get("title"))
         own += bool(sec) and sec.upper() in found
     return {"questions": len(records), "name a section": named, "name their own section": own}
 
@@ -954,7 +954,7 @@ def grounded_stage(
 ) -> dict:
     "Retrieval and reading on the open protocol: settings, corpus, retrieval runs, reading, leaks and timings."
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
-    ds = core.load_benchmark(data_source)
+    ds = benchmark.load_benchmark(data_source)
     splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test") if s in ds}
     corpus = open_corpus(splits)
     st["train"] = splits["train"]

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import core
+from . import basics, benchmark, core, qa_files
 
 # %% auto #0
 __all__ = ['SCALE', 'SCORES', 'AUDIT_CRITERIA', 'AUDIT_INSTRUCTIONS', 'stratified_sample', 'export_audit_kit', 'AuditSheetError',
@@ -93,12 +93,12 @@ def _audit_row(record: dict) -> dict:
 
 
 def _write_csv_atomic(path, rows: Iterable[dict], columns: Sequence[str]) -> Path:
-    "Write `rows` as CSV (UTF-8 with BOM) atomically (`core.write_text_atomic`)."
+    "Write `rows` as CSV (UTF-8 with BOM) atomically (`basics.write_text_atomic`)."
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), quoting=csv.QUOTE_MINIMAL)
     w.writeheader()
     w.writerows(rows)
-    return core.write_text_atomic(path, "\ufeff" + buf.getvalue())
+    return basics.write_text_atomic(path, "\ufeff" + buf.getvalue())
 
 # %% ../notebooks/12f_human_audit.ipynb #97c1b774
 AUDIT_INSTRUCTIONS = """\
@@ -146,7 +146,7 @@ def export_audit_kit(
     rows = [_audit_row(r) for r in stratified_sample(records, n, seed)]
     sheets = {a: str(_write_csv_atomic(out / "blank" / f"sheet_{a}.csv", rows, _SHEET_COLUMNS)) for a in annotators}
     (out / "filled").mkdir(parents=True, exist_ok=True)
-    core.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
+    basics.write_text_atomic(out / "README.md", AUDIT_INSTRUCTIONS)
     drawn = pd.Series([r["act"] for r in rows], dtype=object).value_counts()
     counts = {
         n: int(drawn[n])
@@ -163,7 +163,7 @@ def export_audit_kit(
         "ids": [r["pair_id"] for r in rows],
         "sheets": sheets,
     }
-    core.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
+    basics.write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
     return manifest
 
 # %% ../notebooks/12f_human_audit.ipynb #14dd1449
@@ -187,7 +187,7 @@ def _parse_score_cell(value) -> int:
 
 def _sheet_delimiter(path: Path) -> str:
     "The delimiter of a sheet: a comma, or the semicolon or tab a spreadsheet program wrote in some locales."
-    header = core.read_text(path).splitlines()[0] if path.stat().st_size else ""
+    header = qa_files.read_text(path).splitlines()[0] if path.stat().st_size else ""
     return max(",;\t", key=header.count) if header else ","
 
 
@@ -198,7 +198,7 @@ def read_audit_sheet(path, max_problems: int = 30) -> pd.DataFrame:
         raise AuditSheetError(f"{path}: no such sheet")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=_sheet_delimiter(path))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, core.JSONLError) as e:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, qa_files.JSONLError) as e:
         raise AuditSheetError(f"{path}: cannot read as a CSV sheet ({str(e).splitlines()[0].strip()})") from None
     missing = [c for c in ["pair_id", *AUDIT_CRITERIA] if c not in df.columns]
     if missing:
@@ -297,7 +297,7 @@ def audit_results_table(agreement: pd.DataFrame) -> pd.DataFrame:
 # %% ../notebooks/12f_human_audit.ipynb #0429e3d4
 def audit_dir(data_source: str = "sample") -> Path:
     "The audit-kit folder of a data source: `data/audit/<source_tag>/`."
-    return core.data_dir() / "audit" / core.source_tag(data_source)
+    return core.data_dir() / "audit" / benchmark.source_tag(data_source)
 
 
 def filled_sheets(folder) -> list[Path]:

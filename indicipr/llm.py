@@ -20,7 +20,8 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from .core import JSONLError, append_jsonl, mask_secrets, read_jsonl
+from .basics import mask_secrets
+from .qa_files import JSONLError, append_jsonl, read_jsonl
 
 _log = logging.getLogger("indicipr.llm")
 
@@ -70,7 +71,7 @@ def _infer_kind(base_url: str) -> str:
 
 
 def mask_url(url) -> str:
-    "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `core.mask_secrets`."
+    "A URL as it may be shown (`http://user:KEY@host` → `http://user:***@host`, `?api_key=***`): `basics.mask_secrets`."
     return mask_secrets(str(url))
 
 

@@ -217,9 +217,9 @@ def lm_eval_tasks_dir() -> Path:
 
 # %% ../notebooks/09_llms.ipynb #3ec83144
 def cache_path(data_source) -> Path:
-    from indicipr import core
+    from indicipr import benchmark, core
 
-    return core.data_dir() / "cache" / "llm" / f"qa_baselines_{core.source_tag(data_source)}.jsonl"
+    return core.data_dir() / "cache" / "llm" / f"qa_baselines_{benchmark.source_tag(data_source)}.jsonl"
 
 
 def run_llm_baselines(
@@ -228,10 +228,10 @@ def run_llm_baselines(
     "Every model × setting on the split: predictions written, one result row per system."
     import time
 
-    from indicipr import core, llm, llm_servers, metrics
+    from indicipr import artifacts, benchmark, core, llm, llm_servers, metrics
 
     settings = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
-    ds = core.load_benchmark(data_source)
+    ds = benchmark.load_benchmark(data_source)
     records = [dict(r) for r in ds[settings["split"]]]
     if settings["max_questions"]:
         records = records[: int(settings["max_questions"])]
@@ -255,7 +255,7 @@ def run_llm_baselines(
                     desc=f"{short} {setting}",
                     confirm_cost=confirm_cost,
                 )
-                core.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
+                artifacts.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
                     if variant == "snap" and not settings["snap"]:
                         continue

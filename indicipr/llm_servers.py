@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from .core import CARD, mask_secrets
+from .basics import mask_secrets
+from .core import CARD
 from .llm import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact
 
 _log = logging.getLogger("indicipr.llm_servers")

@@ -132,17 +132,10 @@ import json
 import os
 from typing import Any, Iterator
 
-from indicipr.core import (
-    InputError,
-    JSONLError,
-    data_dir,
-    json_or_jsonl,
-    read_jsonl,
-    read_text,
-    source_tag,
-    write_jsonl,
-    write_text_atomic,
-)
+from .basics import write_text_atomic
+from .core import InputError, data_dir
+from .qa_files import JSONLError, json_or_jsonl, read_jsonl, read_text, write_jsonl
+from .benchmark import source_tag
 
 
 def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
@@ -313,7 +306,8 @@ def _any_prediction_pairs(path: Path, lm_eval_filter: str | None = None) -> Iter
         raise
 
 # %% ../notebooks/06_metrics.ipynb #226a9544
-from .core import UNKNOWN_ACT_KEY, gold_starts, record_act
+from .core import UNKNOWN_ACT_KEY, record_act
+from .qa_files import gold_starts
 
 
 class PredictionIdError(InputError, ValueError):
@@ -487,7 +481,8 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
     return runs
 
 # %% ../notebooks/06_metrics.ipynb #ee8bf3e7
-from .core import QAFormatError, load_benchmark, load_qa_file, problem_lines, strict_mode
+from .qa_files import QAFormatError, load_qa_file
+from .benchmark import load_benchmark, problem_lines, strict_mode
 
 SPLIT_ALIASES = {
     "train": "train",

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from . import core
+from . import basics
 from .core import project_root
 from .runner import notebook_parameters
 
@@ -115,7 +115,7 @@ def normalize_notebook(path) -> bool:
                 cell["source"] = papermill_parameters_source(src).splitlines(True)
     if _nb_text(nb) == text:
         return False
-    core.write_text_atomic(path, _nb_text(nb))
+    basics.write_text_atomic(path, _nb_text(nb))
     return True
 
 
@@ -250,6 +250,6 @@ def write_back_outputs(executed: Iterable[str | os.PathLike], nbs_dir: str | os.
             notebook_with_outputs(json.loads(text), json.loads(ran.read_text(encoding="utf-8")), nbs_dir.parent)
         )
         if new != text:
-            core.write_text_atomic(src, new)
+            basics.write_text_atomic(src, new)
             changed.append(src)
     return changed

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from . import core, llm, llm_runs, llm_servers
+from . import benchmark, core, llm, llm_runs, llm_servers, qa_files
 from indicipr.human_audit import (
     AUDIT_CRITERIA,
     SCALE,
@@ -274,7 +274,7 @@ def judge_all(
 def judgments_path(data_source: str, judge: Judge) -> Path:
     "Where one judge's judgments for a data source are written."
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", judge.name)
-    return core.build_dir(core.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
+    return core.build_dir(benchmark.source_tag(data_source)) / "judge" / f"{safe}.jsonl"
 
 
 def run_judges(
@@ -292,7 +292,7 @@ def run_judges(
     with llm_servers.open_endpoints(config or llm_servers.llm_config(), [j.model for j in judges]) as endpoints:
         out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
     for j in judges:
-        core.write_jsonl(judgments_path(data_source, j), out[j.name])
+        qa_files.write_jsonl(judgments_path(data_source, j), out[j.name])
     return out
 
 # %% ../notebooks/12_quality.ipynb #e1377f7c

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .basics import write_text_atomic
 from indicipr.core import (
     CARD,
     CARD_GLANCE,
@@ -22,7 +23,6 @@ from indicipr.core import (
     card_comparable,
     figures_path,
     tables_path,
-    write_text_atomic,
 )
 from .error_taxonomy import ERROR_TYPES
 
@@ -40,7 +40,7 @@ class StageResult:
     seconds: float = 0.0
     output: str | None = None
     error: str | None = None
-    timings: list = field(default_factory=list)  # what the notebook passed to `core.record_timings`
+    timings: list = field(default_factory=list)  # what the notebook passed to `artifacts.record_timings`
 
 
 def format_seconds(s: float) -> str:

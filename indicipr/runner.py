@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterable
 
-from . import basics, core
+from . import artifacts, basics, core
 from .core import InputError, figures_path, project_root
 from .report import StageResult, format_seconds, write_report
 
@@ -350,9 +350,9 @@ def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
-    t0, recorded_before = time.time(), len(core.read_timings(run_dir))
+    t0, recorded_before = time.time(), len(artifacts.read_timings(run_dir))
     try:
-        with temporary_environ(**{core.RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
+        with temporary_environ(**{artifacts.RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
             run_notebook(nb, out, parameters, kernel, kernel_log)
         result = StageResult(nb.stem, "ok", time.time() - t0, str(out))
     except Exception as e:
@@ -365,10 +365,10 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
     for written in (out, kernel_log):
         scrub_file(written, _secret_parts(parameters))
     if result.error:
-        result.error = core.mask_secrets(result.error)
+        result.error = basics.mask_secrets(result.error)
     if kernel_log.exists() and not kernel_log.stat().st_size:
         kernel_log.unlink()
-    result.timings = core.read_timings(run_dir)[recorded_before:]
+    result.timings = artifacts.read_timings(run_dir)[recorded_before:]
     return result
 
 
@@ -403,13 +403,13 @@ def run_pipeline(
     )
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
-    timings_file = run_dir / core.TIMINGS_FILE
+    timings_file = run_dir / artifacts.TIMINGS_FILE
     if timings_file.exists():
         timings_file.unlink()  # this run's durations only
     kernel = ensure_kernel()
     results, start, failure = [], time.time(), None
     echo(
-        core.mask_secrets(
+        basics.mask_secrets(
             f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
             f"data_source={parameters['data_source']}, run folder {run_dir}, "
             f"tables and figures in {parameters['figures_dir'] or figures_path()}"
@@ -432,7 +432,7 @@ def run_pipeline(
         results.append(result)
     duration = time.time() - start
     if report:
-        echo(f"report: {write_report(run_dir, results, core.mask_secrets(parameters), duration)}")
+        echo(f"report: {write_report(run_dir, results, basics.mask_secrets(parameters), duration)}")
     missing = [r.name for r in results if r.status == "missing"]
     echo(
         f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
@@ -474,7 +474,7 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
         if not basics.has_secret(value):
             shown[name] = value
             continue
-        masked = core.mask_secrets(value)
+        masked = basics.mask_secrets(value)
         shown[name] = _SecretParameter(masked if isinstance(masked, str) else json.dumps(masked))
         shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
         env[shown[name].env] = json.dumps(value)
@@ -511,7 +511,7 @@ def scrub_file(path: Path, parts: set[str]) -> bool:
         clean = clean.replace(p, "***")
     if clean == text:
         return False
-    core.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    basics.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     return True
 
 

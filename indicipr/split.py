@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
+from .basics import replace_atomic
 from indicipr.core import (
     ACTS,
     CARD,
@@ -19,23 +20,17 @@ from indicipr.core import (
     OFFICIAL_COUNTS,
     OFFICIAL_FILES,
     SPLITS,
-    QAFormatError,
     act_keys_in_card_order,
     act_label,
     build_dir,
     card_comparable,
     data_dir,
-    make_qa_record,
     may_publish_sample,
-    read_jsonl,
-    read_qa_file,
     record_act,
-    record_section,
-    replace_atomic,
-    source_tag,
     stage_settings,
-    write_jsonl,
 )
+from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl, record_section, write_jsonl
+from .benchmark import source_tag
 from .filters import builds_with_candidates
 
 # %% auto #0
@@ -266,7 +261,7 @@ def check_split_integrity(splits: dict[str, list[dict]], provenance: list[dict])
 
 # %% ../notebooks/04_split.ipynb #23daafd0
 def split_sizes(splits: dict[str, list[dict]], provenance: list[dict] | None = None, card: bool = False):
-    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `core.record_section`); `card` adds the card's sizes."
+    "QA pairs, share, distinct source contexts and sections per split (sections from `provenance`, else `qa_files.record_section`); `card` adds the card's sizes."
     import pandas as pd
 
     prov = {p["id"]: (p["act"], p["section"]) for p in provenance} if provenance is not None else None
@@ -365,11 +360,11 @@ PROFILE_DEFAULTS = {
 
 
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
-    "Write the four official files atomically and validate each with `read_qa_file`."
+    "Write the four official files atomically and validate each with `load_qa_file(strict=True)`."
     paths = {}
     for s, name in OFFICIAL_FILES.items():
         paths[s] = write_jsonl(Path(folder) / name, splits[s])
-        if len(read_qa_file(paths[s])) != len(splits[s]):
+        if len(load_qa_file(paths[s], strict=True).records) != len(splits[s]):
             raise QAFormatError(f"{paths[s]}: record count changed on reading back")
     return paths
 
@@ -388,7 +383,7 @@ def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile:
     paths = write_split_files(folder, splits)
     write_jsonl(folder / "selection_log.jsonl", sel_log)
     write_jsonl(folder / "split_provenance.jsonl", prov)
-    written = {s: read_qa_file(p) for s, p in paths.items()}
+    written = {s: load_qa_file(p, strict=True).records for s, p in paths.items()}
     check_split_integrity(written, list(read_jsonl(folder / "split_provenance.jsonl")))
     return {
         "build": tag,
@@ -422,7 +417,7 @@ def publish_sample(
     dest.mkdir(parents=True, exist_ok=True)
     for name in OFFICIAL_FILES.values():
         src = build_dir(tag) / name
-        read_qa_file(src)
+        load_qa_file(src, strict=True)
         tmp = dest / f".{name}.tmp"
         shutil.copyfile(src, tmp)
         replace_atomic(tmp, dest / name)
@@ -491,7 +486,7 @@ def construction_counts(tag: str):
     if missing:
         raise FileNotFoundError(f"{folder}: missing {', '.join(missing)}; run notebooks 01-04 with build_tag={tag!r}")
     summary = json.loads((folder / "filter_summary.json").read_text(encoding="utf-8"))
-    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}
+    splits = {s: load_qa_file(folder / n, strict=True).records for s, n in OFFICIAL_FILES.items()}
     prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
     counts = {
         "Initial statutory contexts": sum(1 for _ in read_jsonl(folder / "contexts.jsonl")),
@@ -522,7 +517,7 @@ def split_stage(plan, ratios=None, max_per_context=None, seed=None) -> tuple[dic
 
 def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, list[dict]]]:
     "`{name: (table, caption)}` of one split build, and its splits."
-    splits = {s: read_qa_file(build_dir(tag) / f) for s, f in OFFICIAL_FILES.items()}
+    splits = {s: load_qa_file(build_dir(tag) / f, strict=True).records for s, f in OFFICIAL_FILES.items()}
     prov = list(read_jsonl(build_dir(tag) / "split_provenance.jsonl"))
     return {
         f"split_sizes_{tag}": (
@@ -539,7 +534,7 @@ def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, l
 
 def source_tables(data_source) -> tuple[dict[str, tuple], bool]:
     "`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the card's figures are beside them."
-    from indicipr.core import load_benchmark
+    from indicipr.benchmark import load_benchmark
 
     tag, source = source_tag(data_source), load_benchmark(data_source, merged=True)
     splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}

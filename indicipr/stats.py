@@ -14,7 +14,8 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from .core import CARD, CARD_GLANCE, OFFICIAL_COUNTS, UNKNOWN_ACT_KEY, data_dir, read_jsonl, record_act
+from .core import CARD, CARD_GLANCE, OFFICIAL_COUNTS, UNKNOWN_ACT_KEY, data_dir, record_act
+from .qa_files import read_jsonl
 from .split import normalize_question
 
 # %% ../notebooks/05_stats.ipynb #cc336a21

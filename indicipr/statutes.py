@@ -18,7 +18,8 @@ from indicipr.cleaning import (
     strip_footnote_zone,
     unwrap_amendment_brackets,
 )
-from .core import ACTS, JSONLError, act_for_key, data_dir, read_jsonl, shared_dir
+from .core import ACTS, act_for_key, data_dir, shared_dir
+from .qa_files import JSONLError, read_jsonl
 
 # %% auto #0
 __all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'statutes_manifest', 'pdf_dir', 'StatuteFormatError',

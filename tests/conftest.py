@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from helpers import QA_SMALL
-from indicipr import core
+from indicipr import benchmark, core
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def no_llm_api_key(monkeypatch):
 @pytest.fixture(scope="module")
 def splits():
     "The qa_small fixture as `load_benchmark` gives it: `{train, validation, test: [record, ...]}` (one load per module)."
-    return {k: [dict(r) for r in v] for k, v in core.load_benchmark(str(QA_SMALL)).items()}
+    return {k: [dict(r) for r in v] for k, v in benchmark.load_benchmark(str(QA_SMALL)).items()}
 
 
 @pytest.fixture

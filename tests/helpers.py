@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from indicipr import core, runner
+from indicipr import core, qa_files, runner
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout
 BIN = Path(sys.executable).parent  # the virtualenv's console scripts (indicipr, nbdev_*)
@@ -25,7 +25,7 @@ SHARED = core.shared_dir()  # ../shared beside the checkout (or None), before an
 # ---------------------------------------------------------------- committed data
 def read_qa_small(split: str = "test") -> list[dict]:
     "The records of one official file of the qa_small fixture (`train`, `validation`, `test`, `merged`), validated."
-    return core.read_qa_file(QA_SMALL / core.OFFICIAL_FILES[split])
+    return qa_files.load_qa_file(QA_SMALL / core.OFFICIAL_FILES[split], strict=True).records
 
 
 def read_qa_small_all() -> dict[str, list[dict]]:
@@ -45,7 +45,7 @@ def recorded_generations() -> list[dict]:
         pytest.fail(
             f"no recorded generations: neither {local}/generations.jsonl nor ../shared/sample/generations.jsonl exists"
         )
-    return [r for f in files for r in core.read_jsonl(f)]
+    return [r for f in files for r in qa_files.read_jsonl(f)]
 
 
 def recorded_candidates() -> list[dict]:

@@ -47,7 +47,7 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
-from indicipr import core, runner  # noqa: E402
+from indicipr import benchmark, core, runner  # noqa: E402
 from indicipr.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,7 +377,7 @@ def check_rehearsal(
     source_tag = "hub"
     if chk.ok("runner wrote run.json", run_json.is_file(), str(run_json)):
         run = json.loads(run_json.read_text())
-        source_tag = core.source_tag(run["parameters"]["data_source"])  # where the run wrote its audit kit
+        source_tag = benchmark.source_tag(run["parameters"]["data_source"])  # where the run wrote its audit kit
         results = run["results"]
         for r in results:
             chk.ok(f"notebook {r['name']} ran", r["status"] == "ok", f"{r['status']}: {(r.get('error') or '')[:600]}")

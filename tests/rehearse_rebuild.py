@@ -202,7 +202,8 @@ def main(argv=None) -> int:
         print("rebuild rehearsal: FAILED (the build did not finish)")
         return 1
 
-    from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
+    from indicipr.core import OFFICIAL_FILES
+    from indicipr.qa_files import load_qa_file, read_jsonl
 
     contexts = list(read_jsonl(folder / "contexts.jsonl"))
     by_prompt = request_prompts(contexts, "gpt-4o")
@@ -229,7 +230,7 @@ def main(argv=None) -> int:
     )
     generations = list(read_jsonl(folder / "generations.jsonl"))
     check("generations.jsonl complete", len(generations) == len(contexts) and all(g["response"] for g in generations))
-    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}
+    splits = {s: load_qa_file(folder / n, strict=True).records for s, n in OFFICIAL_FILES.items()}
     check(
         "four valid official files",
         len(splits["merged"]) > 0

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from indicipr import core
+from indicipr import benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
@@ -86,7 +86,7 @@ def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):
 def test_long_context_questions_keep_exact_gold_spans():
     import qa_inference
 
-    recs = [dict(r) for s in ("train", "validation", "test") for r in core.load_benchmark(str(FIXTURE))[s]]
+    recs = [dict(r) for s in ("train", "validation", "test") for r in benchmark.load_benchmark(str(FIXTURE))[s]]
     qs = qa_inference.long_context_questions(recs, min_words=350)
     assert len(qs) == 2 * len(recs) and len({q["id"] for q in qs}) == len(qs)
     for q in qs:
@@ -132,7 +132,7 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     from indicipr import qa_model as QM
 
     tok = QM.load_tokenizer("minilm-l6")
-    recs = [dict(r) for r in core.load_benchmark(str(FIXTURE))["test"]]
+    recs = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE))["test"]]
     w = QM.encode_windows(recs, tok, 128, 32)
     want = [tuple(QM._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in QM._batches_by_length(w.lengths, 3)]
     assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want and len(set(want)) > 1

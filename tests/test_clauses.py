@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from indicipr import clauses as C
-from indicipr.core import load_benchmark, validate_qa_record
+from indicipr.qa_files import validate_qa_record
+from indicipr.benchmark import load_benchmark
 from indicipr.corpus import build_contexts
 
 

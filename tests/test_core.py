@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL as FIXTURE, ROOT
-from indicipr import core, report, runner
+from indicipr import artifacts, benchmark, core, qa_files, report, runner
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def official_folder(tmp_path, statute_sections):
         answer = ctx[:60].rsplit(" ", 1)[0]
         prefix = core.ACTS[sec["act"]].prefix
         recs.append(
-            core.make_qa_record(
+            qa_files.make_qa_record(
                 f"{prefix}_{len(recs) + 1:06d}",
                 f"Section {sec['section']}: {sec['title']}",
                 ctx,
@@ -34,13 +34,13 @@ def official_folder(tmp_path, statute_sections):
     folder = tmp_path / "official"
     parts = {"train": recs[:3], "validation": recs[3:4], "test": recs[4:], "merged": recs}
     for split, rs in parts.items():
-        core.write_jsonl(folder / core.OFFICIAL_FILES[split], rs)
+        qa_files.write_jsonl(folder / core.OFFICIAL_FILES[split], rs)
     return folder, recs
 
 
 def test_load_benchmark_local_folder(official_folder, statute_sections):
     folder, recs = official_folder
-    dd = core.load_benchmark(folder, merged=True)
+    dd = benchmark.load_benchmark(folder, merged=True)
     assert set(dd) == {"train", "validation", "test", "merged"}
     assert len(dd["merged"]) == len(recs)
     row = dd["train"][0]
@@ -52,7 +52,7 @@ def test_load_benchmark_local_folder(official_folder, statute_sections):
 
 
 def test_load_benchmark_committed_fixture():
-    dd = core.load_benchmark(FIXTURE)
+    dd = benchmark.load_benchmark(FIXTURE)
     assert len(dd["train"]) > 100 and len(dd["test"]) > 10
     train_ctx, test_ctx = set(dd["train"]["context"]), set(dd["test"]["context"])
     assert not train_ctx & test_ctx
@@ -105,14 +105,16 @@ def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needl
         lines[0] = mutate(lines[0], json.loads(lines[0]))
     lines[1] = mutate(lines[1], json.loads(lines[1]))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(core.QAFormatError) as err:  # --strict: any problem is an error naming file, line and what
-        core.load_benchmark(folder, strict=True)
+    with pytest.raises(qa_files.QAFormatError) as err:  # --strict: any problem is an error naming file, line and what
+        benchmark.load_benchmark(folder, strict=True)
     msg = str(err.value)
     assert "train_squad.jsonl:2" in msg, msg
     assert needle in msg, msg
-    listed = "\n".join(str(p) for p in core.read_benchmark(folder).problems)  # by default: listed once, the rest loads
+    listed = "\n".join(
+        str(p) for p in benchmark.load_benchmark(folder, strict=False, verbose=False, as_dataset=False).problems
+    )  # by default: listed once, the rest loads
     assert "train_squad.jsonl:2" in listed and needle in listed, listed
-    kept = len(core.load_benchmark(folder, verbose=False)["train"])
+    kept = len(benchmark.load_benchmark(folder, verbose=False)["train"])
     assert kept == len(lines) - (
         0 if kind in ("offset mismatch", "answer not in context") else 1
     )  # only an offset's record is kept
@@ -121,37 +123,37 @@ def test_malformed_line_names_file_and_line(official_folder, kind, mutate, needl
 def test_missing_file_is_named(official_folder):
     folder, _ = official_folder
     (folder / "val_squad.jsonl").unlink()
-    with pytest.raises(core.BenchmarkUnavailable, match="val_squad.jsonl"):
-        core.load_benchmark(folder)
+    with pytest.raises(benchmark.BenchmarkUnavailable, match="val_squad.jsonl"):
+        benchmark.load_benchmark(folder)
 
 
 def test_hub_fails_fast_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(core.BenchmarkUnavailable) as err:
-        core.load_benchmark("hub")
+    with pytest.raises(benchmark.BenchmarkUnavailable) as err:
+        benchmark.load_benchmark("hub")
     assert "data/benchmark" in str(err.value) and core.HUB_ID in str(err.value)
 
 
 def test_verify_counts(official_folder):
     folder, recs = official_folder
-    assert core.verify_benchmark(
+    assert benchmark.verify_benchmark(
         folder, expected={"train": 3, "validation": 1, "test": len(recs) - 4, "merged": len(recs)}
     )
-    with pytest.raises(core.BenchmarkUnavailable, match="expected 3710"):
-        core.verify_benchmark(folder)
+    with pytest.raises(benchmark.BenchmarkUnavailable, match="expected 3710"):
+        benchmark.verify_benchmark(folder)
 
 
 def test_write_jsonl_is_atomic(tmp_path):
     path = tmp_path / "x.jsonl"
-    core.write_jsonl(path, [{"a": 1}])
+    qa_files.write_jsonl(path, [{"a": 1}])
 
     def boom():
         yield {"a": 2}
         raise RuntimeError("killed mid-write")
 
     with pytest.raises(RuntimeError):
-        core.write_jsonl(path, boom())
-    assert list(core.read_jsonl(path)) == [{"a": 1}]
+        qa_files.write_jsonl(path, boom())
+    assert list(qa_files.read_jsonl(path)) == [{"a": 1}]
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
 
 
@@ -282,7 +284,7 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     figs = tmp_path / "figs"
     write_nb(
         nbs / "00_core.ipynb",
-        "import pandas as pd\nfrom indicipr.core import save_table, record_timings\n"
+        "import pandas as pd\nfrom indicipr.artifacts import record_timings, save_table\n"
         "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
         "print('chatter that belongs to the executed copy')\n"
         "record_timings('00_core', demo=1.25)",
@@ -355,11 +357,11 @@ def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
     frame = pd.DataFrame({"Act": ["Designs", "Patents"], "F1": [100.0, 98.4], "EM": ["63.66 ± 0.10", "65.12"]})
 
     def write(figs):
-        core.save_table(frame, "per_act_demo", figs, caption="Per-Act F1")
+        artifacts.save_table(frame, "per_act_demo", figs, caption="Per-Act F1")
         fig, ax = plt.subplots(figsize=(4, 3))
         ax.bar(["Designs", "Patents"], [100.0, 98.4])
         ax.set_title("Per-Act F1")
-        core.save_figure(fig, "per_act_demo", figs)
+        artifacts.save_figure(fig, "per_act_demo", figs)
         plt.close(fig)
         return {p.relative_to(figs): p.read_bytes() for p in sorted(figs.rglob("*")) if p.is_file()}
 
@@ -376,7 +378,7 @@ def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
     assert [k for k in first if first[k] != second[k]] == []
     assert b"/CreationDate" not in first[Path("per_act_demo.pdf")]
     with pytest.raises(ValueError, match="record_timings"):
-        core.save_table(frame.assign(train_s=[1.0, 2.0]), "timed", tmp_path / "a")
+        artifacts.save_table(frame.assign(train_s=[1.0, 2.0]), "timed", tmp_path / "a")
 
 
 def chromium():
@@ -425,7 +427,7 @@ def paper_shaped_tables(figs):
     acts = ["Designs", "Patents", "Copyright"]
 
     def t(name, **cols):
-        return core.save_table(pd.DataFrame(cols), name, figs, caption=f"{name} caption")
+        return artifacts.save_table(pd.DataFrame(cols), name, figs, caption=f"{name} caption")
 
     t("dataset_at_a_glance", Property=["Total QA pairs", "Test samples"], Value=[191, 36])
     t("per_act_distribution", Act=acts, **{"Full dataset": [28, 32, 28], "Test set": [4, 8, 4]})
@@ -452,7 +454,7 @@ def paper_shaped_tables(figs):
     t("zz_not_in_the_spec", x=[1])
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.barh(acts, [100.0, 98.4, 79.41], color="#1f77b4")
-    core.save_figure(fig, "per_act_focus", figs)
+    artifacts.save_figure(fig, "per_act_focus", figs)
     plt.close(fig)
 
 

@@ -218,7 +218,7 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     nb.cells = [
         nbformat.v4.new_code_cell(
             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-            "from indicipr.core import save_figure"
+            "from indicipr.artifacts import save_figure"
         ),
         nbformat.v4.new_code_cell(
             f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})"

@@ -9,14 +9,14 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import cli, core, encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
+from indicipr import benchmark, cli, core, encoders as E, metrics, qa_files, qa_model as QM, training as TR  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
 
 @pytest.fixture(scope="module")
 def splits():
-    return {k: [dict(r) for r in v] for k, v in core.load_benchmark(str(FIXTURE)).items()}
+    return {k: [dict(r) for r in v] for k, v in benchmark.load_benchmark(str(FIXTURE)).items()}
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +331,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     s = settings[0]
     assert (s["checkpoint"], s["revision"], s["layers"], s["hidden"]) == (repo, sha, 2, 128)
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
-    test_ids = {r["id"] for r in core.read_qa_file(FIXTURE / "test_squad.jsonl")}
+    test_ids = {r["id"] for r in qa_files.load_qa_file(FIXTURE / "test_squad.jsonl", strict=True).records}
     assert s["eval_questions"] == len(test_ids)
     preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids  # the whole test split
@@ -366,7 +366,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
     phase1 = E.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
     assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0 and phase1["freeze_embeddings"]
-    n_train = len(core.training_records(core.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
+    n_train = len(qa_files.training_records(benchmark.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
     replay = []
     for r in rows:  # every seed starts from phase 1 and the settings table says what it was
         cfg = E.qa_config(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
@@ -426,7 +426,7 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
     path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
     preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
-    test = [dict(r) for r in core.load_benchmark(str(FIXTURE), verbose=False)["test"]]
+    test = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE), verbose=False)["test"]]
     assert set(preds) == {r["id"] for r in test}
     assert meta["plain_system"] == rows[0]["system"] and meta["decoding"]["tuned_on"] == "validation"
     assert meta["setting"] == "fine-tuned, boundary-aware decoding"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT
-from indicipr import cli, core, error_taxonomy, explorer, metrics, report, runner
+from indicipr import artifacts, cli, core, error_taxonomy, explorer, metrics, qa_files, report, runner
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -64,14 +64,14 @@ def varied_predictions(records, shift: int = 0) -> dict[str, str]:
 
 
 def write_jsonl(path: Path, preds: dict) -> Path:
-    return core.write_jsonl(path, ({"id": k, "prediction_text": v} for k, v in preds.items()))
+    return qa_files.write_jsonl(path, ({"id": k, "prediction_text": v} for k, v in preds.items()))
 
 
 @pytest.fixture(scope="module")
 def explorer_page(tmp_path_factory):
     "`indicipr evaluate --out x.html` on the sample's test split, a second system beside."
     tmp = tmp_path_factory.mktemp("explorer")
-    gold = list(core.read_jsonl(GOLD))
+    gold = list(qa_files.read_jsonl(GOLD))
     preds = {"sysA": varied_predictions(gold), "sysB": varied_predictions(gold, shift=3)}
     paths = {n: write_jsonl(tmp / f"{n}.jsonl", p) for n, p in preds.items()}
     out = tmp / "x.html"
@@ -159,7 +159,7 @@ def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     out = explorer_page[0]
     figs = tmp_path / "figs"
     paper_shaped_tables(figs)
-    core.save_table(
+    artifacts.save_table(
         __import__("pandas").DataFrame({"Parameter": ["a" * 200], **{f"column {i}": [i * 1.5] for i in range(14)}}),
         "error_class_sensitivity",
         figs,
@@ -192,7 +192,7 @@ def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
 
 def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
     "An lm-eval --log_samples file and an id,prediction CSV score exactly as the equivalent JSONL."
-    gold = list(core.read_jsonl(GOLD))
+    gold = list(qa_files.read_jsonl(GOLD))
     preds = varied_predictions(gold)
     jsonl = write_jsonl(tmp_path / "p.jsonl", preds)
     samples = tmp_path / "samples_indicipr_qa_zeroshot_2026-01-01T00-00-00.jsonl"
@@ -237,7 +237,7 @@ def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
 
 
 def test_evaluate_page_refuses_a_folder_or_its_own_input(tmp_path, capsys):
-    preds = write_jsonl(tmp_path / "p.jsonl", varied_predictions(list(core.read_jsonl(GOLD))))
+    preds = write_jsonl(tmp_path / "p.jsonl", varied_predictions(list(qa_files.read_jsonl(GOLD))))
     (tmp_path / "page.html").mkdir()
     same = tmp_path / "p.html"
     same.write_bytes(preds.read_bytes())

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from helpers import recorded_candidates
-from indicipr.core import JSONLError, read_jsonl, write_jsonl
+from indicipr.qa_files import JSONLError, read_jsonl, write_jsonl
 from indicipr.filters import FILTERS, apply_filters, filter_build, filter_table
 
 

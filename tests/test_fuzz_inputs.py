@@ -14,10 +14,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import QA_SMALL
-from indicipr import cli, core, metrics, runner
+from indicipr import cli, core, metrics, qa_files, runner
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-GOLD_RECORDS = core.read_qa_file(QA_SMALL / "test_squad.jsonl")
+GOLD_RECORDS = qa_files.load_qa_file(QA_SMALL / "test_squad.jsonl", strict=True).records
 IDS = [r["id"] for r in GOLD_RECORDS]
 
 json_scalars = st.one_of(
@@ -69,10 +69,10 @@ def _read_with(reader, data: bytes, suffix: str):
 @FUZZ
 @given(data=file_bytes, suffix=st.sampled_from([".jsonl", ".json", ".txt"]))
 def test_readers_return_or_name_the_problem(data, suffix):
-    _read_with(lambda p: list(core.read_jsonl(p)), data, suffix)
-    got = _read_with(core.load_qa_file, data, suffix)
-    if isinstance(got, core.QAFile):
-        assert all(core.check_qa_record(r)[0] is not None for r in got.records)
+    _read_with(lambda p: list(qa_files.read_jsonl(p)), data, suffix)
+    got = _read_with(qa_files.load_qa_file, data, suffix)
+    if isinstance(got, qa_files.QAFile):
+        assert all(qa_files.check_qa_record(r)[0] is not None for r in got.records)
     got = _read_with(metrics.read_predictions, data, suffix)
     if isinstance(got, dict):
         assert got and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())

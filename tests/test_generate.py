@@ -16,7 +16,7 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn, two_item_reply
 from helpers import ROOT, SHARED, recorded_generations
-from indicipr.core import read_jsonl, write_jsonl
+from indicipr.qa_files import read_jsonl, write_jsonl
 from indicipr.llm import Endpoint, ResponseCache, request_key
 from indicipr.generate import (
     CANDIDATE_FIELDS,

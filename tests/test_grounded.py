@@ -7,13 +7,13 @@ import importlib.util
 import numpy as np
 import pytest
 
-from indicipr import core, encoders
+from indicipr import benchmark, encoders
 from indicipr import grounded as gr
 
 
 @pytest.fixture(scope="module")
 def sample():
-    ds = core.load_benchmark("sample")
+    ds = benchmark.load_benchmark("sample")
     splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test")}
     return splits, gr.open_corpus(splits)
 

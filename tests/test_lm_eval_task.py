@@ -21,7 +21,7 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import core, llm, llm_qa as Q, llm_servers, metrics
+from indicipr import benchmark, llm, llm_qa as Q, llm_servers, metrics
 from standins.loopback import JSONHandler, LoopbackServer
 
 TASK_DIR = Q.lm_eval_tasks_dir()
@@ -207,7 +207,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
     (results_path,) = glob.glob(str(tmp_path / "out" / "**" / "results_*.json"), recursive=True)
     results = json.loads(open(results_path, encoding="utf-8").read())["results"]
 
-    ds = core.load_benchmark("sample")
+    ds = benchmark.load_benchmark("sample")
     records = [dict(r) for r in ds["test"]][:n]
     shots = Q.draw_shots([dict(r) for r in ds["train"]], 3, 0)
     sent = {request_key(x["body"]["messages"]): x for x in proxy.exchanges}

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, QA_SMALL, ROOT
-from indicipr import cli, core, error_analysis, error_taxonomy, llm, llm_servers, runner
+from indicipr import basics, benchmark, cli, core, error_analysis, error_taxonomy, llm, llm_servers, qa_files, runner
 
 KEY = "SECRETKEY"
 GOLD = QA_SMALL / "test_squad.jsonl"
 
 
 def gold_records() -> list[dict]:
-    return core.read_qa_file(GOLD)
+    return qa_files.load_qa_file(GOLD, strict=True).records
 
 
 def write_preds(path: Path, records=None, text=lambda r: r["answers"]["text"][0]) -> Path:
@@ -169,7 +169,7 @@ def test_an_out_under_a_regular_file_is_a_sentence(tmp_path, capsys):
     ],
 )
 def test_one_function_masks_every_secret(raw, secret):
-    assert secret not in core.mask_secrets(raw) and secret not in llm.mask_url(raw)
+    assert secret not in basics.mask_secrets(raw) and secret not in llm.mask_url(raw)
     assert secret not in repr(llm.Endpoint(raw if "://" in raw else "http://h", "m"))
 
 
@@ -285,12 +285,12 @@ def test_predictions_of_records_left_out_are_counted_apart(tmp_path, capsys):
     "value, strict", [("on", True), ("off", False), ("yes", True), ("0", False), ("TRUE", True), ("", False)]
 )
 def test_indicipr_strict_reads_every_switch_word(monkeypatch, value, strict):
-    monkeypatch.setenv(core.STRICT_ENV, value)
-    assert core.strict_mode() is strict
+    monkeypatch.setenv(benchmark.STRICT_ENV, value)
+    assert benchmark.strict_mode() is strict
 
 
 def test_indicipr_strict_refuses_other_words(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv(core.STRICT_ENV, "maybe")
+    monkeypatch.setenv(benchmark.STRICT_ENV, "maybe")
     rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", write_preds(tmp_path / "p.jsonl"))
     refused(rc, err, "INDICIPR_STRICT='maybe'", "on/off")
 
@@ -542,11 +542,11 @@ def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import os, sys, time
-    from indicipr import core
+    from indicipr import basics
     real_fsync = os.fsync
     def slow_fsync(fd): print("written", flush=True); time.sleep(60)
     os.fsync = slow_fsync
-    core.write_text_atomic(sys.argv[1], "new text")
+    basics.write_text_atomic(sys.argv[1], "new text")
 """)
 
 
@@ -558,13 +558,13 @@ def test_a_killed_write_leaves_the_old_file_and_its_leftover_goes(tmp_path):
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert victim.read_text() == "old text" and len(list(tmp_path.glob(".victim.md.*.tmp"))) == 1
-    core.write_text_atomic(victim, "next")
+    basics.write_text_atomic(victim, "next")
     assert victim.read_text() == "next" and list(tmp_path.glob(".victim.md.*.tmp")) == []
 
 
 def _fake_hub(monkeypatch, folder: Path):
-    monkeypatch.setattr(core, "_hub_reachable", lambda *a, **k: True)
-    monkeypatch.setattr(core, "_hub_file", lambda name: (folder / name, f"hub:{name}"))
+    monkeypatch.setattr(benchmark, "hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr(benchmark, "_hub_file", lambda name: (folder / name, f"hub:{name}"))
 
 
 def _bench_state(dest: Path, old: Path, new: Path) -> str:
@@ -602,21 +602,21 @@ def test_fetch_killed_while_moving_leaves_all_old_or_all_new(tmp_path, monkeypat
                 raise KeyboardInterrupt("killed")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(core, "verify_benchmark", verified)
-    monkeypatch.setattr(core.os, "replace", killed_at)
+    monkeypatch.setattr(benchmark, "verify_benchmark", verified)
+    monkeypatch.setattr(benchmark.os, "replace", killed_at)
     try:
-        core.fetch_benchmark(dest)
+        benchmark.fetch_benchmark(dest)
     except KeyboardInterrupt:
         pass
-    monkeypatch.setattr(core.os, "replace", real_replace)
+    monkeypatch.setattr(benchmark.os, "replace", real_replace)
     for p in tmp_path.iterdir():  # as if the killed process were gone: its pid is free
         if p.name.startswith(".bench.") and f".{os.getpid()}." in p.name:
             p.rename(p.with_name(p.name.replace(f".{os.getpid()}.", ".999999999.")))
-    getattr(core, "tidy_swap_leftovers", lambda d: None)(dest)  # what the next start does first
+    getattr(basics, "tidy_swap_leftovers", lambda d: None)(dest)  # what the next start does first
     assert _bench_state(dest, old, new) in ("old", "new")
     assert (dest / "notes.txt").read_text() == "mine"
     moving.clear()
-    core.fetch_benchmark(dest)  # the next fetch: all new, the user's file kept, no leftover
+    benchmark.fetch_benchmark(dest)  # the next fetch: all new, the user's file kept, no leftover
     assert _bench_state(dest, old, new) == "new" and (dest / "notes.txt").read_text() == "mine"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bench.")] == []
 

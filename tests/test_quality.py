@@ -12,7 +12,7 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import cli, core, human_audit, llm, llm_runs, llm_servers
+from indicipr import cli, core, human_audit, llm, llm_runs, llm_servers, qa_files
 from indicipr import quality as q
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
@@ -198,7 +198,7 @@ def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch,
         assert fake.requests[0]["body"]["response_format"]["type"] in ("json_schema", "json_object")
         # the judgments file is written and a rerun (resume) makes no new request
         path = q.judgments_path(str(FIXTURE), q.Judge("fake"))
-        assert [r["id"] for r in core.read_jsonl(path)] == [r["id"] for r in recs]
+        assert [r["id"] for r in qa_files.read_jsonl(path)] == [r["id"] for r in recs]
         rerun_cache = llm.ResponseCache(root / "cache.jsonl")
         again = run(fake, recs, cache=rerun_cache)["fake"]
         assert len(fake.requests) == 6 and again == out and rerun_cache.hits == 6 and runner_calls == [3, 3, 3, 3]

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from helpers import BIN, QA_SMALL, ROOT, read_qa_small_all, write_prediction_file  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 
-from indicipr import cli, core, runner  # noqa: E402
+from indicipr import benchmark, cli, core, qa_files, runner  # noqa: E402
 
 HUB_ID = core.HUB_ID
 
@@ -81,8 +81,8 @@ def test_the_merged_file_with_extra_columns_loads_from_the_hub_standin(tmp_path)
     for s in ("train", "validation"):
         write_records(repo / core.OFFICIAL_FILES[s], read_qa_small_all()[s], bom=True)
     script = (
-        "import json; from indicipr import core\n"
-        "dd = core.load_benchmark('hub', merged=True)\n"
+        "import json; from indicipr import benchmark\n"
+        "dd = benchmark.load_benchmark('hub', merged=True)\n"
         "print('SIZES', json.dumps({k: len(v) for k, v in dd.items()}))"
     )
     with serve_folders(tmp_path / "hub") as hub:
@@ -113,7 +113,7 @@ def test_an_act_column_is_the_act(tmp_path):
             folder / name,
             [{**r, "id": r["id"].replace("pat_", "zzz_"), "Act": core.act_label(core.record_act(r))} for r in recs],
         )
-    b = core.read_benchmark(folder, merged=True)
+    b = benchmark.load_benchmark(folder, merged=True, strict=False, verbose=False, as_dataset=False)
     assert b.acts_how == "the files' Act column"
     assert {r["act"] for r in b.splits["merged"] if r["id"].startswith("zzz_")} == {"patents"}
 
@@ -137,7 +137,7 @@ def test_training_repairs_an_offset_that_occurs_once_and_leaves_the_rest_out():
     recs = read_qa_small_all()["train"][:3]
     shifted = [{**r, "answers": {**r["answers"], "answer_start": [r["answers"]["answer_start"][0] + 1]}} for r in recs]
     lost = {**recs[0], "answers": {"text": ["no such words anywhere"], "answer_start": [0]}}
-    kept, repaired, left_out = core.training_records([*shifted, lost])
+    kept, repaired, left_out = qa_files.training_records([*shifted, lost])
     assert (len(kept), left_out) == (3, 1) and repaired == 3
     assert [r["answers"]["answer_start"] for r in kept] == [r["answers"]["answer_start"] for r in recs]
 
@@ -147,7 +147,7 @@ def test_leaks_and_a_merged_file_that_is_not_the_union_are_reported(tmp_path, ca
     splits = read_qa_small_all()
     write_records(folder / core.OFFICIAL_FILES["test"], splits["test"] + splits["train"][:1])  # a train record in test
     write_records(folder / core.OFFICIAL_FILES["merged"], splits["merged"][:-2])  # two records short
-    core.load_benchmark(folder, merged=True)
+    benchmark.load_benchmark(folder, merged=True)
     err = capsys.readouterr().err
     assert "the same id is in train and test" in err and "also in train" in err and "not the union" in err, err
     rc, out, err = run_cli("info", "--data-source", folder)
@@ -161,7 +161,7 @@ def test_bom_and_crlf_files_load_and_score(tmp_path):
     folder = copy_official(tmp_path / "bench")
     for split, name in core.OFFICIAL_FILES.items():
         write_records(folder / name, read_qa_small_all()[split], bom=True, eol="\r\n")
-    dd = core.load_benchmark(folder, merged=True)
+    dd = benchmark.load_benchmark(folder, merged=True)
     assert {k: len(v) for k, v in dd.items()} == {s: len(v) for s, v in read_qa_small_all().items()}
     test = read_qa_small_all()["test"]
     preds = tmp_path / "p.jsonl"

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT
-from indicipr import cli, core, runner
-from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
+from indicipr import benchmark, cli, core, runner
+from indicipr.core import OFFICIAL_FILES
+from indicipr.qa_files import load_qa_file, read_jsonl
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
 
@@ -96,7 +97,9 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0  # rerun: all from the cache
         assert server.summary()["served"] == first["served"]
 
-    splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}  # raises on any invalid line
+    splits = {
+        s: load_qa_file(folder / n, strict=True).records for s, n in OFFICIAL_FILES.items()
+    }  # raises on any invalid line
     assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) == sorted(
         r["id"] for r in splits["merged"]
     )
@@ -125,5 +128,7 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)},
         runner.ensure_kernel(),
     )
-    per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{core.source_tag(folder)}.csv").set_index("Act")
+    per_act = pd.read_csv(figs / "tables" / f"generation_qa_per_act_{benchmark.source_tag(folder)}.csv").set_index(
+        "Act"
+    )
     assert per_act.loc["Total", "QA pairs"] == len(splits["merged"])

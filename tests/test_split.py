@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id, read_jsonl, read_qa_file, write_jsonl
+from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id
+from indicipr.qa_files import load_qa_file, read_jsonl, write_jsonl
 from indicipr import split as S
 from indicipr.filters import filter_build
 
@@ -34,7 +35,7 @@ def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
     folder = root / "data" / "build" / "replay"
     first = _digest(folder)
     assert S.split_build("replay") == s and _digest(folder) == first  # rerun: same bytes
-    splits = {k: read_qa_file(folder / n) for k, n in OFFICIAL_FILES.items()}
+    splits = {k: load_qa_file(folder / n, strict=True).records for k, n in OFFICIAL_FILES.items()}
     prov = {p["id"]: p for p in read_jsonl(folder / "split_provenance.jsonl")}
     assert len(splits["merged"]) == s["selected"] == sum(len(splits[k]) for k in S.SPLITS)
     sections = {k: {(prov[r["id"]]["act"], prov[r["id"]]["section"]) for r in splits[k]} for k in S.SPLITS}

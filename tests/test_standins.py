@@ -18,7 +18,7 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS, request_kind  # noqa: E402
 
-from indicipr import core  # noqa: E402
+from indicipr import benchmark, core, qa_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUTES = ROOT / "data" / "sample" / "statutes" / "sections.jsonl"
@@ -37,7 +37,9 @@ def card_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def card(card_dir):
     out, _ = card_dir
-    return {s: core.read_qa_file(out / f) for s, f in cb.OFFICIAL_FILES.items()}  # every record validated
+    return {
+        s: qa_files.load_qa_file(out / f, strict=True).records for s, f in cb.OFFICIAL_FILES.items()
+    }  # every record validated
 
 
 def _act(rec):
@@ -239,7 +241,12 @@ def test_indicipr_fetch_through_the_hub_standin(hub_root, tmp_path):
             timeout=300,
         )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert core.verify_benchmark(tmp_path / "bench") == {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
+    assert benchmark.verify_benchmark(tmp_path / "bench") == {
+        "train": 3710,
+        "validation": 408,
+        "test": 344,
+        "merged": 4462,
+    }
 
 
 # -- OpenAI-compatible stand-in ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from indicipr import core, llm_qa, metrics
+from indicipr import benchmark, llm_qa, metrics
 
 DEFAULT_SOURCE = "sample"
 
@@ -19,8 +19,8 @@ def load_dataset(data_source: str = DEFAULT_SOURCE, **_metadata):
     if not isinstance(data_source, str) or not data_source:
         _bad_input(f"--metadata data_source: expected 'sample', 'hub' or a folder of the official files, got {data_source!r}")
     try:
-        return core.load_benchmark(data_source)
-    except (core.BenchmarkUnavailable, ValueError) as e:     # a missing folder or file, a malformed record
+        return benchmark.load_benchmark(data_source)
+    except (benchmark.BenchmarkUnavailable, ValueError) as e:     # a missing folder or file, a malformed record
         _bad_input(f"--metadata data_source={data_source!r}: {e}")
 
 
