@@ -310,25 +310,23 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
 
 
 def _curve(card, model: str, seed: int):
-    from indicipr import encoders as E
+    from indicipr import finetune as FT
 
-    path = E.checkpoint_dir(card, model, seed) / "train_log.json"
+    path = FT.checkpoint_dir(card, model, seed) / "train_log.json"
     return json.loads(path.read_text()).get("step_losses") if path.exists() else None
 
 
 def table_worker(spec: dict) -> dict:
     "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
     import torch
-    from indicipr import benchmark, encoders as E, qa_model as QM
+    from indicipr import benchmark, encoders as E, finetune as FT, qa_model as QM
 
-    info = {}
     t0 = time.perf_counter()
-    rows = E.run_encoders(
+    rows, pool = E.run_encoders(
         spec["card"],
         "paper",
         workers=spec["workers"],
         train_options=spec["train_options"],
-        pool_info=info,
         models=spec["models"],
         seeds=spec["seeds"],
         epochs=spec["epochs"],
@@ -338,7 +336,7 @@ def table_worker(spec: dict) -> dict:
     table_s = time.perf_counter() - t0
     out = {
         "table_s": table_s,
-        "pool": info,
+        "pool": pool,
         "settings": rows[0]["settings"] if rows else None,
         "runs": [
             {
@@ -351,14 +349,14 @@ def table_worker(spec: dict) -> dict:
                 "predict_s": r["predict_s"],
                 "steps": r["settings"]["steps"],
                 "train_windows": r["settings"]["train_windows"],
-                "final_loss": E.qa_config(E.checkpoint_dir(spec["card"], r["model"], r["seed"])).get("final_loss"),
+                "final_loss": FT.qa_config(FT.checkpoint_dir(spec["card"], r["model"], r["seed"])).get("final_loss"),
                 "curve": _curve(spec["card"], r["model"], r["seed"]),
             }
             for r in rows
         ],
     }
     for r in out["runs"]:
-        log = E.checkpoint_dir(spec["card"], r["model"], r["seed"]) / "train_log.json"
+        log = FT.checkpoint_dir(spec["card"], r["model"], r["seed"]) / "train_log.json"
         log = json.loads(log.read_text()) if log.exists() else {}
         final = next((h for h in reversed(log.get("log_history") or []) if "train_runtime" in h), {})
         r.update(
@@ -368,7 +366,7 @@ def table_worker(spec: dict) -> dict:
         )
     if spec.get("inference") and rows:
         test = [dict(r) for r in benchmark.load_benchmark(spec["card"])["test"]]
-        model, tok, cfg = E.load_finetuned(E.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
+        model, tok, cfg = FT.load_finetuned(FT.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
         kw = dict(max_length=cfg["max_length"], stride=cfg["stride"], max_answer_length=cfg["max_answer_length"])
         QM.predict_answers(model, tok, test[:16], **kw)  # warm-up (kernels, allocator)
         if torch.cuda.is_available():
@@ -391,18 +389,18 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import benchmark, encoders as E, metrics, qa_model as QM
+        from indicipr import benchmark, finetune as FT, metrics, qa_model as QM
 
         test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
         out = []
         for m in models:
             for s in seeds:
-                system = f"{QM._model_short_name(m)}_seed{s}"
+                system = f"{QM.model_short_name(m)}_seed{s}"
                 pred = root / "data" / "predictions" / benchmark.source_tag(card) / f"{system}.jsonl"
                 if not pred.exists():
                     continue
                 _, summary = metrics.score_predictions(test, metrics.read_predictions(pred))
-                meta = E.qa_config(E.checkpoint_dir(card, m, s))
+                meta = FT.qa_config(FT.checkpoint_dir(card, m, s))
                 out.append(
                     {
                         "system": system,

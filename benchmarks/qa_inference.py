@@ -120,13 +120,13 @@ def find_checkpoint(data_source: str) -> Path | None:
 
 def train_checkpoint(data_source: str, out: Path) -> Path:
     "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
-    from indicipr import benchmark, encoders, qa_model as QM, training as TR
+    from indicipr import benchmark, finetune, qa_model as QM, training as TR
 
     train = [dict(r) for r in benchmark.load_benchmark(data_source)["train"]]
     tok = QM.load_tokenizer("minilm-l6")
     mal = QM.suggest_max_answer_length(train, tok)
     cfg = TR.TrainConfig(epochs=1, learning_rate=1e-4, batch_size=16, seed=0, save_checkpoints=False)
-    return encoders.train_encoder("minilm-l6", train, cfg, out, mal)
+    return finetune.train_encoder("minilm-l6", train, cfg, out, mal)
 
 
 def score(records, preds) -> dict:
@@ -149,9 +149,9 @@ def library_span_score() -> str:
 
 def window_lengths(model_dir: Path, records) -> np.ndarray:
     "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
-    from indicipr import encoders, qa_model as QM
+    from indicipr import finetune, qa_model as QM
 
-    cfg = encoders.qa_config(model_dir)
+    cfg = finetune.qa_config(model_dir)
     tok = QM.load_tokenizer(str(model_dir))
     return QM.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
 
@@ -179,11 +179,11 @@ def model_shape(model_dir: Path) -> dict:
 
 def batch_shapes(lengths, batch_size: int, pad_multiple: int = 8, max_length: int = 384) -> list[tuple[int, int]]:
     "(windows, padded length) of each batch ours runs: `predict_answers`'s own batching and padding of windows of `lengths`."
-    from indicipr.qa_model import _batches_by_length, _round_up
+    from indicipr.qa_model import _batches_by_length, round_up
 
     lengths = np.asarray(lengths)
     return [
-        (len(idx), min(_round_up(int(lengths[idx].max()), pad_multiple), max_length))
+        (len(idx), min(round_up(int(lengths[idx].max()), pad_multiple), max_length))
         for idx in _batches_by_length(lengths, batch_size)
     ]
 
@@ -406,7 +406,7 @@ def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from indicipr.encoders import qa_config
+    from indicipr.finetune import qa_config
     from indicipr.qa_model import ENGINES, SPAN_SCORES, default_eval_batch_size
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
         return 2
 
     import torch
-    from indicipr import basics, benchmark, encoders, qa_files, qa_model as QM
+    from indicipr import basics, benchmark, finetune, qa_files, qa_model as QM
 
     load_start = os.getloadavg()
     torch.set_num_threads(args.threads)
@@ -516,7 +516,7 @@ def main(argv=None) -> int:
     )
 
     bs = args.batch_size or default_eval_batch_size("cpu")
-    model, tok, _ = encoders.load_finetuned(model_dir)
+    model, tok, _ = finetune.load_finetuned(model_dir)
     model.eval()
     kw = dict(
         max_length=cfg.get("max_length", 384),
@@ -600,7 +600,7 @@ def main(argv=None) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # torch.ao's notice that it moves to torchao
                 q8 = torch.ao.quantization.quantize_dynamic(
-                    encoders.load_finetuned(model_dir)[0].eval(), {torch.nn.Linear}, dtype=torch.qint8
+                    finetune.load_finetuned(model_dir)[0].eval(), {torch.nn.Linear}, dtype=torch.qint8
                 )
             extra.append(
                 (

@@ -505,7 +505,7 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
-    from indicipr import encoders, metrics, qa_files
+    from indicipr import finetune, metrics, qa_files
 
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
@@ -519,9 +519,9 @@ def predict_command(args) -> int:
                 "--data-source": data_source_files(data_source),
             },
         )
-    encoders.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
+    finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
-    preds = encoders.predict_split(
+    preds = finetune.predict_split(
         model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
     )
     if args.out:
@@ -562,11 +562,11 @@ def check_model_reachable(name: str) -> None:
 
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
-    from indicipr import encoders
+    from indicipr import encoders, finetune
 
     for name in args.models or []:
         check_model_reachable(name)
-    rows = encoders.run_encoders(
+    rows, _ = encoders.run_encoders(
         user_path(args.data_source),
         args.profile,
         models=args.models,
@@ -577,7 +577,7 @@ def train_command(args) -> int:
         intermediate=False if args.no_intermediate else None,
         cpu_bf16=False if args.fp32 else None,
     )
-    if encoders.is_main_process():
+    if finetune.is_main_process():
         for r in rows:
             print(json.dumps(r))
     return 0

@@ -6,274 +6,35 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
-from . import basics, benchmark, core, metrics, qa_files
+from . import benchmark, core, metrics, qa_files
+from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_split, qa_config, train_encoder
+from .pool import run_pool
 from indicipr.qa_model import (
     CARD_NAMES,
     MODEL_REGISTRY,
-    _model_short_name,
     answer_length_profile,
     answer_token_lengths,
-    encode_windows,
-    load_qa_model,
     load_tokenizer,
+    model_short_name,
     predict_answers,
     suggest_max_answer_length,
 )
-from indicipr.training import (
-    _SPEED_SETTINGS,
-    PackedWindows,
-    TrainConfig,
-    _planned_steps,
-    fit,
-    resolved_cuda_graphs,
-    resolved_pad_multiple,
-    run_pool,
-)
+from .training import TrainConfig
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
-           'check_finetuned', 'predict_split', 'intermediate_dir', 'intermediate_records', 'rehearsal_records',
+__all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'intermediate_dir', 'intermediate_records', 'rehearsal_records',
            'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
            'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary',
            'boundary_runs', 'boundary_table']
-
-# %% ../notebooks/08_encoders.ipynb #a7c04d89
-_QA_CONFIG = "qa_config.json"
-
-
-def checkpoint_dir(data_source, model: str, seed: int) -> Path:
-    "Where one fine-tuning run's model goes: `data/models/<source>/<model>_seed<k>/`."
-    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{_model_short_name(model)}_seed{seed}"
-
-
-def is_main_process() -> bool:
-    "True on the main process (rank 0) or when not distributed."
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0"))) == 0
-
-
-def _same_settings(old: dict, new: dict) -> bool:
-    "Same recipe, data and decoding (how the run was executed aside: `_SPEED_SETTINGS`)."
-    return all(old.get(k) == v for k, v in new.items() if k not in _SPEED_SETTINGS)
-
-
-def _checkpoint_revision(name: str) -> str | None:
-    """What exactly was fine-tuned: the hub commit of a downloaded checkpoint (its snapshot in the local cache),
-    the version of a model package, or None for a local folder."""
-    ref = MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:"):
-        import importlib.metadata as md
-
-        pkg = ref.split(":", 1)[1].replace("_", "-")
-        try:
-            return f"{pkg} {md.version(pkg)}"
-        except md.PackageNotFoundError:
-            return None
-    if Path(ref).is_dir():
-        return None
-    from huggingface_hub import try_to_load_from_cache
-
-    path = try_to_load_from_cache(ref, "config.json")
-    return Path(path).parent.name if isinstance(path, str) and Path(path).parent.parent.name == "snapshots" else None
-
-
-def _device_label() -> str:
-    "The training device as the report states it: `cpu`, or `cuda (<GPU name>)`."
-    return f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
-
-
-def _model_size(model) -> dict:
-    "Layers, hidden size and parameters (millions) of a loaded model: the size the report states."
-    cfg = model.config
-    return {
-        "layers": getattr(cfg, "num_hidden_layers", None),
-        "hidden": getattr(cfg, "hidden_size", None),
-        "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
-    }
-
-
-def train_encoder(
-    model: str,
-    train_records,
-    cfg: TrainConfig,
-    output_dir,
-    max_answer_length: int,
-    extra_meta: dict | None = None,
-    callbacks=None,
-) -> Path:
-    """Fine-tune `model` on `train_records`; save model, tokenizer, `train_log.json` (the loss of every step, with the
-    loop) and `qa_config.json` (written last: the run is finished) to `output_dir`."""
-    output_dir = Path(output_dir)
-    meta = {
-        "base_model": model,
-        "resolved_model": MODEL_REGISTRY.get(model, model),
-        **asdict(cfg),
-        "pad_multiple": resolved_pad_multiple(cfg),
-        "cuda_graphs": resolved_cuda_graphs(cfg),
-        "max_answer_length": int(max_answer_length),
-        "train_examples": len(train_records),
-        "train_ids_head": [r["id"] for r in train_records[:5]],
-        **(extra_meta or {}),
-    }
-    done, started = output_dir / _QA_CONFIG, output_dir / "_run_settings.json"
-    for marker in (done, started):  # a finished run is reused; a run with other settings is discarded
-        if marker.exists():
-            if marker is done and _same_settings(json.loads(marker.read_text()), meta):
-                return output_dir
-            if not _same_settings(json.loads(marker.read_text()), meta):
-                shutil.rmtree(output_dir)
-                break
-    if is_main_process():
-        basics.write_text_atomic(started, json.dumps(meta, indent=2) + "\n")
-    core.seed_everything(cfg.seed)
-    tok = load_tokenizer(model)
-    qa_model = load_qa_model(model)
-    windows = encode_windows(train_records, tok, cfg.max_length, cfg.stride, labels=True)
-    packed = PackedWindows(windows, tok.pad_token_id or 0, resolved_pad_multiple(cfg))
-    t0 = time.perf_counter()
-    trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
-    args, resume = trainer.args, trainer.resumed_from
-    world = getattr(trainer, "world_size", None) or args.world_size
-    meta.update(
-        train_windows=len(packed),
-        train_seconds=round(time.perf_counter() - t0, 1),
-        resumed_from=Path(resume).name if resume else None,
-        global_steps=trainer.state.global_step,
-        _planned_steps=_planned_steps(cfg, len(packed), world),
-        world_size=world,
-        device=_device_label(),
-        precision=getattr(trainer, "precision", None) or ("bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"),
-        base_revision=_checkpoint_revision(model),
-        **_model_size(qa_model),
-        final_loss=next((h["train_loss"] for h in reversed(trainer.state.log_history) if "train_loss" in h), None),
-    )
-    if trainer.is_world_process_zero():
-        trainer.save_model(str(output_dir))
-        tok.save_pretrained(str(output_dir))
-        shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
-        log = {
-            "engine": cfg.engine,
-            "step_losses": getattr(trainer, "step_losses", None),
-            "cuda_graphs": getattr(trainer, "cuda_graphs", None),
-            "log_history": trainer.state.log_history,
-        }
-        basics.write_text_atomic(output_dir / "train_log.json", json.dumps(log) + "\n")
-        basics.write_text_atomic(done, json.dumps(meta, indent=2) + "\n")
-    return output_dir
-
-
-def qa_config(model_dir) -> dict:
-    "The inference settings (`qa_config.json`) `train_encoder` saved beside a model; `{}` for a folder without them."
-    path = Path(model_dir) / _QA_CONFIG
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
-
-
-def load_finetuned(model_dir) -> tuple:
-    "(model, tokenizer, qa_config) of a folder written by `train_encoder`; a folder that is not one is named, with what it lacks."
-    from indicipr.core import InputError
-
-    model_dir = check_finetuned(model_dir)
-    try:
-        return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
-    except Exception as e:  # safetensors, torch and transformers raise their own kinds for a bad file
-        raise InputError(
-            f"{model_dir}: cannot be loaded as a question-answering model ({type(e).__name__}: "
-            f"{(str(e).splitlines() or [''])[0][:300]})"
-        ) from None
-
-
-def check_finetuned(model_dir) -> Path:
-    """The checks of `load_finetuned` that need no model loaded: a folder with a readable `config.json`, weights that can
-    be read, and a question-answering head in them (a base model's folder has none: its answers would be random)."""
-    from indicipr.core import InputError
-
-    model_dir = Path(model_dir)
-    if not model_dir.is_dir():
-        raise InputError(
-            f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)"
-        )
-    if not (model_dir / "config.json").is_file():
-        raise InputError(f"{model_dir}: not a saved model (no config.json)")
-    for name in ("config.json", _QA_CONFIG):
-        if (model_dir / name).is_file():
-            try:
-                json.loads((model_dir / name).read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
-    if not any((model_dir / w).is_file() for w in _WEIGHTS):
-        raise InputError(
-            f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?"
-        )
-    weights = next(model_dir / w for w in _WEIGHTS if (model_dir / w).is_file())
-    if not os.access(weights, os.R_OK):
-        raise InputError(f"{weights}: cannot be read (permission denied)")
-    try:
-        names = _weight_names(weights)
-    except Exception as e:
-        raise InputError(
-            f"{weights}: not a readable weights file, corrupt or cut short ({type(e).__name__}: "
-            f"{(str(e).splitlines() or [''])[0][:200]})"
-        ) from None
-    if not any(n.split(".")[-2:-1] == ["qa_outputs"] or ".qa_outputs." in f".{n}" for n in names):
-        raise InputError(
-            f"{model_dir}: not a fine-tuned QA model (its weights have no question-answering head, qa_outputs): "
-            f"train it with `indicipr train` (or notebook 08) and predict with the folder it writes"
-        )
-    return model_dir
-
-
-def _weight_names(weights: Path) -> list[str]:
-    "The tensor names of a weights file (safetensors header, a sharded index's map, or a torch state dict)."
-    if weights.name.endswith(".index.json"):
-        return list(json.loads(weights.read_text(encoding="utf-8"))["weight_map"])
-    if weights.suffix == ".safetensors":
-        from safetensors import safe_open
-
-        with safe_open(str(weights), framework="pt") as f:
-            return list(f.keys())
-    return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
-
-# %% ../notebooks/08_encoders.ipynb #57936ae7
-def predict_split(
-    model_dir,
-    records,
-    batch_size: int | None = None,
-    max_answer_length: int | None = None,
-    device: str | None = None,
-    progress: bool = True,
-    span_score: str = "logits",
-) -> dict[str, str]:
-    "`{id: prediction_text}` for `records` with a fine-tuned model folder."
-    model, tok, cfg = load_finetuned(model_dir)
-    mal = max_answer_length or cfg.get("max_answer_length", 64)
-    answers = predict_answers(
-        model,
-        tok,
-        records,
-        cfg.get("max_length", 384),
-        cfg.get("stride", 128),
-        mal,
-        batch_size,
-        device=device,
-        progress=progress,
-        span_score=span_score,
-    )
-    return {r["id"]: a.text for r, a in zip(records, answers)}
 
 # %% ../notebooks/08_encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
@@ -298,7 +59,7 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
 # %% ../notebooks/08_encoders.ipynb #93364f31
 def intermediate_dir(data_source, model: str) -> Path:
     "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
-    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{_model_short_name(model)}_intermediate"
+    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{model_short_name(model)}_intermediate"
 
 
 def _digest(records) -> str:
@@ -433,6 +194,8 @@ class F1Curve(TrainerCallback):
             self._score(state.global_step, model)
 
     def on_train_end(self, args, state, control, model=None, **kw):
+        from indicipr import basics
+
         if not self.points or self.points[-1]["step"] != state.global_step:
             self._score(state.global_step, model)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -594,9 +357,9 @@ def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict,
     return rows, lengths, caps
 
 
-def stage_records(data_source, split: str) -> tuple[list[dict], list[dict]]:
-    "(training records with trustworthy offsets, the evaluated split's records); says how many training records were mended or left out."
-    ds = benchmark.load_benchmark(data_source)
+def stage_records(ds, split: str) -> tuple[list[dict], list[dict]]:
+    """(training records with trustworthy offsets, the evaluated split's records) of a loaded benchmark `ds`
+    (`benchmark.load_benchmark`); says how many training records were mended or left out."""
     train, repaired, left_out = qa_files.training_records(ds["train"])
     if repaired or left_out:
         print(
@@ -613,19 +376,25 @@ def run_encoders(
     caps: dict | None = None,
     workers=None,
     train_options: dict | None = None,
-    pool_info: dict | None = None,
+    settings: dict | None = None,
+    ds=None,
     **overrides,
-) -> list[dict]:
+) -> tuple[list[dict], dict]:
     """Train every model × seed, predict the whole split, write predictions; one row per run: scores, `train_s` and
     `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap
     of each model (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count
-    or 'auto'; `pool_info` receives its plan); `train_options` are `TrainConfig` fields of how a run is executed
-    (`engine`, `cuda_graphs`)."""
-    st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
+    or 'auto'); `train_options` are `TrainConfig` fields of how a run is executed (`engine`, `cuda_graphs`).
+    `settings`: the stage's settings when the caller has them (`core.stage_settings`; else made from `profile` and
+    `overrides`); `ds`: the loaded benchmark (`benchmark.load_benchmark`; else loaded here). Returns the rows and the
+    pool's report (`PoolRun.report`: its plan and each run's worker)."""
+    if settings is not None and overrides:
+        raise ValueError(f"run_encoders: pass the settings or overrides of them, not both ({sorted(overrides)})")
+    st = settings if settings is not None else core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     shrink = shrink_note(st, profile)
-    train, evalset = stage_records(data_source, st["split"])
+    ds = ds if ds is not None else benchmark.load_benchmark(data_source)
+    train, evalset = stage_records(ds, st["split"])
     caps = caps or answer_length_caps(train, st)[2]
-    ds, tag = benchmark.load_benchmark(data_source, verbose=False), benchmark.source_tag(data_source)
+    tag = benchmark.source_tag(data_source)
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
     curve_set = [dict(r) for r in ds[st["curve_split"]]] if st.get("curve_split") and st.get("curve_every") else None
     jobs = []
@@ -692,7 +461,8 @@ def run_encoders(
             )
     rows = [None] * len(jobs)
     workers = workers if workers is not None else st.get("workers")
-    for i, res in run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers, pool_info):
+    pool = run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers)
+    for i, res in pool:
         if res is None:
             continue  # not the main process of a distributed run
         job = jobs[i]
@@ -701,7 +471,7 @@ def run_encoders(
         missing = [r["id"] for r in evalset if r["id"] not in preds]
         if missing:
             raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
-        system = f"{_model_short_name(model)}_seed{seed}"
+        system = f"{model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
         metrics.write_predictions(
             preds,
@@ -747,7 +517,7 @@ def run_encoders(
                 **({"phase 1: synthetic questions": read_curve(job["start"])} if inter else {}),
                 "fine-tuning on the training split": read_curve(out),
             }
-    return [r for r in rows if r is not None]
+    return [r for r in rows if r is not None], pool.report()
 
 
 def encoder_tables(rows) -> tuple:
@@ -768,30 +538,34 @@ def encoder_tables(rows) -> tuple:
 
 
 def seed_summary(rows) -> "pd.DataFrame":
-    "Mean ± sd over seeds per model (EM, F1, Char-F1)."
+    """Per model: EM, F1 and Char-F1 of its lowest seed's run (`single run`: one run, as each of the card's values is),
+    and beside them the mean ± sd over all its seeds."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    out = []
+    out, scores = [], (("em", "EM"), ("f1", "F1"), ("char_f1", "Char-F1"))
     for model, g in df.groupby("model", sort=False):
-        r = {"model": CARD_NAMES.get(model, model), "seeds": len(g)}
-        for m, name in (("em", "EM"), ("f1", "F1"), ("char_f1", "Char-F1")):
+        first = g.sort_values("seed", kind="stable").iloc[0]
+        r = {"model": CARD_NAMES.get(model, model), "seeds": len(g), "single run": f"seed {first['seed']}"}
+        r.update({name: round(float(first[m]), 2) for m, name in scores})
+        for m, name in scores:
             sd = g[m].std(ddof=1) if len(g) > 1 else float("nan")
-            r[name] = f"{g[m].mean():.2f} ± {sd:.2f}"
+            r[f"{name} mean ± sd"] = f"{g[m].mean():.2f} ± {sd:.2f}"
         out.append(r)
     return pd.DataFrame(out)
 
 # %% ../notebooks/08_encoders.ipynb #5165c6a3
-def boundary_runs(data_source, rows, st: dict) -> list[dict]:
+def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
     """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `st["boundary_models"]`
     ("all": every model): weights tuned on `st["boundary_tune_split"]`, the evaluated split predicted and written as
-    `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain and tuned, its scores)."""
+    `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain and tuned, its scores).
+    `ds`: the loaded benchmark (`benchmark.load_benchmark`; else loaded here)."""
     from indicipr import boundary
 
     want = st.get("boundary_models")
     if not want:
         return []
-    ds = benchmark.load_benchmark(data_source, verbose=False)
+    ds = ds if ds is not None else benchmark.load_benchmark(data_source, verbose=False)
     train, _, _ = qa_files.training_records(ds["train"])
     tune_set = [dict(r) for r in ds[st["boundary_tune_split"]]]
     evalset = [dict(r) for r in ds[st["split"]]]
@@ -816,7 +590,7 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
         zero_differs = [
             _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
         ]
-        system = f"{_model_short_name(r['model'])}_boundary_seed{r['seed']}"
+        system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st["boundary_tune_split"]}
         metrics.write_predictions(
             preds,

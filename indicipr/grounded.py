@@ -6,426 +6,41 @@
 from __future__ import annotations
 
 import math
-import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import benchmark, core, qa_files
-from .bm25 import BM25Params, bm25_tokens
+from . import benchmark, core
+from indicipr.retrieval import (
+    BM25S,
+    INDEX_VARIANTS,
+    DenseRetriever,
+    OpenCorpus,
+    RankBM25,
+    choose_weight,
+    corpus_documents,
+    finetune_dense,
+    gold_ranks,
+    open_corpus,
+    open_queries,
+    retrieval_per_query,
+    retrieval_summary,
+    rrf_scores,
+    section_leaks,
+    top_k,
+    weighted_scores,
+)
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['INDEX_VARIANTS', 'RETRIEVAL_KS', 'READER_LAMBDAS', 'PROFILE_DEFAULTS', 'VARIANT_LABELS', 'OpenCorpus', 'open_corpus',
-           'corpus_documents', 'open_queries', 'section_mentions', 'section_leaks', 'top_k', 'gold_ranks', 'Retriever',
-           'RankBM25', 'okapi_idf', 'BM25S', 'DenseRetriever', 'finetune_dense', 'rank_matrix', 'rrf_scores',
-           'weighted_scores', 'choose_weight', 'retrieval_per_query', 'retrieval_summary', 'choose_answer',
-           'encoder_candidates', 'read_topk', 'tune_lambda', 'rag_records', 'answer_provision', 'retrieval_tax',
-           'RetrievalRun', 'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever',
-           'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure',
-           'grounded_stage', 'protocol_table']
-
-# %% ../notebooks/09a_grounded.ipynb #90e217c1
-@dataclass
-class OpenCorpus:
-    "The distinct contexts of a benchmark (all splits), with each one's title (None when records carry none) and Act."
-
-    texts: list[str]
-    titles: list[str | None]
-    acts: list[str]
-    index: dict = field(default_factory=dict, repr=False)  # context text -> position
-
-    def __len__(self):
-        return len(self.texts)
-
-    @property
-    def has_titles(self) -> bool:
-        return bool(self.texts) and all(t and t.strip() for t in self.titles)
-
-
-INDEX_VARIANTS = ("text", "title")
-
-
-def open_corpus(splits) -> OpenCorpus:
-    "Every distinct context of `splits` (a mapping split -> records, e.g. `load_benchmark`'s), in first-seen order."
-    texts, titles, acts, index = [], [], [], {}
-    for name in splits:
-        for r in splits[name]:
-            if r["context"] in index:
-                continue
-            index[r["context"]] = len(texts)
-            texts.append(r["context"])
-            titles.append((r.get("title") or "").strip() or None)
-            acts.append(core.record_act(r))
-    return OpenCorpus(texts, titles, acts, index)
-
-
-def corpus_documents(corpus: OpenCorpus, variant: str = "text") -> list[str]:
-    "The indexed text of each context: the context (`text`) or its title, a new line, the context (`title`)."
-    if variant == "text":
-        return list(corpus.texts)
-    if variant != "title":
-        raise ValueError(f"unknown index variant {variant!r}; expected one of {INDEX_VARIANTS}")
-    if not corpus.has_titles:
-        raise ValueError("the records carry no section titles: the 'title' index is unavailable")
-    return [f"{t}\n{x}" for t, x in zip(corpus.titles, corpus.texts)]
-
-
-def open_queries(records, corpus: OpenCorpus) -> tuple[list[str], np.ndarray]:
-    "(questions, position of each one's gold context in `corpus`)."
-    return [r["question"] for r in records], np.array([corpus.index[r["context"]] for r in records], dtype=int)
-
-# %% ../notebooks/09a_grounded.ipynb #20c5239c
-_SECTION_MENTION = re.compile(r"\bsec(?:tion|s?\.)s?\s+(\d+[A-Z]*)", re.I)
-
-
-def section_mentions(question: str) -> list[str]:
-    "Section numbers a question names (`Under Section 60(1)` → `['60']`)."
-    return [m.upper() for m in _SECTION_MENTION.findall(question)]
-
-
-def section_leaks(records) -> dict:
-    "How many questions name a section, and how many name their own context's section (its title's number)."
-    own = named = 0
-    for r in records:
-        found = section_mentions(r["question"])
-        named += bool(found)
-        sec = qa_files.section_of_title(r.get("title"))
-        own += bool(sec) and sec.upper() in found
-    return {"questions": len(records), "name a section": named, "name their own section": own}
-
-# %% ../notebooks/09a_grounded.ipynb #21f4631f
-def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    "Positions and scores of the `k` best documents per row of `scores` (descending; ties: lower position first)."
-    scores = np.atleast_2d(scores)
-    k = min(k, scores.shape[1])
-    part = (
-        np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        if k < scores.shape[1]
-        else np.tile(np.arange(scores.shape[1]), (len(scores), 1))
-    )
-    # a tie at the k-th place may have left out a lower position: take every document scoring at least the k-th score
-    kth = np.take_along_axis(scores, part, 1).min(axis=1, keepdims=True)
-    out_idx, out_val = np.empty((len(scores), k), dtype=int), np.empty((len(scores), k), dtype=scores.dtype)
-    for i, row in enumerate(scores):
-        cand = np.flatnonzero(row >= kth[i])
-        order = np.lexsort((cand, -row[cand]))[:k]
-        out_idx[i], out_val[i] = cand[order], row[cand[order]]
-    return out_idx, out_val
-
-
-def gold_ranks(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    "1-based rank of each row's gold document under `top_k`'s order (higher scores first, ties: lower position first)."
-    g = scores[np.arange(len(gold)), gold][:, None]
-    pos = np.arange(scores.shape[1])[None, :]
-    return 1 + (scores > g).sum(1) + ((scores == g) & (pos < gold[:, None])).sum(1)
-
-
-class Retriever:
-    "Index documents once, then score queries: `index(docs)`, `scores(queries)` (queries × documents), `search(queries, k)`."
-
-    name = "retriever"
-
-    def index(self, docs: list[str]) -> "Retriever":
-        raise NotImplementedError
-
-    def scores(self, queries: list[str]) -> np.ndarray:
-        raise NotImplementedError
-
-    def search(self, queries: list[str], k: int = 20) -> tuple[np.ndarray, np.ndarray]:
-        return top_k(self.scores(queries), k)
-
-# %% ../notebooks/09a_grounded.ipynb #7d602e86
-class RankBM25(Retriever):
-    "BM25Okapi of `rank-bm25` on the card's tokens (notebook 07's `bm25_tokens`): `get_scores` per query."
-
-    name = "BM25 (rank-bm25)"
-
-    def __init__(self, params: BM25Params = BM25Params()):
-        self.params = params
-
-    def index(self, docs):
-        from rank_bm25 import BM25Okapi
-
-        self.bm = BM25Okapi(
-            [bm25_tokens(d, self.params.tokens) or ["\u0000"] for d in docs],
-            k1=self.params.k1,
-            b=self.params.b,
-            epsilon=self.params.epsilon,
-        )
-        return self
-
-    def scores(self, queries):
-        return (
-            np.stack([self.bm.get_scores(bm25_tokens(q, self.params.tokens)) for q in queries])
-            if queries
-            else np.zeros((0, self.bm.corpus_size))
-        )
-
-
-def okapi_idf(doc_freq: np.ndarray, n_docs: int, epsilon: float = 0.25) -> np.ndarray:
-    "rank-bm25's BM25Okapi IDF of each term: log((N − n + 0.5)/(n + 0.5)), a negative one replaced by `epsilon` × the mean IDF."
-    idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5)
-    return np.where(idf < 0, epsilon * idf.mean(), idf)
-
-
-class BM25S(Retriever):
-    "BM25 on `bm25s`'s sparse matrices (method `robertson`) on the card's tokens; `okapi`: rank-bm25's BM25Okapi scores exactly."
-
-    name = "BM25 (bm25s)"
-
-    def __init__(self, params: BM25Params = BM25Params(), okapi: bool = True):
-        self.params, self.okapi = params, okapi
-
-    def index(self, docs):
-        import bm25s
-
-        self.vocab = {}
-        ids = [
-            [self.vocab.setdefault(t, len(self.vocab)) for t in (bm25_tokens(d, self.params.tokens) or ["\u0000"])]
-            for d in docs
-        ]
-        self.n_docs = len(docs)
-        self.bm = bm25s.BM25(k1=self.params.k1, b=self.params.b, method="robertson", idf_method="robertson")
-        self.bm.index(bm25s.tokenization.Tokenized(ids=ids, vocab=dict(self.vocab)), show_progress=False)
-        if self.okapi:
-            self._as_okapi(ids)
-        return self
-
-    def _as_okapi(self, ids):
-        "Rewrite the columns of terms in over half the documents with rank-bm25's floored IDF; scale by `k1 + 1`."
-        k1, b, V = self.params.k1, self.params.b, len(self.vocab)
-        lens = np.array([len(d) for d in ids])
-        flat_doc, flat_tok = (
-            np.repeat(np.arange(len(ids)), lens),
-            np.concatenate([np.asarray(d, dtype=np.int64) for d in ids]),
-        )
-        keys, tf = np.unique(flat_doc * V + flat_tok, return_counts=True)  # (document, term) pairs and their counts
-        df = np.bincount(keys % V, minlength=V).astype(float)
-        idf = okapi_idf(df, self.n_docs, self.params.epsilon)
-        s = self.bm.scores
-        data, indices, indptr = s["data"], s["indices"], s["indptr"]
-        for t in np.flatnonzero(df > self.n_docs / 2):
-            a, e = indptr[t], indptr[t + 1]
-            docs = indices[a:e].astype(np.int64)
-            if len(docs) != df[t]:
-                raise RuntimeError(f"bm25s dropped zero scores of term {t}: cannot apply the IDF floor")
-            f = tf[np.searchsorted(keys, docs * V + t)]
-            data[a:e] = idf[t] * f / (k1 * (1 - b + b * lens[docs] / lens.mean()) + f)
-        data *= k1 + 1
-
-    def _query_ids(self, query: str) -> list[int]:
-        return [self.vocab[t] for t in bm25_tokens(query, self.params.tokens) if t in self.vocab]
-
-    def _scores(self, query: str) -> np.ndarray:
-        ids = self._query_ids(query)
-        return self.bm.get_scores(ids).astype(float) if ids else np.zeros(self.n_docs)
-
-    def scores(self, queries):
-        return np.stack([self._scores(q) for q in queries]) if queries else np.zeros((0, self.n_docs))
-
-# %% ../notebooks/09a_grounded.ipynb #a9978e75
-class DenseRetriever(Retriever):
-    "Exact dot-product retrieval over mean-pooled, normalised embeddings of `model` (or of a given `embed(texts)`)."
-
-    name = "dense"
-
-    def __init__(
-        self,
-        model: str | None = "minilm-l6",
-        name: str | None = None,
-        batch_size: int = 32,
-        max_length: int = 256,
-        embed=None,
-        query_prefix: str = "",
-        doc_prefix: str = "",
-        doc_encoder: "DenseRetriever | None" = None,
-    ):
-        self.model_name, self.batch_size, self.max_length = model, batch_size, max_length
-        self._embed_fn, self.query_prefix, self.doc_prefix = embed, query_prefix, doc_prefix
-        self.doc_encoder, self._memo = doc_encoder, {}  # doc_encoder: another retriever embeds the documents
-        self.name = name or (f"dense ({model})" if model else "dense")
-        self.model = self.tokenizer = None
-
-    def load(self):
-        "The encoder and its tokenizer (loaded once)."
-        if self.model is None and self._embed_fn is None:
-            from transformers import AutoModel, AutoTokenizer
-
-            from indicipr.qa_model import _pretrained_kwargs, resolve_model
-
-            ref = resolve_model(self.model_name)
-            self.tokenizer = AutoTokenizer.from_pretrained(ref, **_pretrained_kwargs(ref))
-            self.model = AutoModel.from_pretrained(ref, **_pretrained_kwargs(ref)).eval()
-        return self
-
-    def _pool(self, texts, grad: bool = False):
-        import torch
-
-        enc = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        )
-        enc.pop("token_type_ids", None) if "token_type_ids" not in self.tokenizer.model_input_names else None
-        with torch.set_grad_enabled(grad):
-            hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, dim=-1)
-
-    def embed(self, texts) -> np.ndarray:
-        "Normalised embeddings (float32), in batches of similar length; a text embedded once is not embedded again."
-        texts = list(texts)
-        if self._embed_fn is not None:
-            return np.asarray(self._embed_fn(texts), dtype=np.float32)
-        self.load()
-        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        order = sorted(range(len(todo)), key=lambda j: len(todo[j]))
-        for i in range(0, len(todo), self.batch_size):
-            batch = [todo[j] for j in order[i : i + self.batch_size]]
-            self._memo.update(zip(batch, self._pool(batch).float().numpy()))
-        return (
-            np.stack([self._memo[t] for t in texts])
-            if texts
-            else np.zeros((0, self.model.config.hidden_size), np.float32)
-        )
-
-    def index(self, docs):
-        enc = self.doc_encoder or self
-        self.doc_vectors = enc.embed([enc.doc_prefix + d for d in docs])
-        return self
-
-    def scores(self, queries):
-        return (
-            self.embed([self.query_prefix + q for q in queries]) @ self.doc_vectors.T
-            if queries
-            else np.zeros((0, len(self.doc_vectors)))
-        )
-
-# %% ../notebooks/09a_grounded.ipynb #b49b3c3d
-def _in_batch_targets(contexts: list[str]) -> tuple[list[str], list[int]]:
-    "(the distinct contexts of a batch, each question's column among them)."
-    uniq = list(dict.fromkeys(contexts))
-    pos = {c: i for i, c in enumerate(uniq)}
-    return uniq, [pos[c] for c in contexts]
-
-
-def finetune_dense(
-    base: DenseRetriever,
-    questions: list[str],
-    contexts: list[str],
-    epochs: float = 1.0,
-    batch_size: int = 16,
-    learning_rate: float = 3e-5,
-    scale: float = 20.0,
-    seed: int = 0,
-    train_docs: bool = True,
-    freeze_embeddings: bool = False,
-    name: str | None = None,
-) -> tuple[DenseRetriever, list[float]]:
-    """A copy of `base` trained on (question, gold context) pairs with in-batch negatives; returns it and the loss per
-    step. `train_docs=False` trains the query side only: the contexts keep `base`'s vectors (`doc_encoder`);
-    `freeze_embeddings` keeps the embedding layer as it is (as notebook 08's offline recipe does)."""
-    import copy
-
-    import torch
-
-    core.seed_everything(seed)
-    base.load()
-    ft = copy.copy(base)
-    ft.model, ft.name, ft._memo = copy.deepcopy(base.model).train(), name or f"{base.name}, fine-tuned", {}
-    if freeze_embeddings:
-        ft.model.get_input_embeddings().weight.requires_grad_(False)
-    if not train_docs:
-        ft.doc_encoder = base
-        distinct = list(dict.fromkeys(base.doc_prefix + c for c in contexts))
-        fixed = dict(zip(distinct, base.embed(distinct)))
-    opt = torch.optim.AdamW([p for p in ft.model.parameters() if p.requires_grad], lr=learning_rate)
-    rng = np.random.default_rng(seed)
-    n_steps = max(1, int(math.ceil(len(questions) / batch_size * epochs)))
-    order, losses = np.array([], dtype=int), []
-    for _ in range(n_steps):
-        if len(order) < batch_size:
-            order = np.concatenate([order, rng.permutation(len(questions))])
-        batch, order = order[:batch_size], order[batch_size:]
-        uniq, target = _in_batch_targets([ft.doc_prefix + contexts[i] for i in batch])
-        q = ft._pool([ft.query_prefix + questions[i] for i in batch], grad=True)
-        d = ft._pool(uniq, grad=True) if train_docs else torch.from_numpy(np.stack([fixed[c] for c in uniq]))
-        loss = torch.nn.functional.cross_entropy(scale * q @ d.T, torch.tensor(target))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    ft.model.eval()
-    return ft, losses
-
-# %% ../notebooks/09a_grounded.ipynb #02ebb23a
-def rank_matrix(scores: np.ndarray) -> np.ndarray:
-    "1-based rank of every document per row, in `top_k`'s order."
-    order = np.lexsort((np.tile(np.arange(scores.shape[1]), (len(scores), 1)), -scores), axis=1)
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1)[None, :].repeat(len(scores), 0), 1)
-    return ranks
-
-
-def rrf_scores(score_list, k: int = 60) -> np.ndarray:
-    "Reciprocal rank fusion of several score matrices of the same queries × documents."
-    return sum(1.0 / (k + rank_matrix(s)) for s in score_list)
-
-
-def _minmax(s: np.ndarray) -> np.ndarray:
-    lo, hi = s.min(1, keepdims=True), s.max(1, keepdims=True)
-    return (s - lo) / np.where(hi > lo, hi - lo, 1.0)
-
-
-def weighted_scores(lexical: np.ndarray, dense: np.ndarray, weight: float) -> np.ndarray:
-    "`weight` × min-max(lexical) + (1 − `weight`) × min-max(dense), per query."
-    return weight * _minmax(lexical) + (1 - weight) * _minmax(dense)
-
-
-def choose_weight(
-    lexical: np.ndarray, dense: np.ndarray, gold: np.ndarray, grid=tuple(np.round(np.linspace(0, 1, 11), 2))
-) -> tuple[float, dict]:
-    "The weight of `grid` with the best MRR@10 of `weighted_scores` on these (validation) queries, and each weight's MRR@10."
-    mrr = {
-        float(w): float(retrieval_per_query(gold_ranks(weighted_scores(lexical, dense, w), gold))["MRR@10"].mean())
-        for w in grid
-    }
-    best = max(mrr.values())
-    return min(w for w, v in mrr.items() if v == best), mrr
-
-# %% ../notebooks/09a_grounded.ipynb #4cf35e20
-RETRIEVAL_KS = (1, 5, 20)
-
-
-def retrieval_per_query(ranks: np.ndarray, ks=RETRIEVAL_KS) -> "pd.DataFrame":
-    "Per query: R@k for each k (0/1), MRR@10 and nDCG@10, from the 1-based gold ranks."
-    import pandas as pd
-
-    ranks = np.asarray(ranks)
-    cols = {f"R@{k}": (ranks <= k).astype(float) for k in ks}
-    cols["MRR@10"] = np.where(ranks <= 10, 1.0 / ranks, 0.0)
-    cols["nDCG@10"] = np.where(ranks <= 10, 1.0 / np.log2(1 + ranks), 0.0)
-    return pd.DataFrame(cols)
-
-
-def retrieval_summary(ranks: np.ndarray, acts=None, ks=RETRIEVAL_KS) -> "pd.DataFrame":
-    "Mean of each metric (in %), overall (Act `all`) and per Act in the card's order when `acts` is given."
-    import pandas as pd
-
-    per = retrieval_per_query(ranks, ks) * 100
-    rows = [{"Act": "all", "questions": len(per), **per.mean().round(2).to_dict()}]
-    if acts is not None:
-        acts = np.asarray(acts)
-        for a in core.act_keys_in_card_order(set(acts)):
-            part = per[acts == a]
-            if not len(part):
-                continue
-            rows.append({"Act": core.act_label(a), "questions": len(part), **part.mean().round(2).to_dict()})
-    return pd.DataFrame(rows)
+__all__ = ['READER_LAMBDAS', 'PROFILE_DEFAULTS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk',
+           'tune_lambda', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun', 'retrieval_stage',
+           'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'recall_curve', 'reader_stage',
+           'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure', 'grounded_stage', 'protocol_table']
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
@@ -447,7 +62,7 @@ def encoder_candidates(
     model_dir, records, corpus: OpenCorpus, positions: np.ndarray, gold: np.ndarray, batch_size=None
 ) -> list[dict]:
     "Per record: {context position: (best span, span score)} of the encoder in `model_dir` over its `positions` and its gold context."
-    from indicipr.encoders import load_finetuned
+    from indicipr.finetune import load_finetuned
     from indicipr.qa_model import predict_answers
 
     model, tok, cfg = load_finetuned(model_dir)
@@ -770,7 +385,7 @@ def reader_stage(
     """The readers on the contexts of `st['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
     `data/predictions/<source>/grounded/` (outside the folder notebook 10 compares)."""
-    from indicipr import encoders, llm, llm_qa, llm_servers, metrics
+    from indicipr import encoders, finetune, llm, llm_qa, llm_servers, metrics
 
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if st["reader_retriever"] == "best" else st["reader_retriever"]
@@ -780,7 +395,7 @@ def reader_stage(
     out_dir = metrics.predictions_dir(data_source) / "grounded"
     readers, timing = {}, {}
     for model in st["reader_models"]:
-        folder = encoders.checkpoint_dir(data_source, model, st["reader_seed"])
+        folder = finetune.checkpoint_dir(data_source, model, st["reader_seed"])
         if not folder.is_dir():
             log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out")
             continue

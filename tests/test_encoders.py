@@ -9,7 +9,17 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import benchmark, cli, core, encoders as E, metrics, qa_files, qa_model as QM, training as TR  # noqa: E402
+from indicipr import (
+    benchmark,
+    cli,
+    core,
+    encoders as E,
+    finetune as FT,
+    metrics,
+    qa_files,
+    qa_model as QM,
+    training as TR,
+)  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -66,7 +76,7 @@ def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
 
 
 def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir):
-    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    model, tok, _ = FT.load_finetuned(tiny_model_dir)
     recs = splits["test"]
     kw = dict(max_length=128, stride=32, max_answer_length=24)
     a = QM.predict_answers(model, tok, recs, batch_size=1, pad_multiple=1, **kw)
@@ -80,7 +90,7 @@ def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir
 
 def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_model_dir):
     "span_score='window_probs': softmax per window over context + [CLS], best p_start * p_end over all windows."
-    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    model, tok, _ = FT.load_finetuned(tiny_model_dir)
     recs, M = splits["test"][:12], 8
     got = QM.predict_answers(model, tok, recs, max_length=96, stride=32, max_answer_length=M, span_score="window_probs")
     w = QM.encode_windows(recs, tok, max_length=96, stride=32)
@@ -163,7 +173,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
 
 def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
     pytest.importorskip("openvino")
-    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    model, tok, _ = FT.load_finetuned(tiny_model_dir)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     first = QM.openvino_model(model, names)
     assert QM.openvino_model(model, names) is first  # reused while nothing changes
@@ -184,7 +194,7 @@ def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
 
 
 def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir, monkeypatch):
-    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    model, tok, _ = FT.load_finetuned(tiny_model_dir)
     want = [
         a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")
     ]
@@ -198,7 +208,7 @@ def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir,
 
 
 def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, tiny_model_dir, monkeypatch):
-    model, tok, _ = E.load_finetuned(tiny_model_dir)
+    model, tok, _ = FT.load_finetuned(tiny_model_dir)
     recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
     want = [a.text for a in QM.predict_answers(model, tok, recs, engine="torch", **kw)]
 
@@ -219,7 +229,7 @@ def _train(model_dir, recs, out, epochs=2, callbacks=None):
     cfg = TR.TrainConfig(
         epochs=epochs, batch_size=8, learning_rate=1e-3, max_length=128, stride=32, seed=0, logging_steps=1
     )
-    return E.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
+    return FT.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
 
 
 def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monkeypatch, capsys):
@@ -285,7 +295,7 @@ def test_answer_length_cap_covers_training_answers(splits, tok):
 HUB_RUN = """
 import json, sys
 from indicipr import encoders as E, qa_model as QM, training as TR
-rows = E.run_encoders(sys.argv[1], "paper", models=["inlegalbert"], seeds=[0], epochs=0.1)
+rows, _ = E.run_encoders(sys.argv[1], "paper", models=["inlegalbert"], seeds=[0], epochs=0.1)
 print("ROWS " + json.dumps([r["settings"] for r in rows]))
 """
 
@@ -361,15 +371,15 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         rehearsal=0.5,
     )
     assert E.PROFILE_DEFAULTS["offline"]["freeze_embeddings"]  # what the runs below inherit
-    rows = E.run_encoders(str(FIXTURE), "offline", **kw)
+    rows, _ = E.run_encoders(str(FIXTURE), "offline", **kw)
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
-    phase1 = E.qa_config(folder)
+    phase1 = FT.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
     assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0 and phase1["freeze_embeddings"]
     n_train = len(qa_files.training_records(benchmark.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
     replay = []
     for r in rows:  # every seed starts from phase 1 and the settings table says what it was
-        cfg = E.qa_config(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
+        cfg = FT.qa_config(FT.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
         assert cfg["base_model"] == str(folder) and cfg["intermediate"]["digest"] == phase1["synthetic"]["digest"]
         assert cfg["rehearsal"]["questions"] == round(
             0.5 * phase1["synthetic"]["questions"]
@@ -394,7 +404,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
     from transformers import AutoModelForQuestionAnswering
 
     base = AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).get_input_embeddings().weight
-    tuned = AutoModelForQuestionAnswering.from_pretrained(E.checkpoint_dir(str(FIXTURE), tiny_model_dir, 0))
+    tuned = AutoModelForQuestionAnswering.from_pretrained(FT.checkpoint_dir(str(FIXTURE), tiny_model_dir, 0))
     assert torch.equal(base, tuned.get_input_embeddings().weight)
     assert not torch.equal(
         AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight
@@ -407,7 +417,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
 def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny_model_dir, tmp_path, monkeypatch):
     "`boundary_runs` decodes a finished run again (weights tuned on validation) and writes `<model>_boundary_seed<k>` with its provenance."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    rows = E.run_encoders(
+    rows, _ = E.run_encoders(
         str(FIXTURE),
         "offline",
         models=[tiny_model_dir],

@@ -1,4 +1,4 @@
-"""The open-retrieval stage (notebook 09a): each retriever on a small real-statute corpus where the right provision is
+"""The open-retrieval stage (notebook 09a, its retrievers in 07f_retrieval): each retriever on a small real-statute corpus where the right provision is
 known (the sample's 106 contexts), bm25s against rank-bm25 on the sample's test questions, fusion, and the encoder
 reader on the retrieved contexts."""
 
@@ -7,15 +7,15 @@ import importlib.util
 import numpy as np
 import pytest
 
-from indicipr import benchmark, encoders
-from indicipr import grounded as gr
+from indicipr import benchmark, finetune
+from indicipr import grounded as gr, retrieval as rt
 
 
 @pytest.fixture(scope="module")
 def sample():
     ds = benchmark.load_benchmark("sample")
     splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test")}
-    return splits, gr.open_corpus(splits)
+    return splits, rt.open_corpus(splits)
 
 
 def known_queries(corpus, n=24, words=12, seed=0):
@@ -44,34 +44,34 @@ def test_the_corpus_is_every_distinct_context_of_all_splits(sample):
     splits, corpus = sample
     every = {r["context"] for rs in splits.values() for r in rs}
     assert len(corpus) == len(every) and set(corpus.texts) == every and corpus.has_titles
-    q, g = gr.open_queries(splits["test"], corpus)
+    q, g = rt.open_queries(splits["test"], corpus)
     assert all(corpus.texts[i] == r["context"] for i, r in zip(g, splits["test"]))
-    docs = gr.corpus_documents(corpus, "title")
+    docs = rt.corpus_documents(corpus, "title")
     assert all(d.endswith(t) and d.startswith(ti) for d, t, ti in zip(docs, corpus.texts, corpus.titles))
 
 
 def test_bm25s_and_rank_bm25_rank_the_sample_test_questions_identically(sample):
     "Same tokens, k1, b and IDF floor: the same top-20, in the same order, on both indexes; bm25s's own IDF ranks differently."
     splits, corpus = sample
-    questions, _ = gr.open_queries(splits["test"], corpus)
-    for variant in gr.INDEX_VARIANTS:
-        docs = gr.corpus_documents(corpus, variant)
-        a = gr.RankBM25().index(docs).scores(questions)
-        b = gr.BM25S().index(docs).scores(questions)
+    questions, _ = rt.open_queries(splits["test"], corpus)
+    for variant in rt.INDEX_VARIANTS:
+        docs = rt.corpus_documents(corpus, variant)
+        a = rt.RankBM25().index(docs).scores(questions)
+        b = rt.BM25S().index(docs).scores(questions)
         assert np.allclose(a, b, rtol=1e-5, atol=1e-5)
-        assert (gr.top_k(a, 20)[0] == gr.top_k(b, 20)[0]).all()
+        assert (rt.top_k(a, 20)[0] == rt.top_k(b, 20)[0]).all()
         raw = (
-            gr.BM25S(okapi=False).index(docs).scores(questions)
+            rt.BM25S(okapi=False).index(docs).scores(questions)
         )  # bm25s's own IDF: 0 for terms in over half the contexts
-        assert (gr.top_k(a, 20)[0] != gr.top_k(raw, 20)[0]).any(axis=1).mean() > 0.05
+        assert (rt.top_k(a, 20)[0] != rt.top_k(raw, 20)[0]).any(axis=1).mean() > 0.05
 
 
 def test_bm25_finds_the_provision_a_passage_comes_from(sample):
     _, corpus = sample
     queries, gold = known_queries(corpus)
     assert len(queries) >= 20
-    for r in (gr.RankBM25(), gr.BM25S()):
-        ranks = gr.gold_ranks(r.index(corpus.texts).scores(queries), gold)
+    for r in (rt.RankBM25(), rt.BM25S()):
+        ranks = rt.gold_ranks(r.index(corpus.texts).scores(queries), gold)
         assert (ranks == 1).mean() >= 0.9, (r.name, ranks)
 
 
@@ -79,7 +79,7 @@ def test_bm25_finds_the_provision_a_passage_comes_from(sample):
 def test_dense_minilm_finds_the_provision_a_passage_comes_from(sample):
     _, corpus = sample
     queries, gold = known_queries(corpus)
-    ranks = gr.gold_ranks(gr.DenseRetriever("minilm-l6").index(corpus.texts).scores(queries), gold)
+    ranks = rt.gold_ranks(rt.DenseRetriever("minilm-l6").index(corpus.texts).scores(queries), gold)
     assert (ranks <= 5).mean() >= 0.7 and (ranks == 1).mean() >= 0.5, ranks  # chance: 5/106 and 1/106
 
 
@@ -88,13 +88,13 @@ def test_finetuned_dense_learns_its_training_pairs(sample):
     "In-batch-negative training (query side) on 48 training questions lowers the loss and ranks their contexts better than before."
     splits, corpus = sample
     train = splits["train"][:48]
-    q, g = gr.open_queries(train, corpus)
-    base = gr.DenseRetriever("minilm-l6", max_length=128)
-    before = gr.retrieval_per_query(gr.gold_ranks(base.index(corpus.texts).scores(q), g))["MRR@10"].mean()
-    ft, losses = gr.finetune_dense(
+    q, g = rt.open_queries(train, corpus)
+    base = rt.DenseRetriever("minilm-l6", max_length=128)
+    before = rt.retrieval_per_query(rt.gold_ranks(base.index(corpus.texts).scores(q), g))["MRR@10"].mean()
+    ft, losses = rt.finetune_dense(
         base, q, [corpus.texts[i] for i in g], epochs=3, batch_size=16, learning_rate=1e-4, train_docs=False
     )
-    after = gr.retrieval_per_query(gr.gold_ranks(ft.index(corpus.texts).scores(q), g))["MRR@10"].mean()
+    after = rt.retrieval_per_query(rt.gold_ranks(ft.index(corpus.texts).scores(q), g))["MRR@10"].mean()
     assert len(losses) == 9 and np.mean(losses[-3:]) < np.mean(losses[:3])
     assert after > before, (before, after)
     assert base.model is not ft.model and base.model.training is False  # the base encoder is left as it was
@@ -106,33 +106,33 @@ def test_finetuned_dense_learns_its_training_pairs(sample):
 def test_fusion_weight_leaves_out_a_useless_dense_side(sample):
     "With random scores as the dense side, the weight tuned on validation keeps (nearly) all of BM25, and so do its ranks."
     splits, corpus = sample
-    bm = gr.BM25S().index(corpus.texts)
-    vq, vg = gr.open_queries(splits["validation"], corpus)
-    tq, tg = gr.open_queries(splits["test"], corpus)
+    bm = rt.BM25S().index(corpus.texts)
+    vq, vg = rt.open_queries(splits["validation"], corpus)
+    tq, tg = rt.open_queries(splits["test"], corpus)
     rng = np.random.default_rng(0)
     noise_v, noise_t = rng.random((len(vq), len(corpus))), rng.random((len(tq), len(corpus)))
-    w, mrr = gr.choose_weight(bm.scores(vq), noise_v, vg)
+    w, mrr = rt.choose_weight(bm.scores(vq), noise_v, vg)
     assert w >= 0.8 and mrr[w] > mrr[0.0]
-    fused = gr.gold_ranks(gr.weighted_scores(bm.scores(tq), noise_t, w), tg)
-    alone = gr.gold_ranks(bm.scores(tq), tg)
+    fused = rt.gold_ranks(rt.weighted_scores(bm.scores(tq), noise_t, w), tg)
+    alone = rt.gold_ranks(bm.scores(tq), tg)
     assert (fused <= 20).mean() >= (alone <= 20).mean() - 0.05
     same = bm.scores(tq)
     assert (
-        gr.top_k(gr.rrf_scores([same, same]), 20)[0] == gr.top_k(same, 20)[0]
+        rt.top_k(rt.rrf_scores([same, same]), 20)[0] == rt.top_k(same, 20)[0]
     ).all()  # fusing a ranking with itself keeps it
 
 
 @pytest.mark.skipif(
-    not encoders.checkpoint_dir("sample", "minilm-l6", 0).is_dir(),
+    not finetune.checkpoint_dir("sample", "minilm-l6", 0).is_dir(),
     reason="no fine-tuned MiniLM checkpoint (notebook 08 writes data/models/sample/minilm-l6_seed0)",
 )
 def test_encoder_reader_on_retrieved_contexts_matches_gold_when_gold_comes_first(sample):
     splits, corpus = sample
     test = splits["test"][:12]
-    _, g = gr.open_queries(test, corpus)
+    _, g = rt.open_queries(test, corpus)
     positions = np.stack([g, (g + 1) % len(corpus)], axis=1)  # the gold first, a wrong context second
     scores = np.tile([2.0, 1.0], (len(test), 1))
-    cands = gr.encoder_candidates(encoders.checkpoint_dir("sample", "minilm-l6", 0), test, corpus, positions, g)
+    cands = gr.encoder_candidates(finetune.checkpoint_dir("sample", "minilm-l6", 0), test, corpus, positions, g)
     chosen, answers = gr.read_topk(cands, positions, scores, np.inf, 2)
     assert chosen == g.tolist() and answers == [c[int(i)][0] for c, i in zip(cands, g)]
     chosen0, _ = gr.read_topk(cands, positions, scores, 0.0, 2)  # span score alone may pick the wrong one

@@ -1,4 +1,4 @@
-"""The project's training loop and the pool of runs (`indicipr.encoders`), on tiny models on the CPU:
+"""The project's training loop and the pool of runs (`indicipr.training`, `indicipr.pool`, through `indicipr.encoders`), on tiny models on the CPU:
 
 * the loop computes the `Trainer`'s recipe (same losses step by step, same weights);
 * its hot path asks the host for no tensor value (what is a device sync on a GPU);
@@ -20,7 +20,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL, ROOT  # noqa: E402
-from indicipr import encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
+from indicipr import encoders as E, finetune as FT, metrics, pool as P, qa_model as QM, training as TR  # noqa: E402
 
 # The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
@@ -190,26 +190,24 @@ def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one
 
 def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
     monkeypatch.setenv("INDICIPR_ROOT", str(root))
-    info = {}
-    rows = E.run_encoders(
+    rows, pool = E.run_encoders(
         data_source,
         "offline",
         workers=workers,
-        pool_info=info,
         models=[model_dir],
         seeds=list(seeds),
         epochs=1.0,
         batch_size=8,
     )
     logs = {
-        r["system"]: json.loads((E.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
+        r["system"]: json.loads((FT.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
         for r in rows
     }
     preds = {
         r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
         for r in rows
     }
-    return rows, logs, preds, info
+    return rows, logs, preds, pool
 
 
 def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thread):
@@ -237,7 +235,7 @@ def _failing_run(job, callbacks=None):
 
 def test_a_failing_pooled_run_names_itself(one_thread):
     with pytest.raises(RuntimeError, match=r"(?s)run 1 of 2 failed in a worker process.*ValueError: this run fails"):
-        list(TR.run_pool(_failing_run, ["good", "bad"], workers=2))
+        list(P.run_pool(_failing_run, ["good", "bad"], workers=2))
 
 
 def _fake_gpu_run(job, callbacks=None):
@@ -261,10 +259,10 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
-    info = {}
-    out = dict(TR.run_pool(_fake_gpu_run, list(range(5)), workers="auto", info=info))
+    pool = P.run_pool(_fake_gpu_run, list(range(5)), workers="auto")
+    out = dict(pool)
     assert sorted(out) == list(range(5)) and [out[i]["job"] for i in range(5)] == list(range(5))
-    plan = info["plan"]
+    plan = pool.plan
     assert plan["workers"] == 2 and plan["per_device"] == [2] and plan["limited_by"] == "memory"
     assert plan["probe"]["footprint"] == 4 * 2**30 and plan["footprint_mib"] == 4096
     events = sorted([(r["start"], 1) for r in out.values()] + [(r["end"], -1) for r in out.values()])
@@ -279,15 +277,15 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
 
 def test_pool_size(monkeypatch):
     monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
-    assert TR._pool_size(1, 4) == 1 and TR._pool_size(5, 3) == 3 and TR._pool_size(2, 8) == 2
-    assert TR._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
+    assert P._pool_size(1, 4) == 1 and P._pool_size(5, 3) == 3 and P._pool_size(2, 8) == 2
+    assert P._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
     monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")
-    assert TR._pool_size(12, None) == 2
+    assert P._pool_size(12, None) == 2
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert TR._pool_size(12, 4) == 1  # one run at a time, in step
+    assert P._pool_size(12, 4) == 1  # one run at a time, in step
     with pytest.raises(ValueError, match="workers must be"):
         monkeypatch.delenv("WORLD_SIZE")
-        TR._pool_size(3, "many")
+        P._pool_size(3, "many")
 
 
 @pytest.mark.skipif(
@@ -370,7 +368,7 @@ def test_a_pool_of_a_notebooks_own_function_runs_in_process_and_says_why(monkeyp
 
     twice.__module__ = "__main__"
     monkeypatch.delattr(_sys.modules["__main__"], "__file__", raising=False)
-    info = {}
-    assert list(TR.run_pool(twice, [1, 2, 3], (10,), workers=3, info=info)) == [(0, 12), (1, 14), (2, 16)]
-    assert info["plan"]["limited_by"] == "sequential" and "cannot import" in capsys.readouterr().err
-    assert TR._importable(TR.run_pool) and not TR._importable(twice)
+    pool = P.run_pool(twice, [1, 2, 3], (10,), workers=3)
+    assert list(pool) == [(0, 12), (1, 14), (2, 16)]
+    assert pool.plan["limited_by"] == "sequential" and "cannot import" in capsys.readouterr().err
+    assert P._importable(P.run_pool) and not P._importable(twice)
