@@ -40,12 +40,12 @@ __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CA
            'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path', 'Act',
            'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
            'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report', 'seed_everything',
-           'stage_settings', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
-           'check_output', 'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError',
-           'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in',
-           'QAFile', 'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section',
-           'gold_starts', 'training_records', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint',
-           'Benchmark', 'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
+           'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable', 'check_output',
+           'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError', 'QAProblem',
+           'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile',
+           'load_qa_file', 'read_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts',
+           'training_records', 'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'Benchmark',
+           'read_benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark',
            'verify_benchmark', 'fetch_benchmark', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
            'read_timings', 'splits_table', 'problems_table']
 
@@ -537,17 +537,6 @@ def seed_everything(seed: int) -> int:
 
 # %% ../notebooks/00_core.ipynb #bf052b09
 PROFILE_NAMES = ("offline", "paper")
-
-
-def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dict:
-    "A deep copy of `defaults[profile]` with the non-`None` `overrides` applied; an unknown profile names the known ones."
-    import copy
-
-    if profile not in defaults:
-        raise InputError(f"unknown profile {profile!r}; expected one of {sorted(defaults)}")
-    settings = copy.deepcopy(defaults[profile])
-    settings.update({k: v for k, v in overrides.items() if v is not None})
-    return settings
 
 # %% ../notebooks/00_core.ipynb #19f2a93d
 @dataclass(frozen=True)

@@ -24,25 +24,23 @@ from indicipr.core import (
     record_act,
     record_section,
     shared_dir,
-    stage_settings,
     write_jsonl,
 )
 
 # %% auto #0
-__all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS',
-           'statutes_manifest', 'pdf_dir', 'StatuteFormatError', 'batch_files', 'statutes_jsonl_paths',
-           'sample_statutes_dir', 'read_sections_jsonl', 'repair_encoding', 'is_toc_page', 'remove_toc_pages',
-           'remove_footnote_blocks', 'strip_footnote_zone', 'remove_page_numbers', 'remove_parenthesised_notes',
-           'remove_bracket_notes', 'tidy_removed_notes', 'remove_editorial_notes', 'unwrap_amendment_brackets',
-           'remove_glued_footnote_digits', 'strip_heading', 'remove_margin_notes', 'section_title', 'subsection_starts',
-           'split_subsections', 'normalize_subsection_label', 'join_hard_line_breaks', 'normalize_whitespace',
-           'clean_section_units', 'clean_section', 'pack_units', 'split_long_unit', 'section_contexts',
-           'build_contexts', 'split_pdf_sections', 'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf',
-           'read_official_pdfs', 'editorial_leftovers', 'editorial_spans', 'statutory_tokens', 'statutory_text',
-           'lost_statutory_words', 'kept_editorial_tokens', 'check_section', 'cleaner_check_table',
-           'project_statute_sources', 'read_statute_source', 'cleaner_check_report', 'context_stats',
-           'plot_context_lengths', 'sync_shared_files', 'sync_sample_statutes', 'pdf_acts_in', 'load_statutes',
-           'released_contexts', 'corpus_stage']
+__all__ = ['INDIA_CODE_PDFS', 'INDIA_CODE_SEARCH', 'SECTION_FIELDS', 'LEFTOVER_PATTERNS', 'WORD_TYPES', 'statutes_manifest',
+           'pdf_dir', 'StatuteFormatError', 'batch_files', 'statutes_jsonl_paths', 'sample_statutes_dir',
+           'read_sections_jsonl', 'repair_encoding', 'is_toc_page', 'remove_toc_pages', 'remove_footnote_blocks',
+           'strip_footnote_zone', 'remove_page_numbers', 'remove_parenthesised_notes', 'remove_bracket_notes',
+           'tidy_removed_notes', 'remove_editorial_notes', 'unwrap_amendment_brackets', 'remove_glued_footnote_digits',
+           'strip_heading', 'remove_margin_notes', 'section_title', 'subsection_starts', 'split_subsections',
+           'normalize_subsection_label', 'join_hard_line_breaks', 'normalize_whitespace', 'clean_section_units',
+           'clean_section', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts', 'split_pdf_sections',
+           'remove_running_heads', 'read_pdf_pages', 'read_statute_pdf', 'read_official_pdfs', 'editorial_leftovers',
+           'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words', 'kept_editorial_tokens',
+           'check_section', 'cleaner_check_table', 'project_statute_sources', 'read_statute_source',
+           'cleaner_check_report', 'context_stats', 'plot_context_lengths', 'sync_shared_files', 'sync_sample_statutes',
+           'pdf_acts_in', 'load_statutes', 'released_contexts', 'corpus_stage']
 
 # %% ../notebooks/01_corpus.ipynb #00670356
 INDIA_CODE_PDFS = {
@@ -938,10 +936,7 @@ def plot_context_lengths(contexts: list[dict]):
     return fig
 
 # %% ../notebooks/01_corpus.ipynb #e6f5a325
-PROFILE_DEFAULTS = {
-    "offline": {"input": "jsonl", "max_context_words": 260},
-    "paper": {"input": "pdf", "max_context_words": 260},
-}
+from .config import settings_for  # the stage's settings: config.CorpusSettings
 
 
 def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
@@ -980,7 +975,7 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
     if statutes_path is not None:
         p = Path(statutes_path)
         return read_official_pdfs(p, pdf_acts_in(p)) if p.is_dir() else read_sections_jsonl(p)
-    if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf":
+    if settings_for("corpus", profile).input == "pdf":
         return read_official_pdfs()
     return read_sections_jsonl(statutes_jsonl_paths())
 
@@ -1017,7 +1012,7 @@ def corpus_stage(
         ), f"the released files of {plan.data_source}"
     if plan.of_sample and plan.publish:
         sync_sample_statutes()  # only the main job writes data/sample/ (never a tagged build)
-    max_words = stage_settings(PROFILE_DEFAULTS, plan.profile, max_context_words=max_context_words)["max_context_words"]
+    max_words = settings_for("corpus", plan.profile, max_context_words=max_context_words).max_context_words
     sections = load_statutes(plan.profile, statutes_path)
     contexts = build_contexts(sections, max_words)
     check = cleaner_check_table([check_section(r) for r in sections])
