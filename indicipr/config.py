@@ -69,7 +69,7 @@ class CorpusSettings(StageSettings):
     "Notebook 01: where the statutes come from and how long a context may grow."
 
     input: str  # "jsonl": the section JSONL (data/sample/statutes/) | "pdf": the official PDFs (data/statutes/pdf/)
-    max_context_words: int = 260  # words a context is packed up to: about the card's paragraph length
+    max_context_words: int = 260  # a section up to this many words is one context; a longer one is packed into pieces
 
 
 CORPUS = {"offline": CorpusSettings(input="jsonl"), "paper": CorpusSettings(input="pdf")}
@@ -84,7 +84,7 @@ class GenerationParams(StageSettings):
 
     temperature: float | None = None  # 0.0 offline: greedy, the recorded replies replay exactly
     seed: int | None = None  # the server's sampling seed (llama.cpp honours it)
-    max_tokens: int | None = None  # 320 offline: room for 3 short items; the card's model stops by itself
+    max_tokens: int | None = None  # 320 offline: three short items fit, the live build stays within minutes on CPU
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,8 +93,8 @@ class SchemaLimits(StageSettings):
 
     extractive: bool | None = None  # answers are enumerated spans of the context (a tiny model cannot copy reliably)
     max_items: int | None = None  # question-answer items per reply
-    max_question_chars: int | None = None  # 150 offline: a question is one sentence
-    max_answer_chars: int | None = None  # 150 offline: the small model's answers stay spans, not paragraphs
+    max_question_chars: int | None = None  # the longest question the schema accepts (offline 150)
+    max_answer_chars: int | None = None  # the longest answer the schema accepts (offline 150)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +103,7 @@ class GenerateSettings(StageSettings):
 
     generation_model: str  # offline: the local server's SmolLM2; paper: the card's generation model
     live_contexts: int | None  # contexts of the sample's live build (offline 4: a smoke run; None: all)
-    concurrency: int  # requests in flight (offline 2: the local server's slots; paper 8: a hosted API)
+    concurrency: int  # requests in flight (offline 2: the local llama.cpp server on a CPU; paper 8: a hosted API)
     params: GenerationParams = GenerationParams()  # request parameters (part of the response cache's key)
     schema_limits: SchemaLimits = SchemaLimits()  # constraints of the reply's schema (part of the cache's key)
 
@@ -152,7 +152,7 @@ class IntermediateTraining(StageSettings):
     kinds: tuple = ("clause", "gap")  # clauses.SYNTHETIC_KINDS drawn: whole clauses, and the text between two of them
     per_piece: int = 3  # questions per statutory piece
     crop_words: int = 80  # words of context around a synthetic answer (short windows: fast CPU steps)
-    epochs: float = 3.0  # passes over the synthetic questions (more than phase 2: they are many and easy)
+    epochs: float = 3.0  # passes over the synthetic questions
     learning_rate: float = 0.0003  # as phase 2 offline
     batch_size: int = 8  # as phase 2 offline
     seed: int = 0  # phase 1 runs once per model; every seed of phase 2 starts from it
@@ -166,7 +166,7 @@ class EncodersSettings(StageSettings):
     seeds: tuple = (0, 1, 2)  # the card's three seeds (mean ± sd)
     epochs: float = 2.0  # the card's recipe (a shrink parameter: fewer for a CPU rehearsal)
     max_steps: int | None = None  # cap on optimiser steps (a shrink parameter); None: the epochs decide
-    learning_rate: float = 3e-5  # the card's; offline 3e-4: a small model with frozen embeddings takes a larger step
+    learning_rate: float = 3e-5  # the card's; offline 3e-4 (MiniLM-L6, embeddings frozen)
     batch_size: int = 12  # the card's; offline 8
     max_length: int = WINDOW.max_length  # the QA window (`Window`)
     stride: int = WINDOW.stride  # the QA window's overlap (`Window`)
@@ -214,7 +214,7 @@ class LLMSettings(StageSettings):
     settings: tuple = ("zero-shot", "3-shot")  # llm_qa.SETTINGS: the card's two prompts
     split: str = "test"  # the split answered and scored
     max_questions: int | None = None  # None: the whole split; a number: its first questions (a smoke run)
-    max_tokens: int  # reply tokens (offline 64: the card's answers are ~30 words; paper 256)
+    max_tokens: int  # reply tokens (offline 64: the card's median answer has 33 words; paper 256)
     shot_seed: int = 0  # the draw of the 3 shots from the training split
     concurrency: int  # requests in flight (offline 1: the local server; paper 2)
     snap: bool = True  # also score each reply snapped to its closest span of the context
@@ -232,9 +232,9 @@ class DenseFinetune(StageSettings):
 
     epochs: float = 1.0  # one pass over the training questions
     batch_size: int  # in-batch negatives: offline 16 (CPU), paper 32
-    learning_rate: float  # offline 5e-5, paper 3e-5 (sentence-transformers' usual range)
+    learning_rate: float  # offline 5e-5, paper 3e-5
     seed: int = 0  # the fine-tuning's seed
-    train_docs: bool  # paper: also train on the contexts' titles as queries
+    train_docs: bool  # paper: train the context side too; offline: the query side only (contexts keep the base vectors)
     freeze_embeddings: bool  # offline: faster CPU steps
 
 
@@ -243,16 +243,16 @@ class GroundedSettings(StageSettings):
     "Notebook 09a: retrieval (index variants, dense model, fusion), reading (encoder and LLM), the split and its tuning split."
 
     split: str = "test"  # the split whose questions are answered end to end
-    tune_split: str = "validation"  # fusion and reader weights are chosen on it
+    tune_split: str = "validation"  # the fusion weight, the readers' retriever and weights are chosen on it
     index_variants: tuple = ("text", "title")  # grounded.INDEX_VARIANTS: every variant
     dense_model: str  # offline: the MiniLM package "minilm-l6"; paper: a hub sentence-embedding id
-    dense_max_length: int  # tokens a passage is embedded from: the model's own limit (MiniLM package 128, hub 256)
+    dense_max_length: int  # tokens of a passage the dense encoder embeds (offline 128: fast on CPU; paper 256)
     finetune: DenseFinetune  # the fine-tuned dense retriever's training
     rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
     reader_models: tuple  # fine-tuned encoders reading the retrieved contexts (their seed `reader_seed`)
     reader_seed: int = 0  # the seed of notebook 08's checkpoint the reader loads
     reader_k: int = 3  # contexts the fine-tuned encoder reads
-    reader_retriever: str = "best"  # "best": the retriever with the best recall on `tune_split`
+    reader_retriever: str = "best"  # a retriever's name, or "best": the text index's best MRR@10 on `tune_split`
     qa_models: tuple  # prompted LLMs reading the retrieved contexts (as notebook 09)
     llm_k: int  # contexts the LLM reads (offline 1: a 135M model's context is short)
     max_tokens: int  # LLM reply tokens (as notebook 09)
