@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from indicipr.core import stage_settings  # noqa: E402
-from indicipr.generate import PROFILE_DEFAULTS, ensure_recorded_sample, generate_candidates, recorded_contexts  # noqa: E402
+from indicipr.config import present, settings_for  # noqa: E402
+from indicipr.generate import ensure_recorded_sample, generate_candidates, recorded_contexts  # noqa: E402
 from indicipr.llm import ResponseCache, chat_json  # noqa: E402
 from indicipr.llm_servers import local_llm_server  # noqa: E402
 
@@ -36,8 +36,8 @@ def timed_run(contexts, endpoint, cache_path, concurrency, settings):
         endpoint,
         cache,
         concurrency=concurrency,
-        params=settings["params"],
-        schema_limits=settings["schema_limits"],
+        params=present(settings.params),
+        schema_limits=present(settings.schema_limits),
         progress=False,
     )
     seconds = time.perf_counter() - t0
@@ -56,7 +56,7 @@ def main(argv=None):
     )
     args = ap.parse_args(argv)
 
-    settings = stage_settings(PROFILE_DEFAULTS, "offline")
+    settings = settings_for("generate", "offline")
     contexts = recorded_contexts(ensure_recorded_sample())[: args.contexts]
     rows = []
     with tempfile.TemporaryDirectory() as tmp, local_llm_server(n_threads=args.n_threads) as endpoint:
@@ -82,7 +82,7 @@ def main(argv=None):
 
     print(
         f"\nmodel {endpoint.model} via llama.cpp, {len(contexts)} contexts, "
-        f"max_tokens {settings['params']['max_tokens']}, schema bounds {settings['schema_limits']}"
+        f"max_tokens {settings.params.max_tokens}, schema bounds {present(settings.schema_limits)}"
     )
     print(f"{'run':<16}{'seconds':>10}{'contexts':>10}{'candidates':>12}{'failures':>10}{'calls':>7}{'cand/s':>10}")
     for name, secs, n_ctx, good, bad, calls in rows:

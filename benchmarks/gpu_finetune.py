@@ -201,13 +201,13 @@ def speed_worker(spec: dict) -> dict:
     "(a) in a fresh process: the table's first run alone, each system from the same initial weights."
     import dataclasses
     import numpy as np
-    from indicipr import benchmark, core, encoders as E, qa_model as QM, training as TR
+    from indicipr import benchmark, config, core, qa_model as QM, training as TR
 
     model_name = spec["models"][0]
-    st = core.stage_settings(E.PROFILE_DEFAULTS, "paper")
+    st = config.settings_for("encoders", "paper")
     train = [dict(r) for r in benchmark.load_benchmark(spec["card"])["train"]]
     tok = QM.load_tokenizer(model_name)
-    windows = QM.encode_windows(train, tok, st["max_length"], st["stride"], labels=True)
+    windows = QM.encode_windows(train, tok, st.max_length, st.stride, labels=True)
     if spec.get("examples"):
         keep = np.arange(min(spec["examples"], len(windows)))
         windows = QM.Windows(
@@ -220,10 +220,10 @@ def speed_worker(spec: dict) -> dict:
         )
     cfg = TR.TrainConfig(
         epochs=spec["epochs"],
-        learning_rate=st["learning_rate"],
-        batch_size=st["batch_size"],
-        max_length=st["max_length"],
-        stride=st["stride"],
+        learning_rate=st.learning_rate,
+        batch_size=st.batch_size,
+        max_length=st.max_length,
+        stride=st.stride,
         seed=0,
         logging_steps=50,
         save_checkpoints=False,
@@ -252,7 +252,7 @@ def speed_worker(spec: dict) -> dict:
             print(f"(a) {name} ...", flush=True)
             try:
                 if name == "plain":
-                    r = run_plain(fresh(), windows, cfg, st["max_length"], f"{tmp}/{name}", tok.pad_token_id or 0)
+                    r = run_plain(fresh(), windows, cfg, st.max_length, f"{tmp}/{name}", tok.pad_token_id or 0)
                 else:
                     c = dataclasses.replace(
                         cfg,

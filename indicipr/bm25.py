@@ -16,9 +16,9 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['SYSTEMS', 'PROFILE_DEFAULTS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf',
-           'bm25_retrieval_answer', 'whitespace_token_spans', 'oracle_window_answer', 'gold_token_count',
-           'predict_records', 'sensitivity_rows', 'run_bm25', 'bm25_results_table', 'sensitivity_table', 'card_gaps']
+__all__ = ['SYSTEMS', 'bm25_tokens', 'clause_spans', 'BM25Params', 'best_unit', 'split_idf', 'bm25_retrieval_answer',
+           'whitespace_token_spans', 'oracle_window_answer', 'gold_token_count', 'predict_records', 'sensitivity_rows',
+           'run_bm25', 'bm25_results_table', 'sensitivity_table', 'card_gaps']
 
 # %% ../notebooks/07_bm25.ipynb #1a993f48
 _WORD = re.compile(r"\w+")
@@ -172,8 +172,6 @@ def sensitivity_rows(records, metric=None) -> list[dict]:
 
 # %% ../notebooks/07_bm25.ipynb #d00e1f03
 from .core import CARD  # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
-
-PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
 
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):

@@ -57,6 +57,9 @@ def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior
     return LengthPrior(float(logs.mean()), max(float(logs.std()), min_sigma))
 
 # %% ../notebooks/07c_boundary.ipynb #f3c264cb
+from .config import WINDOW  # the QA window: 384 tokens, stride 128
+
+
 @dataclass(frozen=True)
 class BoundaryParams:
     "The rescoring weights (step 4), and how candidates are drawn (steps 2-3)."
@@ -127,8 +130,8 @@ def span_candidates(
     tokenizer,
     records,
     prior: LengthPrior,
-    max_length: int = 384,
-    stride: int = 128,
+    max_length: int = WINDOW.max_length,
+    stride: int = WINDOW.stride,
     max_answer_length: int = 64,
     n_best: int = 20,
     reach: int = SNAP_REACH_TOKENS,

@@ -19,8 +19,8 @@ __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CA
            'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'InputError', 'project_root', 'data_dir',
            'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path',
            'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
-           'seed_everything', 'stage_settings', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
-           'card_comparable', 'check_output']
+           'seed_everything', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
+           'check_output']
 
 # %% ../notebooks/00_core.ipynb #662f42ed
 class InputError(ValueError):
@@ -371,17 +371,6 @@ def seed_everything(seed: int) -> int:
 
 # %% ../notebooks/00_core.ipynb #bf052b09
 PROFILE_NAMES = ("offline", "paper")
-
-
-def stage_settings(defaults: dict, profile: str = "offline", **overrides) -> dict:
-    "A deep copy of `defaults[profile]` with the non-`None` `overrides` applied; an unknown profile names the known ones."
-    import copy
-
-    if profile not in defaults:
-        raise InputError(f"unknown profile {profile!r}; expected one of {sorted(defaults)}")
-    settings = copy.deepcopy(defaults[profile])
-    settings.update({k: v for k, v in overrides.items() if v is not None})
-    return settings
 
 # %% ../notebooks/00_core.ipynb #19f2a93d
 @dataclass(frozen=True)

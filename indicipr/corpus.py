@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+from .core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir
+from .qa_files import record_section, write_jsonl
 from .cleaning import clean_section
-from .core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir, stage_settings
-from .qa_files import write_jsonl
 from indicipr.statutes import (
     batch_files,
     pdf_dir,
@@ -24,12 +24,11 @@ from indicipr.statutes import (
 )
 
 # %% auto #0
-__all__ = ['LEFTOVER_PATTERNS', 'WORD_TYPES', 'PROFILE_DEFAULTS', 'pack_units', 'split_long_unit', 'section_contexts',
-           'build_contexts', 'editorial_leftovers', 'editorial_spans', 'statutory_tokens', 'statutory_text',
-           'lost_statutory_words', 'kept_editorial_tokens', 'check_section', 'cleaner_check_table',
-           'project_statute_sources', 'read_statute_source', 'cleaner_check_report', 'context_stats',
-           'plot_context_lengths', 'sync_shared_files', 'sync_sample_statutes', 'pdf_acts_in', 'load_statutes',
-           'released_contexts', 'corpus_stage']
+__all__ = ['LEFTOVER_PATTERNS', 'WORD_TYPES', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts',
+           'editorial_leftovers', 'editorial_spans', 'statutory_tokens', 'statutory_text', 'lost_statutory_words',
+           'kept_editorial_tokens', 'check_section', 'cleaner_check_table', 'project_statute_sources',
+           'read_statute_source', 'cleaner_check_report', 'context_stats', 'plot_context_lengths', 'sync_shared_files',
+           'sync_sample_statutes', 'pdf_acts_in', 'load_statutes', 'released_contexts', 'corpus_stage']
 
 # %% ../notebooks/01_corpus.ipynb #d0a33cd1
 _CLAUSE = re.compile(r"(?<=[;:—–\-,])\s+(?=\((?:[a-z]{1,3}|[ivx]{1,5})\)\s)")
@@ -373,10 +372,7 @@ def plot_context_lengths(contexts: list[dict]):
     return fig
 
 # %% ../notebooks/01_corpus.ipynb #e6f5a325
-PROFILE_DEFAULTS = {
-    "offline": {"input": "jsonl", "max_context_words": 260},
-    "paper": {"input": "pdf", "max_context_words": 260},
-}
+from .config import settings_for  # the stage's settings: config.CorpusSettings
 
 
 def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
@@ -415,14 +411,11 @@ def load_statutes(profile: str = "offline", statutes_path: str | Path | None = N
     if statutes_path is not None:
         p = Path(statutes_path)
         return read_official_pdfs(p, pdf_acts_in(p)) if p.is_dir() else read_sections_jsonl(p)
-    if stage_settings(PROFILE_DEFAULTS, profile)["input"] == "pdf":
+    if settings_for("corpus", profile).input == "pdf":
         return read_official_pdfs()
     return read_sections_jsonl(statutes_jsonl_paths())
 
 # %% ../notebooks/01_corpus.ipynb #88ba2f84
-from .qa_files import record_section
-
-
 def released_contexts(records: Iterable[dict]) -> list[dict]:
     "The distinct contexts of official-format records, in first-seen order, with Act, section and length in words."
     seen, out = set(), []
@@ -455,7 +448,7 @@ def corpus_stage(
         ), f"the released files of {plan.data_source}"
     if plan.of_sample and plan.publish:
         sync_sample_statutes()  # only the main job writes data/sample/ (never a tagged build)
-    max_words = stage_settings(PROFILE_DEFAULTS, plan.profile, max_context_words=max_context_words)["max_context_words"]
+    max_words = settings_for("corpus", plan.profile, max_context_words=max_context_words).max_context_words
     sections = load_statutes(plan.profile, statutes_path)
     contexts = build_contexts(sections, max_words)
     check = cleaner_check_table([check_section(r) for r in sections])

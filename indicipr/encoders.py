@@ -26,15 +26,16 @@ from indicipr.qa_model import (
     suggest_max_answer_length,
 )
 from .training import TrainConfig
+from .config import WINDOW
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['CURVE_FILE', 'PROFILE_DEFAULTS', 'intermediate_dir', 'intermediate_records', 'rehearsal_records',
-           'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
-           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary',
-           'boundary_runs', 'boundary_table']
+__all__ = ['CURVE_FILE', 'intermediate_dir', 'intermediate_records', 'rehearsal_records', 'train_intermediate',
+           'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve', 'shrink_note',
+           'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary', 'boundary_runs',
+           'boundary_table']
 
 # %% ../notebooks/08_encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
@@ -111,8 +112,8 @@ def train_intermediate(
         epochs=spec["epochs"],
         learning_rate=spec["learning_rate"],
         batch_size=spec["batch_size"],
-        max_length=spec.get("max_length", 384),
-        stride=spec.get("stride", 128),
+        max_length=spec.get("max_length", WINDOW.max_length),
+        stride=spec.get("stride", WINDOW.stride),
         seed=spec.get("seed", 0),
         freeze_embeddings=spec.get("freeze_embeddings", False),
         cpu_bf16=spec.get("cpu_bf16", False),
@@ -166,7 +167,14 @@ class F1Curve(TrainerCallback):
     "Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em, f1}]` to `path`."
 
     def __init__(
-        self, records, tokenizer, every: int, max_answer_length: int, path, max_length: int = 384, stride: int = 128
+        self,
+        records,
+        tokenizer,
+        every: int,
+        max_answer_length: int,
+        path,
+        max_length: int = WINDOW.max_length,
+        stride: int = WINDOW.stride,
     ):
         self.records, self.tok, self.every, self.mal = (
             list(records),
@@ -241,74 +249,20 @@ def plot_learning_curve(curve, reference: dict[str, float] | None = None, title:
     return fig
 
 # %% ../notebooks/08_encoders.ipynb #76b89fbd
-PROFILE_DEFAULTS = {
-    "offline": {
-        "models": ["minilm-l6"],
-        "seeds": [0, 1, 2],
-        "epochs": 2.0,
-        "max_steps": None,
-        "learning_rate": 0.0003,
-        "batch_size": 8,
-        "max_length": 384,
-        "stride": 128,
-        "max_answer_length": None,
-        "answer_coverage": 0.99,
-        "eval_batch_size": None,
-        "split": "test",
-        "freeze_embeddings": True,
-        "cpu_bf16": True,
-        "rehearsal": 0.5,
-        "workers": 3,
-        "intermediate": {
-            "kinds": ["clause", "gap"],
-            "per_piece": 3,
-            "crop_words": 80,
-            "epochs": 3.0,
-            "learning_rate": 0.0003,
-            "batch_size": 8,
-            "seed": 0,
-        },
-        "curve_split": "validation",
-        "curve_every": 50,
-        "boundary_models": "all",
-        "boundary_tune_split": "validation",
-    },
-    "paper": {
-        "models": ["bert-base", "legalbert-us", "incaselawbert", "inlegalbert"],
-        "seeds": [0, 1, 2],
-        "epochs": 2.0,
-        "max_steps": None,
-        "learning_rate": 3e-5,
-        "batch_size": 12,
-        "max_length": 384,
-        "stride": 128,
-        "max_answer_length": None,
-        "answer_coverage": 0.99,
-        "eval_batch_size": None,
-        "split": "test",
-        "freeze_embeddings": False,
-        "cpu_bf16": False,
-        "rehearsal": 0.0,
-        "workers": None,
-        "intermediate": None,
-        "curve_split": None,
-        "curve_every": None,
-        "boundary_models": ["inlegalbert"],
-        "boundary_tune_split": "validation",
-    },
-}
+from .config import EncodersSettings, as_dict, settings_for  # the stage's settings (config.ENCODERS)
+
 _SHRINK_PARAMETERS = ("epochs", "max_steps")  # what a CPU rehearsal may shrink; data and inference stay full size
 
 
-def shrink_note(settings: dict, profile: str) -> str:
+def shrink_note(settings: EncodersSettings, profile: str) -> str:
     "The shrink parameters that differ from the profile's defaults, e.g. `epochs 0.25 (profile 2.0)`; `none` if none."
-    base = PROFILE_DEFAULTS[profile]
+    base = settings_for("encoders", profile)
     diff = [
-        f"{k} {settings[k]:g} (profile {base[k]})"
-        if isinstance(settings[k], float)
-        else f"{k} {settings[k]} (profile {base[k]})"
+        f"{k} {getattr(settings, k):g} (profile {getattr(base, k)})"
+        if isinstance(getattr(settings, k), float)
+        else f"{k} {getattr(settings, k)} (profile {getattr(base, k)})"
         for k in _SHRINK_PARAMETERS
-        if settings.get(k) != base.get(k)
+        if getattr(settings, k) != getattr(base, k)
     ]
     return "; ".join(diff) or "none"
 
@@ -341,15 +295,13 @@ def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) ->
     }
 
 
-def answer_length_caps(train_records, settings: dict) -> tuple[list[dict], dict, dict]:
+def answer_length_caps(train_records, settings: EncodersSettings) -> tuple[list[dict], dict, dict]:
     """Per model of `settings`: the training answers' lengths in its tokens (a table row, and all lengths for the figure)
     and the decoding cap (`max_answer_length` when set, else the cap covering `answer_coverage` of them)."""
     rows, lengths, caps = [], {}, {}
-    for m in settings["models"]:
+    for m in settings.models:
         tok = load_tokenizer(m)
-        caps[m] = settings["max_answer_length"] or suggest_max_answer_length(
-            train_records, tok, settings["answer_coverage"]
-        )
+        caps[m] = settings.max_answer_length or suggest_max_answer_length(train_records, tok, settings.answer_coverage)
         rows.append(
             {"model": CARD_NAMES.get(m, m), **answer_length_profile(train_records, tok), "max_answer_length": caps[m]}
         )
@@ -389,27 +341,27 @@ def run_encoders(
     pool's report (`PoolRun.report`: its plan and each run's worker)."""
     if settings is not None and overrides:
         raise ValueError(f"run_encoders: pass the settings or overrides of them, not both ({sorted(overrides)})")
-    st = settings if settings is not None else core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
+    st = settings if settings is not None else settings_for("encoders", profile, **overrides)
     shrink = shrink_note(st, profile)
     ds = ds if ds is not None else benchmark.load_benchmark(data_source)
-    train, evalset = stage_records(ds, st["split"])
+    train, evalset = stage_records(ds, st.split)
     caps = caps or answer_length_caps(train, st)[2]
     tag = benchmark.source_tag(data_source)
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
-    curve_set = [dict(r) for r in ds[st["curve_split"]]] if st.get("curve_split") and st.get("curve_every") else None
+    curve_set = [dict(r) for r in ds[st.curve_split]] if st.curve_split and st.curve_every else None
     jobs = []
-    for model in st["models"]:
+    for model in st.models:
         mal = caps[model]
         tok = load_tokenizer(model) if curve_set else None
 
         def curve(folder, tok=tok, mal=mal):
-            return [F1Curve(curve_set, tok, st["curve_every"], mal, Path(folder) / CURVE_FILE)] if curve_set else None
+            return [F1Curve(curve_set, tok, st.curve_every, mal, Path(folder) / CURVE_FILE)] if curve_set else None
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
-        recipe = {"freeze_embeddings": st.get("freeze_embeddings", False), "cpu_bf16": st.get("cpu_bf16", False)}
-        if st.get("intermediate"):
+        recipe = {"freeze_embeddings": st.freeze_embeddings, "cpu_bf16": st.cpu_bf16}
+        if st.intermediate:
             folder = intermediate_dir(data_source, model)
-            spec = {**recipe, **st["intermediate"]}
+            spec = {**recipe, **as_dict(st.intermediate)}
             synthetic = intermediate_records(train, held_out, spec)  # phase 1's questions, and phase 2's rehearsal
             start, inter = train_intermediate(
                 model,
@@ -422,22 +374,22 @@ def run_encoders(
                 callbacks=curve(folder),
                 synthetic=synthetic,
             )
-        for seed in st["seeds"]:
+        for seed in st.seeds:
             cfg = TrainConfig(
-                epochs=st["epochs"],
-                max_steps=st["max_steps"],
-                learning_rate=st["learning_rate"],
-                batch_size=st["batch_size"],
-                max_length=st["max_length"],
-                stride=st["stride"],
+                epochs=st.epochs,
+                max_steps=st.max_steps,
+                learning_rate=st.learning_rate,
+                batch_size=st.batch_size,
+                max_length=st.max_length,
+                stride=st.stride,
                 seed=seed,
                 **recipe,
                 **(train_options or {}),
             )
-            out_dir, first = checkpoint_dir(data_source, model, seed), seed == st["seeds"][0]
-            replay = rehearsal_records(synthetic, st.get("rehearsal") or 0.0, seed)
+            out_dir, first = checkpoint_dir(data_source, model, seed), seed == st.seeds[0]
+            replay = rehearsal_records(synthetic, st.rehearsal or 0.0, seed)
             rehearsal = (
-                {"fraction": st["rehearsal"], "questions": len(replay), "digest": _digest(replay)} if replay else None
+                {"fraction": st.rehearsal, "questions": len(replay), "digest": _digest(replay)} if replay else None
             )
             jobs.append(
                 {
@@ -460,8 +412,8 @@ def run_encoders(
                 }
             )
     rows = [None] * len(jobs)
-    workers = workers if workers is not None else st.get("workers")
-    pool = run_pool(_table_run, jobs, (train, evalset, st["eval_batch_size"]), workers)
+    workers = workers if workers is not None else st.workers
+    pool = run_pool(_table_run, jobs, (train, evalset, st.eval_batch_size), workers)
     for i, res in pool:
         if res is None:
             continue  # not the main process of a distributed run
@@ -470,7 +422,7 @@ def run_encoders(
         out, preds, pred_s = Path(res["model_dir"]), res["predictions"], res["predict_s"]
         missing = [r["id"] for r in evalset if r["id"] not in preds]
         if missing:
-            raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
+            raise RuntimeError(f"{out}: no prediction for {len(missing)} {st.split} questions, e.g. {missing[:3]}")
         system = f"{model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
         metrics.write_predictions(
@@ -481,7 +433,7 @@ def run_encoders(
             model=model,
             setting="fine-tuned",
             seed=seed,
-            split=st["split"],
+            split=st.split,
             max_answer_length=mal,
             model_dir=str(out),
             train_seconds=meta.get("train_seconds"),
@@ -495,7 +447,7 @@ def run_encoders(
             )
         settings["intermediate"] = intermediate_note(inter)
         settings["rehearsal"] = (
-            f"{len(job['rehearsal'])} of phase 1's questions (a share of {st['rehearsal']:g}, drawn by the seed)"
+            f"{len(job['rehearsal'])} of phase 1's questions (a share of {st.rehearsal:g}, drawn by the seed)"
             if job["rehearsal"]
             else "none"
         )
@@ -556,19 +508,19 @@ def seed_summary(rows) -> "pd.DataFrame":
 
 # %% ../notebooks/08_encoders.ipynb #5165c6a3
 def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
-    """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `st["boundary_models"]`
-    ("all": every model): weights tuned on `st["boundary_tune_split"]`, the evaluated split predicted and written as
+    """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `st.boundary_models`
+    ("all": every model): weights tuned on `st.boundary_tune_split`, the evaluated split predicted and written as
     `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain and tuned, its scores).
     `ds`: the loaded benchmark (`benchmark.load_benchmark`; else loaded here)."""
     from indicipr import boundary
 
-    want = st.get("boundary_models")
+    want = st.boundary_models
     if not want:
         return []
     ds = ds if ds is not None else benchmark.load_benchmark(data_source, verbose=False)
     train, _, _ = qa_files.training_records(ds["train"])
-    tune_set = [dict(r) for r in ds[st["boundary_tune_split"]]]
-    evalset = [dict(r) for r in ds[st["split"]]]
+    tune_set = [dict(r) for r in ds[st.boundary_tune_split]]
+    evalset = [dict(r) for r in ds[st.split]]
     out, priors = [], {}
     for r in rows:
         if want != "all" and r["model"] not in want:
@@ -580,8 +532,8 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
             priors[r["model"]] = boundary.fit_length_prior(train, tok)  # one per model: its tokenizer
         prior = priors[r["model"]]
         kw = {
-            "max_length": cfg.get("max_length", 384),
-            "stride": cfg.get("stride", 128),
+            "max_length": cfg.get("max_length", WINDOW.max_length),
+            "stride": cfg.get("stride", WINDOW.stride),
             "max_answer_length": r["max_answer_length"],
         }
         tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
@@ -591,7 +543,7 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
             _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
         ]
         system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
-        decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st["boundary_tune_split"]}
+        decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st.boundary_tune_split}
         metrics.write_predictions(
             preds,
             system,
@@ -600,7 +552,7 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
             model=r["model"],
             setting="fine-tuned, boundary-aware decoding",
             seed=r["seed"],
-            split=st["split"],
+            split=st.split,
             max_answer_length=r["max_answer_length"],
             model_dir=str(folder),
             plain_system=r["system"],

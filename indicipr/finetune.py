@@ -138,7 +138,7 @@ def train_encoder(
         train_seconds=round(time.perf_counter() - t0, 1),
         resumed_from=Path(resume).name if resume else None,
         global_steps=trainer.state.global_step,
-        _planned_steps=planned_steps(cfg, len(packed), world),
+        planned_steps=planned_steps(cfg, len(packed), world),
         world_size=world,
         device=_device_label(),
         precision=getattr(trainer, "precision", None) or ("bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"),

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import benchmark, core
+from . import core
 from indicipr.retrieval import (
     BM25S,
-    INDEX_VARIANTS,
     DenseRetriever,
     OpenCorpus,
     RankBM25,
@@ -37,12 +36,14 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['READER_LAMBDAS', 'PROFILE_DEFAULTS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk',
-           'tune_lambda', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun', 'retrieval_stage',
-           'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'recall_curve', 'reader_stage',
-           'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure', 'grounded_stage', 'protocol_table']
+__all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk', 'tune_lambda', 'rag_records',
+           'answer_provision', 'retrieval_tax', 'RetrievalRun', 'retrieval_stage', 'retrieval_table', 'bm25_agreement',
+           'retrieval_tests', 'best_retriever', 'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table',
+           'recall_figure', 'tax_figure', 'grounded_stage', 'protocol_table']
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
+from .config import WINDOW  # the QA window: 384 tokens, stride 128
+
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 
 
@@ -77,8 +78,8 @@ def encoder_candidates(
         model,
         tok,
         recs,
-        cfg.get("max_length", 384),
-        cfg.get("stride", 128),
+        cfg.get("max_length", WINDOW.max_length),
+        cfg.get("stride", WINDOW.stride),
         cfg.get("max_answer_length", 64),
         batch_size,
     )
@@ -156,60 +157,6 @@ def retrieval_tax(gold_frame, open_frame, n_resamples: int | None = None, seed: 
     return pd.DataFrame(rows).round(2)
 
 # %% ../notebooks/09a_grounded.ipynb #36026453
-PROFILE_DEFAULTS = {
-    "offline": {
-        "split": "test",
-        "tune_split": "validation",
-        "index_variants": list(INDEX_VARIANTS),
-        "dense_model": "minilm-l6",
-        "dense_max_length": 128,
-        "finetune": {
-            "epochs": 1.0,
-            "batch_size": 16,
-            "learning_rate": 5e-5,
-            "seed": 0,
-            "train_docs": False,
-            "freeze_embeddings": True,
-        },
-        "rrf_k": 60,
-        "reader_models": ["minilm-l6"],
-        "reader_seed": 0,
-        "reader_k": 3,
-        "reader_retriever": "best",
-        "qa_models": ["smollm2"],
-        "llm_k": 1,
-        "max_tokens": 64,
-        "concurrency": 1,
-        "curve_k": 20,
-    },
-    "paper": {
-        "split": "test",
-        "tune_split": "validation",
-        "index_variants": list(INDEX_VARIANTS),
-        "dense_model": "sentence-transformers/all-MiniLM-L6-v2",
-        "dense_max_length": 256,
-        "finetune": {
-            "epochs": 1.0,
-            "batch_size": 32,
-            "learning_rate": 3e-5,
-            "seed": 0,
-            "train_docs": True,
-            "freeze_embeddings": False,
-        },
-        "rrf_k": 60,
-        "reader_models": ["inlegalbert"],
-        "reader_seed": 0,
-        "reader_k": 3,
-        "reader_retriever": "best",
-        "qa_models": list(core.CARD["models"]["qa"]),
-        "llm_k": 3,
-        "max_tokens": 256,
-        "concurrency": 2,
-        "curve_k": 20,
-    },
-}
-
-
 @dataclass
 class RetrievalRun:
     "Everything the tables need of one index variant: each retriever's full score matrices on the tuning and test queries."
@@ -224,7 +171,7 @@ class RetrievalRun:
 def retrieval_stage(
     corpus: OpenCorpus, tune, test, st: dict, dense=None, finetuned=None, log=print
 ) -> dict[str, RetrievalRun]:
-    """Per index variant of `st` (those available): BM25 (rank-bm25 and bm25s), dense, fine-tuned dense, RRF and the
+    """Per index variant of `st` (`config.as_dict` of the stage's settings, those available): BM25 (rank-bm25 and bm25s), dense, fine-tuned dense, RRF and the
     weighted sum (weight tuned on `tune`). `dense`/`finetuned`: retrievers built already (else built here; the
     fine-tuning uses the training questions given as `st['train']`)."""
     tq, tg = open_queries(tune, corpus)
@@ -564,21 +511,21 @@ def tax_figure(tax: "pd.DataFrame"):
     return fig
 
 # %% ../notebooks/09a_grounded.ipynb #dd03a0a4
-def grounded_stage(
-    data_source="sample", profile="offline", llm_endpoints=None, confirm_cost: bool = False, log=print, **overrides
-) -> dict:
-    "Retrieval and reading on the open protocol: settings, corpus, retrieval runs, reading, leaks and timings."
-    st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
-    ds = benchmark.load_benchmark(data_source)
+from .config import RunContext, as_dict
+
+
+def grounded_stage(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False, log=print) -> dict:
+    """Retrieval and reading on the open protocol for the run `ctx` (its settings: `config.GroundedSettings`): settings,
+    corpus, retrieval runs, reading, leaks and timings."""
+    st, ds = ctx.settings, ctx.benchmark()
     splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test") if s in ds}
     corpus = open_corpus(splits)
-    st["train"] = splits["train"]
-    tune, test = splits[st["tune_split"]], splits[st["split"]]
+    plan = {**as_dict(st), "train": splits["train"]}  # what retrieval_stage and reader_stage read
+    tune, test = splits[st.tune_split], splits[st.split]
     t0 = time.perf_counter()
-    runs = retrieval_stage(corpus, tune, test, st, log=log)
+    runs = retrieval_stage(corpus, tune, test, plan, log=log)
     t1 = time.perf_counter()
-    reading = reader_stage(corpus, tune, test, runs, st, data_source, llm_endpoints, confirm_cost, log=log)
-    st.pop("train")
+    reading = reader_stage(corpus, tune, test, runs, plan, ctx.data_source, llm_endpoints, confirm_cost, log=log)
     return {
         "settings": st,
         "corpus": corpus,

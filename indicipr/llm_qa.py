@@ -17,10 +17,10 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'PROFILE_DEFAULTS', 'LM_EVAL_TASKS',
-           'user_message', 'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context',
-           'reply_predictions', 'llm_short_name', 'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path',
-           'run_llm_baselines', 'llm_results_table']
+__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'LM_EVAL_TASKS', 'user_message',
+           'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'reply_predictions',
+           'llm_short_name', 'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'run_llm_baselines',
+           'llm_results_table']
 
 # %% ../notebooks/09_llms.ipynb #243f0f71
 QA_SYSTEM = (
@@ -131,29 +131,7 @@ def reply_predictions(raw: str | None, context: str) -> tuple[str, str, bool]:
 # %% ../notebooks/09_llms.ipynb #52715602
 PAPER_MODELS = list(core.CARD["models"]["qa"])  # the card's prompted LLMs
 CARD_NAMES = {m: core.CARD["system_names"][m] for m in PAPER_MODELS}
-SETTINGS = {"zero-shot": 0, "3-shot": 3}
-PROFILE_DEFAULTS = {
-    "offline": {
-        "qa_models": ["smollm2"],
-        "settings": ["zero-shot", "3-shot"],
-        "split": "test",
-        "max_questions": None,
-        "max_tokens": 64,
-        "shot_seed": 0,
-        "concurrency": 1,
-        "snap": True,
-    },
-    "paper": {
-        "qa_models": PAPER_MODELS,
-        "settings": ["zero-shot", "3-shot"],
-        "split": "test",
-        "max_questions": None,
-        "max_tokens": 256,
-        "shot_seed": 0,
-        "concurrency": 2,
-        "snap": True,
-    },
-}
+SETTINGS = {"zero-shot": 0, "3-shot": 3}  # shots per prompt; the stage's settings are config.LLMSettings
 
 
 def llm_short_name(model: str) -> str:
@@ -228,36 +206,37 @@ def run_llm_baselines(
     "Every model × setting on the split: predictions written, one result row per system."
     import time
 
-    from indicipr import artifacts, benchmark, core, llm, llm_servers, metrics
+    from indicipr import artifacts, benchmark, llm, llm_servers, metrics
+    from indicipr.config import settings_for
 
-    settings = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
+    st = settings_for("llm_qa", profile, **overrides)
     ds = benchmark.load_benchmark(data_source)
-    records = [dict(r) for r in ds[settings["split"]]]
-    if settings["max_questions"]:
-        records = records[: int(settings["max_questions"])]
+    records = [dict(r) for r in ds[st.split]]
+    if st.max_questions:
+        records = records[: int(st.max_questions)]
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), settings["qa_models"]) as endpoints:
-        for model in settings["qa_models"]:
+    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), st.qa_models) as endpoints:
+        for model in st.qa_models:
             ep = endpoints[model]
             short = llm_short_name(ep.model)
-            for setting in settings["settings"]:
-                shots = draw_shots(train, SETTINGS[setting], settings["shot_seed"]) if SETTINGS[setting] else []
+            for setting in st.settings:
+                shots = draw_shots(train, SETTINGS[setting], st.shot_seed) if SETTINGS[setting] else []
                 t0 = time.perf_counter()
                 raw, snapped, stats = predict_llm(
                     ep,
                     records,
                     shots,
                     cache,
-                    settings["max_tokens"],
-                    settings["concurrency"],
+                    st.max_tokens,
+                    st.concurrency,
                     desc=f"{short} {setting}",
                     confirm_cost=confirm_cost,
                 )
                 artifacts.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
-                    if variant == "snap" and not settings["snap"]:
+                    if variant == "snap" and not st.snap:
                         continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
                     shown = (
@@ -270,12 +249,12 @@ def run_llm_baselines(
                         family="llm",
                         model=ep.model,
                         setting=shown,
-                        seed=settings["shot_seed"],
-                        split=settings["split"],
+                        seed=st.shot_seed,
+                        split=st.split,
                         postprocess=variant,
                         shots=[s["id"] for s in shots],
                         temperature=0,
-                        max_tokens=settings["max_tokens"],
+                        max_tokens=st.max_tokens,
                         system_prompt=QA_SYSTEM,
                         base_url=ep.shown_url if ep.kind != "replay" else "replay",
                     )

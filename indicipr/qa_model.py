@@ -100,6 +100,9 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
             hf_logging.enable_progress_bar()
 
 # %% ../notebooks/07a_qa_model.ipynb #e52f0d37
+from .config import WINDOW  # the QA window: 384 tokens, stride 128
+
+
 @dataclass
 class Windows:
     "Tokenised sliding windows of a list of QA records."
@@ -129,7 +132,9 @@ def _token_labels(offs: np.ndarray, start_char: int, end_char: int, cls_index: i
     return int(start), int(end)
 
 
-def encode_windows(records, tokenizer, max_length: int = 384, stride: int = 128, labels: bool = False) -> Windows:
+def encode_windows(
+    records, tokenizer, max_length: int = WINDOW.max_length, stride: int = WINDOW.stride, labels: bool = False
+) -> Windows:
     "Sliding windows of `records` (question first, context second, as `run_qa.py`)."
     records = list(records)
     if not records:
@@ -282,7 +287,9 @@ import warnings
 import weakref
 
 ENGINES = ("auto", "torch", "openvino")
-_AUTO_MIN_TOKENS = 64 * 384  # about 64 full windows: converting MiniLM takes ~2 s, ~20 windows of torch work
+_AUTO_MIN_TOKENS = (
+    64 * WINDOW.max_length
+)  # about 64 full windows: converting MiniLM takes ~2 s, ~20 windows of torch work
 _OPENVINO_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -459,8 +466,8 @@ def window_logits(
     model,
     tokenizer,
     records,
-    max_length: int = 384,
-    stride: int = 128,
+    max_length: int = WINDOW.max_length,
+    stride: int = WINDOW.stride,
     batch_size: int | None = None,
     pad_multiple: int = 8,
     device: str | None = None,
@@ -486,8 +493,8 @@ def predict_answers(
     model,
     tokenizer,
     records,
-    max_length: int = 384,
-    stride: int = 128,
+    max_length: int = WINDOW.max_length,
+    stride: int = WINDOW.stride,
     max_answer_length: int = 64,
     batch_size: int | None = None,
     n_best: int = 1,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Iterable, Mapping, Sequence
 
@@ -27,11 +26,11 @@ from indicipr.human_audit import (
 )
 
 # %% auto #0
-__all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'PROFILE_DEFAULTS', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC',
-           'JUDGE_FORMAT', 'Judge', 'judges_from_models', 'JudgeScores', 'parse_judge_reply', 'judge_messages',
-           'judgment', 'judge_all', 'judgments_path', 'run_judges', 'judgments_frame', 'majority_vote',
-           'ensemble_frame', 'rater_scores', 'score_distribution', 'flagged_share', 'flagged_by_act', 'judge_agreement',
-           'distribution_figure', 'judge_human_agreement', 'audit_stage', 'judge_stage', 'judge_human_table']
+__all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',
+           'JudgeScores', 'parse_judge_reply', 'judge_messages', 'judgment', 'judge_all', 'judgments_path',
+           'run_judges', 'judgments_frame', 'majority_vote', 'ensemble_frame', 'rater_scores', 'score_distribution',
+           'flagged_share', 'flagged_by_act', 'judge_agreement', 'distribution_figure', 'judge_human_agreement',
+           'audit_stage', 'judge_stage', 'judge_human_table']
 
 # %% ../notebooks/12_quality.ipynb #2fd9f0ed
 JUDGE_CRITERIA = {
@@ -47,53 +46,7 @@ HUMAN_TO_JUDGE = {
 }
 
 # %% ../notebooks/12_quality.ipynb #866fe6ff
-@dataclass(frozen=True)
-class Judge:
-    "One judge: a label for tables, the model name asked (default: the label) and generation params."
-
-    name: str
-    model: str | None = None
-    params: dict = field(default_factory=dict, hash=False, compare=False)
-
-    def __post_init__(self):
-        if self.model is None:
-            object.__setattr__(self, "model", self.name)
-
-
-_GREEDY = {"temperature": 0.0, "max_tokens": 96}
-
-
-def judges_from_models(models: Sequence[str] | None) -> tuple[Judge, ...] | None:
-    "Greedy judges named after `models` (the first is the single judge); None stays None (the profile's judges)."
-    return None if models is None else tuple(Judge(m, m, dict(_GREEDY)) for m in models)
-
-
-PROFILE_DEFAULTS = {
-    "offline": {
-        "judge_split": "test",
-        "judge_pairs": 6,
-        "judge_seed": 0,
-        "judges": (  # one local model under three names: a smoke run of the ensemble path
-            Judge("smollm2", llm_servers.LOCAL_MODEL, {**_GREEDY, "seed": 0}),
-            Judge("smollm2-smoke-s1", llm_servers.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 1}),
-            Judge("smollm2-smoke-s2", llm_servers.LOCAL_MODEL, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
-        ),
-        "smoke": True,
-        "audit_pairs": 200,
-        "audit_seed": 0,
-        "concurrency": 1,
-    },
-    "paper": {
-        "judge_split": "merged",
-        "judge_pairs": None,
-        "judge_seed": 0,
-        "judges": judges_from_models(llm_servers.CARD_MODELS["judge"]),
-        "smoke": False,
-        "audit_pairs": 200,
-        "audit_seed": 0,
-        "concurrency": 4,
-    },
-}
+from .config import Judge, QualitySettings  # a judge and the stage's settings (config.QUALITY: the profiles)
 
 # %% ../notebooks/12_quality.ipynb #35156604
 def _reject_bool(v):
@@ -514,9 +467,9 @@ def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
     return pd.DataFrame(rows).round(3)
 
 # %% ../notebooks/12_quality.ipynb #3aa58e1e
-def audit_stage(test_records: list[dict], kit, cfg: dict, data_source) -> dict:
+def audit_stage(test_records: list[dict], kit, cfg: QualitySettings, data_source) -> dict:
     "`{manifest, kit_table, filled, sheets, audit_table}`: the kit written to `kit`, and the filled sheets' scores (or None)."
-    manifest = export_audit_kit(test_records, kit, n=cfg["audit_pairs"], seed=cfg["audit_seed"], source=data_source)
+    manifest = export_audit_kit(test_records, kit, n=cfg.audit_pairs, seed=cfg.audit_seed, source=data_source)
     found = filled_sheets(kit)
     sheets, audit_table = score_sheets(*found) if len(found) == 2 else ({}, None)
     return {
@@ -528,11 +481,13 @@ def audit_stage(test_records: list[dict], kit, cfg: dict, data_source) -> dict:
     }
 
 
-def judge_stage(records: list[dict], cfg: dict, data_source, config, cache, confirm_cost: bool = False) -> dict:
+def judge_stage(
+    records: list[dict], cfg: QualitySettings, data_source, config, cache, confirm_cost: bool = False
+) -> dict:
     "`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges on `records`."
-    judgments = run_judges(records, cfg["judges"], data_source, config, cache, cfg["concurrency"], confirm_cost)
-    single, names = cfg["judges"][0], [j.name for j in cfg["judges"]]
-    smoke = " (smoke run of the code path: one local model under three names)" if cfg["smoke"] else ""
+    judgments = run_judges(records, cfg.judges, data_source, config, cache, cfg.concurrency, confirm_cost)
+    single, names = cfg.judges[0], [j.name for j in cfg.judges]
+    smoke = " (smoke run of the code path: one local model under three names)" if cfg.smoke else ""
     long = judgments_frame([r for rows in judgments.values() for r in rows])
     raters = rater_scores(long, names)
     status = pd.DataFrame(

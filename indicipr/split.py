@@ -27,15 +27,15 @@ from indicipr.core import (
     data_dir,
     may_publish_sample,
     record_act,
-    stage_settings,
 )
-from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl, record_section, write_jsonl
+from .qa_files import record_section, write_jsonl
 from .benchmark import source_tag
+from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl
 from .filters import builds_with_candidates
 
 # %% auto #0
-__all__ = ['PROFILE_DEFAULTS', 'CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard', 'span_overlap',
-           'near_duplicate', 'balance_by_type', 'select_context', 'select_candidates', 'natural_key', 'linked_sections',
+__all__ = ['CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard', 'span_overlap', 'near_duplicate',
+           'balance_by_type', 'select_context', 'select_candidates', 'natural_key', 'linked_sections',
            'assign_sections', 'SplitIntegrityError', 'official_records', 'check_split_integrity', 'split_sizes',
            'per_act_distribution', 'context_jaccard', 'split_integrity_table', 'write_split_files', 'split_build',
            'SamplePublishError', 'publish_sample', 'selection_table', 'plot_split_distribution', 'construction_counts',
@@ -353,10 +353,7 @@ def split_integrity_table(splits: dict[str, list[dict]]):
     return pd.DataFrame(rows)
 
 # %% ../notebooks/04_split.ipynb #6338515e
-PROFILE_DEFAULTS = {
-    "offline": {"ratios": (0.70, 0.10, 0.20), "max_per_context": 4, "seed": 2026},  # tiny sample: a larger test split
-    "paper": {"ratios": (0.831, 0.092, 0.077), "max_per_context": 4, "seed": 2026},  # the card's 3,710 / 408 / 344
-}
+from .config import as_dict, settings_for  # the stage's settings: config.SplitSettings
 
 
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
@@ -371,14 +368,14 @@ def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, 
 
 def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile: str = "offline") -> dict:
     "Selection + section-level split of one build's `filtered.jsonl`; writes the official files; returns a summary."
-    cfg = stage_settings(PROFILE_DEFAULTS, profile, ratios=ratios, max_per_context=max_per_context, seed=seed)
+    cfg = settings_for("split", profile, ratios=ratios, max_per_context=max_per_context, seed=seed)
     folder = build_dir(tag)
     src = folder / "filtered.jsonl"
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no filtered candidates; run 03_filters for build {tag!r} first")
     filtered = [{**c, "section": str(c["section"])} for c in read_jsonl(src)]
-    selected, sel_log = select_candidates(filtered, cfg["max_per_context"])
-    assignment = assign_sections(selected, tuple(cfg["ratios"]), cfg["seed"])
+    selected, sel_log = select_candidates(filtered, cfg.max_per_context)
+    assignment = assign_sections(selected, tuple(cfg.ratios), cfg.seed)
     splits, prov = official_records(selected, assignment)
     paths = write_split_files(folder, splits)
     write_jsonl(folder / "selection_log.jsonl", sel_log)
@@ -387,7 +384,7 @@ def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile:
     check_split_integrity(written, list(read_jsonl(folder / "split_provenance.jsonl")))
     return {
         "build": tag,
-        **cfg,
+        **as_dict(cfg),
         "filtered": len(filtered),
         "selected": len(selected),
         "dropped_duplicates": sum(1 for r in sel_log if r["reason"] and r["reason"].startswith("near-duplicate")),

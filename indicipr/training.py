@@ -109,6 +109,8 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
             yield batches[i].tolist()
 
 # %% ../notebooks/07b_training.ipynb #bfc00164
+from .config import WINDOW  # the QA window: 384 tokens, stride 128
+
 from transformers import Trainer, TrainingArguments
 
 TRAIN_ENGINES = ("loop", "trainer")
@@ -123,8 +125,8 @@ class TrainConfig:
     batch_size: int = 12
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
-    max_length: int = 384
-    stride: int = 128
+    max_length: int = WINDOW.max_length
+    stride: int = WINDOW.stride
     pad_multiple: int | None = None  # None: 64 on GPU (few static shapes), 8 on CPU
     seed: int = 0
     logging_steps: int = 20

@@ -110,14 +110,14 @@ def request_prompts(contexts: list[dict], model: str, questions_per_context: int
     "Cache key -> the stand-in's prompt hash, for the generation requests 02 makes under the paper profile."
     from indicipr import llm
     from indicipr import generate
-    from indicipr.core import stage_settings
+    from indicipr.config import present, settings_for
 
-    settings = stage_settings(generate.PROFILE_DEFAULTS, "paper")
+    settings = settings_for("generate", "paper")
     out = {}
     for c in contexts:
         messages = generate.build_messages(questions_per_context, c["act_title"], c["title"], c["context"])
-        schema = generate.context_schema(c, questions_per_context, settings["schema_limits"])
-        out[llm.request_key(model, messages, schema, dict(settings["params"]))] = prompt_hash(messages)
+        schema = generate.context_schema(c, questions_per_context, present(settings.schema_limits))
+        out[llm.request_key(model, messages, schema, present(settings.params))] = prompt_hash(messages)
     return out
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from helpers import BIN, QA_SMALL as FIXTURE, ROOT
 from indicipr import artifacts, benchmark, core, qa_files, report, runner
+from indicipr import error_analysis, error_taxonomy
 
 
 @pytest.fixture
@@ -599,14 +600,14 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
 
 def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeypatch):
     "One source: stage modules hold no card number of their own, and CARD_TABLES is formatting of core.CARD only."
-    from indicipr import bm25, error_analysis, error_taxonomy, significance, split, stats
+    from indicipr import bm25, config, significance, split, stats
 
     for mod in (bm25, error_analysis, error_taxonomy, significance, split, stats):
         assert mod.CARD is core.CARD, mod.__name__
     assert stats.CARD_OPENINGS == tuple(core.CARD["question_patterns"]["openings"])
     assert dict(split.CARD_CONSTRUCTION)["Raw QA candidates"] == core.CARD["construction"]["raw_candidates"]
     assert core.OFFICIAL_COUNTS == {**core.CARD["splits"], "merged": core.CARD["construction"]["final_qa_pairs"]}
-    assert significance.PROFILE_DEFAULTS["paper"]["n_resamples"] == core.CARD["significance"]["n_resamples"]
+    assert config.SIGNIFICANCE["paper"].n_resamples == core.CARD["significance"]["n_resamples"]
     # change a number in CARD: the rebuilt report tables follow it
     changed = {**core.CARD, "bm25": {**core.CARD["bm25"], "bm25_retrieval": {"EM": 1.0, "F1": 2.5, "Char-F1": 3.0}}}
     monkeypatch.setattr(report, "CARD", changed)

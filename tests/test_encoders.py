@@ -9,17 +9,8 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import (
-    benchmark,
-    cli,
-    core,
-    encoders as E,
-    finetune as FT,
-    metrics,
-    qa_files,
-    qa_model as QM,
-    training as TR,
-)  # noqa: E402
+from indicipr import cli, config, encoders as E, finetune as FT, metrics, qa_model as QM, training as TR  # noqa: E402
+from indicipr import benchmark, qa_files
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -350,15 +341,9 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
 def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
     "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
-    spec = {
-        "kinds": ["clause", "gap"],
-        "per_piece": 1,
-        "crop_words": 40,
-        "epochs": 0.5,
-        "learning_rate": 1e-3,
-        "batch_size": 8,
-        "seed": 0,
-    }
+    spec = config.IntermediateTraining(
+        kinds=("clause", "gap"), per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3, batch_size=8, seed=0
+    )
     kw = dict(
         models=[tiny_model_dir],
         seeds=[0, 1],
@@ -370,8 +355,8 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         curve_every=2,
         rehearsal=0.5,
     )
-    assert E.PROFILE_DEFAULTS["offline"]["freeze_embeddings"]  # what the runs below inherit
-    rows, _ = E.run_encoders(str(FIXTURE), "offline", **kw)
+    assert config.ENCODERS["offline"].freeze_embeddings  # what the runs below inherit
+    rows = E.run_encoders(str(FIXTURE), "offline", **kw)
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
     phase1 = FT.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
@@ -428,8 +413,8 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
         intermediate=False,
         curve_every=0,
     )
-    st = core.stage_settings(E.PROFILE_DEFAULTS, "offline", models=[tiny_model_dir])
-    assert st["boundary_models"] == "all" and st["boundary_tune_split"] == "validation"
+    st = config.settings_for("encoders", "offline", models=[tiny_model_dir])
+    assert st.boundary_models == "all" and st.boundary_tune_split == "validation"
     b = E.boundary_runs(str(FIXTURE), rows, st)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
@@ -444,7 +429,8 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     table = E.boundary_table(b)
     assert table.loc[0, "plain system"] == rows[0]["system"]
     assert (
-        E.boundary_runs(str(FIXTURE), rows, {**st, "boundary_models": ["inlegalbert"]}) == []
+        E.boundary_runs(str(FIXTURE), rows, config.settings_for("encoders", "offline", boundary_models=["inlegalbert"]))
+        == []
     )  # not a model of these rows
 
 

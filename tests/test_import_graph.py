@@ -146,9 +146,9 @@ def test_metrics_depends_on_no_later_analysis():
     )  # the classes need no bootstrap: the explorer and the report use them
 
 
-# Each module keeps its own profile defaults and model display names under these names (core.stage_settings
-# reads `PROFILE_DEFAULTS` of the module at hand); any other public name means one thing in one module.
-PER_MODULE_CONVENTIONS = {"PROFILE_DEFAULTS", "CARD_NAMES"}
+# Each module keeps its own model display names under this name (the stages' settings are all in indicipr.config);
+# any other public name means one thing in one module.
+PER_MODULE_CONVENTIONS = {"CARD_NAMES"}
 
 
 def public_names(tree: ast.Module) -> list[str]:

@@ -21,8 +21,9 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import benchmark, llm, llm_qa as Q, llm_servers, metrics
+from indicipr import config, llm, llm_qa as Q, metrics
 from standins.loopback import JSONHandler, LoopbackServer
+from indicipr import benchmark, llm_servers
 
 TASK_DIR = Q.lm_eval_tasks_dir()
 LLAMACPP_TASKS = ["indicipr_qa_zeroshot_llamacpp", "indicipr_qa_3shot_llamacpp"]
@@ -83,7 +84,7 @@ def qa_small_tasks():
 def test_tasks_carry_the_prompt_and_generation_parameters_of_notebook_09(qa_small_tasks, splits):
     "System message, number of shots, answer schema (in the form the task's server takes), temperature, seed, token cap."
     assert set(qa_small_tasks) == set(Q.LM_EVAL_TASKS)
-    cap = Q.PROFILE_DEFAULTS["paper"]["max_tokens"]
+    cap = config.LLM_QA["paper"].max_tokens
     params = Q.qa_requests(splits["test"][:1], [], cap)[0]["params"]  # notebook 09's, under the paper's cap
     for name, task in qa_small_tasks.items():
         cfg = task.config

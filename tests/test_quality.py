@@ -12,8 +12,9 @@ import pytest
 
 from standins.openai_server import OpenAIStandIn, constant, error_body
 from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import cli, core, human_audit, llm, llm_runs, llm_servers, qa_files
+from indicipr import cli, config, core, llm, llm_servers, qa_files
 from indicipr import quality as q
+from indicipr import human_audit, llm_runs
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
 
@@ -168,7 +169,7 @@ def judge_server(reply, judges=("fake",), script=()):
     return OpenAIStandIn(list(judges), script=list(script), reply=reply)
 
 
-def run(fake, records, judges=(q.Judge("fake"),), cache=None):
+def run(fake, records, judges=(config.Judge("fake"),), cache=None):
     "The stage's path: run_judges with every model routed to the fake server (preflight included)."
     return q.run_judges(
         records, judges, str(FIXTURE), llm_servers.llm_config({"*": fake.base_url}), cache, progress=False
@@ -197,7 +198,7 @@ def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch,
         )
         assert fake.requests[0]["body"]["response_format"]["type"] in ("json_schema", "json_object")
         # the judgments file is written and a rerun (resume) makes no new request
-        path = q.judgments_path(str(FIXTURE), q.Judge("fake"))
+        path = q.judgments_path(str(FIXTURE), config.Judge("fake"))
         assert [r["id"] for r in qa_files.read_jsonl(path)] == [r["id"] for r in recs]
         rerun_cache = llm.ResponseCache(root / "cache.jsonl")
         again = run(fake, recs, cache=rerun_cache)["fake"]
@@ -205,7 +206,7 @@ def test_invalid_reply_is_retried_once_then_scored_and_cached(root, monkeypatch,
 
 
 def test_missing_judge_model_stops_before_any_request(root, no_llm_api_key, qa_test_records):
-    judges = q.judges_from_models(["gemma3:12b", "llama3.1:8b", "mistral:7b"])
+    judges = config.judges_from_models(["gemma3:12b", "llama3.1:8b", "mistral:7b"])
     with judge_server(constant(json.dumps(GOOD)), judges=["llama3.1:8b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
             run(fake, qa_test_records[:2], judges)
@@ -245,12 +246,16 @@ def test_rejected_request_is_recorded_as_error(root, qa_test_records):
 def test_unreachable_server_stops_the_run(root, qa_test_records):
     ep = llm.Endpoint(f"http://127.0.0.1:{unused_port()}/v1", "x", timeout=1, max_retries=0)
     with pytest.raises(llm.LLMUnreachableError):
-        q.judge_all(qa_test_records[:1], [q.Judge("x")], {"x": ep}, progress=False)
+        q.judge_all(qa_test_records[:1], [config.Judge("x")], {"x": ep}, progress=False)
 
 
 def test_ensemble_tables_from_fake_judges(root, qa_test_records):
     recs = qa_test_records[:4]
-    judges = [q.Judge("a", params={"seed": 1}), q.Judge("b", params={"seed": 2}), q.Judge("c", params={"seed": 3})]
+    judges = [
+        config.Judge("a", params={"seed": 1}),
+        config.Judge("b", params={"seed": 2}),
+        config.Judge("c", params={"seed": 3}),
+    ]
 
     def reply(body):  # judge c flags everything on legal relevance
         return json.dumps({**GOOD, "legal_relevance": 1 if body.get("seed") == 3 else 3})
@@ -270,7 +275,7 @@ def test_ensemble_tables_from_fake_judges(root, qa_test_records):
 @needs_llama_cpp
 def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
     rec = min(qa_test_records, key=lambda r: len(r["context"]))  # the shortest context keeps this quick
-    judge = core.stage_settings(q.PROFILE_DEFAULTS, "offline")["judges"][0]
+    judge = config.settings_for("quality", "offline").judges[0]
     with llm_servers.local_llm_server(n_ctx=2048) as ep:
         out = q.judge_all([rec], [judge], {judge.model: ep}, llm.ResponseCache(root / "c.jsonl"), progress=False)[
             judge.name

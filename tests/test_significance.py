@@ -106,7 +106,7 @@ def _runs(scores: dict, families: dict, seeds: dict) -> dict:
 
 def test_the_cards_comparisons_under_the_paper_profile():
     "InLegalBERT against each other encoder, one run per system (seed 0 by default), Holm over those three only."
-    from indicipr.core import stage_settings
+    from indicipr.config import settings_for
 
     rng = np.random.default_rng(5)
     base = rng.uniform(0, 100, 344)
@@ -119,13 +119,13 @@ def test_the_cards_comparisons_under_the_paper_profile():
     scores["qwen_zero-shot"] = np.clip(base + 20, 0, 100)
     families = {**dict.fromkeys(encoders, "encoder"), "qwen_zero-shot": "llm"}
     runs = _runs(scores, families, seeds)
-    st = stage_settings(S.PROFILE_DEFAULTS, "paper")
-    focus, note = S.resolve_focus(runs, st["focus_system"])
+    st = settings_for("significance", "paper")
+    focus, note = S.resolve_focus(runs, st.focus_system)
     assert focus == "inlegalbert" and "focus system" in note
-    chosen = S.analysis_runs(runs, st["focus_seed"])
+    chosen = S.analysis_runs(runs, st.focus_seed)
     assert chosen["inlegalbert"] == "inlegalbert_seed0" and chosen["qwen_zero-shot"] == "qwen_zero-shot"
     frames = {s: runs[n]["frame"] for s, n in chosen.items()}
-    partners = S.comparison_partners(runs, focus, st["compare_family"])
+    partners = S.comparison_partners(runs, focus, st.compare_family)
     assert partners == ["bert-base", "legalbert-us", "incaselawbert"]
     table = S.card_comparisons(frames, focus, partners, n_resamples=2000, seed=0)
     assert table["System B"].tolist() == partners
@@ -133,6 +133,6 @@ def test_the_cards_comparisons_under_the_paper_profile():
     expected = [np.mean(scores["inlegalbert_seed0"] - scores[f"{p}_seed0"]) for p in partners]
     assert np.allclose(table["ΔF1 (A−B)"], expected)
     # offline: the best mean F1 is the focus, compared with every other system
-    off = stage_settings(S.PROFILE_DEFAULTS, "offline")
-    focus_off, _ = S.resolve_focus(runs, off["focus_system"])
-    assert focus_off == "qwen_zero-shot" and len(S.comparison_partners(runs, focus_off, off["compare_family"])) == 4
+    off = settings_for("significance", "offline")
+    focus_off, _ = S.resolve_focus(runs, off.focus_system)
+    assert focus_off == "qwen_zero-shot" and len(S.comparison_partners(runs, focus_off, off.compare_family)) == 4

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from indicipr import benchmark, llm_qa, metrics
+from indicipr import config, llm_qa, metrics
+from indicipr import benchmark
 
 DEFAULT_SOURCE = "sample"
 
@@ -42,7 +43,7 @@ def doc_to_target(doc: dict) -> str:
 
 def three_shots(train) -> list[dict]:
     "The 3-shot examples of notebook 09: drawn once from the training split with the stage's seed."
-    return llm_qa.draw_shots(train, llm_qa.SETTINGS["3-shot"], llm_qa.PROFILE_DEFAULTS["paper"]["shot_seed"])
+    return llm_qa.draw_shots(train, llm_qa.SETTINGS["3-shot"], config.LLM_QA["paper"].shot_seed)
 
 
 def raw_answers(resps, docs) -> list[list[str]]:

@@ -1,0 +1,70 @@
+"""A stage notebook's parameters and the CLI's flags set the fields of the stage's settings (`indicipr.config`) by
+their names; what is not a setting (where the run reads and writes, which endpoints, the construction plan) is named
+here with the reason."""
+
+import argparse
+import ast
+import dataclasses
+import json
+
+from helpers import ROOT
+from indicipr import cli, config
+
+STAGE_OF_NOTEBOOK = {
+    "01_corpus": "corpus",
+    "02_generate": "generate",
+    "04_split": "split",
+    "07_bm25": "bm25",
+    "08_encoders": "encoders",
+    "09_llms": "llm_qa",
+    "09a_grounded": "grounded",
+    "10_significance": "significance",
+    "11_errors": "significance",
+    "12_quality": "quality",
+}
+RUN = {"data_source", "profile", "figures_dir"}  # every notebook's: the run context
+PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction_plan: which builds, whether to publish
+LOCATIONS = {"statutes_path", "predictions_from", "audit_folder"}  # where inputs and outputs are
+ENDPOINTS = {"llm_endpoints", "confirm_cost"}  # which servers, and the consent to a paid run
+NOT_SETTINGS = {
+    "02_generate": {"questions_per_context"},  # the card's prompt text ("up to 5"), the same in both profiles
+    "11_errors": {"length_split"},  # the analysis' answer-length threshold (default: the benchmark's median)
+    "12_quality": {"run_judge", "judge_models"},  # whether to call the judges; model names, made `judges` by
+    # config.judges_from_models
+}
+
+
+def parameter_names(notebook: str) -> list[str]:
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cell = next(c for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    tree = ast.parse("".join(cell["source"]))
+    return [
+        (n.target if isinstance(n, ast.AnnAssign) else n.targets[0]).id
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+    ]
+
+
+def field_names(stage: str) -> set[str]:
+    return {f.name for f in dataclasses.fields(config.STAGE_SETTINGS[stage]["offline"])}
+
+
+def test_every_stage_parameter_is_a_setting_or_named_here():
+    for notebook, stage in STAGE_OF_NOTEBOOK.items():
+        others = RUN | PLAN | LOCATIONS | ENDPOINTS | NOT_SETTINGS.get(notebook, set())
+        unknown = [p for p in parameter_names(notebook) if p not in field_names(stage) | others]
+        assert not unknown, f"{notebook}: parameters that are not fields of {stage}'s settings: {unknown}"
+
+
+def test_the_train_commands_flags_are_the_encoder_settings():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    dests = {a.dest for a in sub.choices["train"]._actions} - {"help", "data_source", "profile"}
+    flag_for = {"no_intermediate": "intermediate", "fp32": "cpu_bf16"}  # switches that turn a setting off
+    assert {flag_for.get(d, d) for d in dests} <= field_names("encoders")
+
+
+def test_the_config_module_sits_on_core_only():
+    from test_import_graph import import_graph
+
+    assert import_graph()["config"] <= {"core"}
