@@ -391,7 +391,7 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import core, encoders as E, metrics, qa_model as QM
+        from indicipr import core, encoders as E, metrics, predictions, qa_model as QM
 
         test = [dict(r) for r in core.load_benchmark(card)["test"]]
         out = []
@@ -401,7 +401,7 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
                 pred = root / "data" / "predictions" / core.source_tag(card) / f"{system}.jsonl"
                 if not pred.exists():
                     continue
-                _, summary = metrics.score_predictions(test, metrics.read_predictions(pred))
+                _, summary = metrics.score_predictions(test, predictions.read_predictions(pred))
                 meta = E.qa_config(E.checkpoint_dir(card, m, s))
                 out.append(
                     {

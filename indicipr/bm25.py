@@ -178,13 +178,13 @@ PROFILE_DEFAULTS = {"offline": {"split": "test"}, "paper": {"split": "test"}}
 
 def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params()):
     "Predict `split` with both systems, write the predictions, return `{system: (predictions, (frame, summary))}`."
-    from indicipr import core, metrics
+    from indicipr import core, metrics, predictions
 
     records = list(core.load_benchmark(data_source)[split])
     results = {}
     for system in SYSTEMS:
         preds = predict_records(records, system, params)
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,

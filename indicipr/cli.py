@@ -964,7 +964,7 @@ MAX_RESAMPLES = 1_000_000  # a hundred times the card's count; more takes minute
 
 
 def metrics_split_names() -> tuple:
-    from indicipr.metrics import SPLIT_ALIASES
+    from indicipr.predictions import SPLIT_ALIASES
 
     return tuple(SPLIT_ALIASES)
 
@@ -1009,13 +1009,13 @@ def evaluate_command(args) -> int:
 
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
-    from indicipr import explorer, metrics
+    from indicipr import explorer, predictions
 
     paths = [args.pred, *args.against]
-    names = [metrics.system_name(p) for p in paths]
+    names = [predictions.system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
-    gold = metrics.load_gold(gold, data_source, strict=args.strict or None)
+    gold = predictions.load_gold(gold, data_source, strict=args.strict or None)
     return explorer.write_explorer(
         args.out,
         gold,
@@ -1029,7 +1029,7 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
-    from indicipr import encoders, metrics
+    from indicipr import encoders, metrics, predictions
 
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
@@ -1051,7 +1051,7 @@ def predict_command(args) -> int:
     if args.out:
         path = core.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
-        path = metrics.write_predictions(
+        path = predictions.write_predictions(
             preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
         )
     _, summary = metrics.score_predictions(records, preds)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import core, metrics
+from . import core, metrics, predictions
 from indicipr.qa_model import (
     CARD_NAMES,
     MODEL_REGISTRY,
@@ -703,7 +703,7 @@ def run_encoders(
             raise RuntimeError(f"{out}: no prediction for {len(missing)} {st['split']} questions, e.g. {missing[:3]}")
         system = f"{_model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,
@@ -818,7 +818,7 @@ def boundary_runs(data_source, rows, st: dict) -> list[dict]:
         ]
         system = f"{_model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st["boundary_tune_split"]}
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,

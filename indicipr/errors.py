@@ -22,16 +22,8 @@ import numpy as np
 import pandas as pd
 
 from .core import write_text_atomic
-from indicipr.metrics import (
-    check_coverage,
-    load_gold,
-    normalize_answer,
-    per_act_table,
-    score_predictions,
-    system_name,
-    token_f1_score,
-    unknown_act_ids,
-)
+from .metrics import normalize_answer, per_act_table, score_predictions, token_f1, unknown_act_ids
+from .predictions import check_coverage, load_gold, system_name
 from .significance import N_RESAMPLES, compare_systems
 
 # %% ../notebooks/11_errors.ipynb #73f33499
@@ -136,7 +128,7 @@ def _text_relation(prediction: str, gold: str) -> str:
 
 def best_gold(prediction: str, golds: list[str]) -> int:
     "Index of the gold answer with the highest token F1 against the prediction (first on ties)."
-    scores = [token_f1_score(prediction, g) for g in golds]
+    scores = [token_f1(prediction, g) for g in golds]
     return int(np.argmax(scores))
 
 # %% ../notebooks/11_errors.ipynb #c6714c3f
@@ -153,7 +145,7 @@ def error_evidence(prediction: str, golds: list[str], context: str, answer_start
     relation = span_relation(pred_span, (start, start + len(gold))) if pred_span else _text_relation(prediction, gold)
     return {
         "gold": k,
-        "f1": token_f1_score(prediction, gold),
+        "f1": token_f1(prediction, gold),
         "differing_tokens": len(pred_tokens) + len(gold_tokens) - 2 * common,
         "relation": relation,
     }
@@ -584,7 +576,7 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
 def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
     from indicipr.core import load_qa_file, read_benchmark
-    from indicipr.metrics import SPLIT_ALIASES
+    from indicipr.predictions import SPLIT_ALIASES
 
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
         problems = read_benchmark(data_source, merged=SPLIT_ALIASES[str(gold)] == "merged").problems
@@ -598,7 +590,7 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
     gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
     import sys
 
-    from indicipr.metrics import as_prediction_dict
+    from indicipr.predictions import as_prediction_dict
 
     known, left, out = {r["id"] for r in gold_records}, None, []
     for p in paths:
@@ -718,7 +710,7 @@ def evaluate_files(
     strict: bool | None = None,
 ) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
-    Every file must answer some gold question (`metrics.check_coverage`)."""
+    Every file must answer some gold question (`predictions.check_coverage`)."""
     from indicipr.core import InputError, check_output
 
     if out is not None:

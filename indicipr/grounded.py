@@ -770,14 +770,14 @@ def reader_stage(
     """The readers on the contexts of `st['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
     `data/predictions/<source>/grounded/` (outside the folder notebook 10 compares)."""
-    from indicipr import encoders, llm, llm_qa, metrics
+    from indicipr import encoders, llm, llm_qa, metrics, predictions
 
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if st["reader_retriever"] == "best" else st["reader_retriever"]
     sc = runs["text"].scores[name]
     kmax = max(st["reader_k"], st["llm_k"])
     (tpos, tsc), (pos, psc) = top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
-    out_dir = metrics.predictions_dir(data_source) / "grounded"
+    out_dir = predictions.predictions_dir(data_source) / "grounded"
     readers, timing = {}, {}
     for model in st["reader_models"]:
         folder = encoders.checkpoint_dir(data_source, model, st["reader_seed"])
@@ -793,7 +793,7 @@ def reader_stage(
         gold_preds = {r["id"]: c[int(gi)][0] for r, c, gi in zip(test, cands, g)}
         open_preds = {r["id"]: a for r, a in zip(test, answers)}
         system = f"{model}_seed{st['reader_seed']}"
-        metrics.write_predictions(
+        predictions.write_predictions(
             open_preds,
             f"grounded_{system}_top{k}",
             data_source,
@@ -843,7 +843,7 @@ def reader_stage(
                     answer_provision(raw_open[r["id"]], [corpus.texts[p] for p in row[:k]]) for r, row in zip(test, pos)
                 ]
                 wrong = [pv is not None and row[pv] != gi for pv, row, gi in zip(prov, pos, g)]
-                metrics.write_predictions(
+                predictions.write_predictions(
                     raw_open,
                     f"grounded_{short}_top{k}",
                     data_source,

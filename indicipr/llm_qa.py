@@ -228,7 +228,7 @@ def run_llm_baselines(
     "Every model × setting on the split: predictions written, one result row per system."
     import time
 
-    from indicipr import core, llm, metrics
+    from indicipr import core, llm, metrics, predictions
 
     st = core.stage_settings(PROFILE_DEFAULTS, profile, **overrides)
     ds = core.load_benchmark(data_source)
@@ -263,7 +263,7 @@ def run_llm_baselines(
                     shown = (
                         setting if variant == "raw" else f"{setting}, snapped to a context span"
                     )  # an inference change: say so
-                    metrics.write_predictions(
+                    predictions.write_predictions(
                         preds,
                         system,
                         data_source,

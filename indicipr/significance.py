@@ -393,7 +393,7 @@ def ci_figure(comparisons: pd.DataFrame):
 # %% ../notebooks/10_significance.ipynb #da1748bf
 def decoding_pairs(runs: Mapping[str, dict]) -> list[tuple[str, str]]:
     "(plain system, evaluation-only system) pairs: each system whose runs name a `plain_system` that is scored too."
-    from indicipr.metrics import system_group
+    from indicipr.predictions import system_group
 
     groups, pairs = {r["group"] for r in runs.values()}, {}
     for r in runs.values():

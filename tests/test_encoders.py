@@ -9,7 +9,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import cli, core, encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
+from indicipr import cli, core, encoders as E, metrics, predictions, qa_model as QM, training as TR  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -239,7 +239,7 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
         )
         == 0
     )
-    preds = metrics.read_predictions(pred_file)
+    preds = predictions.read_predictions(pred_file)
     test = {r["id"]: r for r in splits["test"]}
     assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
     assert "F1" in capsys.readouterr().out
@@ -333,7 +333,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
     test_ids = {r["id"] for r in core.read_qa_file(FIXTURE / "test_squad.jsonl")}
     assert s["eval_questions"] == len(test_ids)
-    preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
+    preds = predictions.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids  # the whole test split
 
 
@@ -424,8 +424,8 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
-    path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
-    preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
+    path = predictions.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
+    preds, meta = predictions.read_predictions(path), predictions.read_prediction_meta(path)
     test = [dict(r) for r in core.load_benchmark(str(FIXTURE), verbose=False)["test"]]
     assert set(preds) == {r["id"] for r in test}
     assert meta["plain_system"] == rows[0]["system"] and meta["decoding"]["tuned_on"] == "validation"

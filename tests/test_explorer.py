@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT
-from indicipr import cli, core, errors, explorer, metrics, report
+from indicipr import cli, core, errors, explorer, metrics, predictions, report
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -224,7 +224,7 @@ def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
     for p in (jsonl, samples, table):
         assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(p), "--resamples", "20"]) == 0
         scores = capsys.readouterr().out.split("## Scores", 1)[1].split("## ", 1)[0].strip().splitlines()
-        assert scores[-1].split("|")[1].strip() == metrics.system_name(p)
+        assert scores[-1].split("|")[1].strip() == predictions.system_name(p)
         reports.append(scores[-1].split("|")[2:])  # EM, F1, Char-F1, answered, missing
     assert reports[0] == reports[1] == reports[2] and len(reports[0]) >= 5
     bad = tmp_path / "bad.txt"

@@ -1,7 +1,8 @@
 """The modules of indicipr/ import each other without a cycle (and no module imports itself): the
 graph of `from .x`, `from indicipr.x`, `from indicipr import x`, `from . import x` and
 `import indicipr.x` imports, function-level ones included, is acyclic. A later notebook's module
-may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that)."""
+may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that); a library
+notebook with a letter suffix may sit below its parent (06a_predictions holds the files 06_metrics scores)."""
 
 import ast
 
@@ -89,6 +90,8 @@ def test_indicipr_import_graph_is_acyclic():
 def test_metrics_depends_on_no_later_analysis():
     graph = import_graph()
     assert not graph["metrics"] & {"significance", "errors", "bm25", "encoders", "llm_qa", "quality"}
+    assert "predictions" in graph["metrics"]  # metrics scores what predictions reads
+    assert graph["predictions"] == {"core"}  # the prediction files and the gold split: core alone below them
     assert "significance" in graph["errors"] and "metrics" in graph["errors"]
 
 

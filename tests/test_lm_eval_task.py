@@ -21,7 +21,7 @@ import pytest
 
 from fake_llm_server import FakeLLM
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import core, llm, llm_qa as Q, metrics
+from indicipr import core, llm, llm_qa as Q, metrics, predictions
 from standins.loopback import JSONHandler, LoopbackServer
 
 TASK_DIR = Q.lm_eval_tasks_dir()
@@ -239,7 +239,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
                 assert s["resps"] == [[replies[request_key(Q.qa_messages(r, task_shots))]]]
                 assert s["filtered_resps"] == [preds[r["id"]]]
             assert (
-                metrics.read_predictions(samples_path, lm_eval_filter=variant) == preds
+                predictions.read_predictions(samples_path, lm_eval_filter=variant) == preds
             )  # the samples file as `evaluate` reads it
             _, summary = metrics.score_predictions(records, preds)
             for m in metrics.SCORE_COLUMNS:

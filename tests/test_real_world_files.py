@@ -387,7 +387,7 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
         [
             sys.executable,
             "-c",
-            "from indicipr import metrics\nmetrics.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+            "from indicipr import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
         ],
         env=env,
         capture_output=True,

@@ -47,9 +47,12 @@ def test_null_and_clear_differences():
     rng = np.random.default_rng(0)
     base = rng.uniform(0, 100, 344)
     same = S.compare_systems({"a": base, "b": base.copy()}, n_resamples=1000)
-    assert same["p"][0] == 1.0 and same["ΔF1 (A−B)"][0] == 0.0
+    assert same["p"][0] == 1.0
+    assert same["ΔF1 (A−B)"][0] == 0.0
     better = S.compare_systems({"a": np.minimum(base + 10, 100), "b": base}, n_resamples=1000)
-    assert better["p"][0] == 1 / 1001 and better["CI 2.5%"][0] > 0 and bool(better["Significant (α=0.05)"][0])
+    assert better["p"][0] == 1 / 1001
+    assert better["CI 2.5%"][0] > 0
+    assert bool(better["Significant (α=0.05)"][0])
     # pure noise around the same mean: not significant in most seeds
     p = [
         S.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0]
@@ -82,7 +85,8 @@ def test_benchmark_script_small():
         timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "identical p-values: True" in out.stdout and "speed-up" in out.stdout
+    assert "identical p-values: True" in out.stdout
+    assert "speed-up" in out.stdout
 
 
 def _runs(scores: dict, families: dict, seeds: dict) -> dict:
@@ -121,9 +125,11 @@ def test_the_cards_comparisons_under_the_paper_profile():
     runs = _runs(scores, families, seeds)
     st = stage_settings(S.PROFILE_DEFAULTS, "paper")
     focus, note = S.resolve_focus(runs, st["focus_system"])
-    assert focus == "inlegalbert" and "focus system" in note
+    assert focus == "inlegalbert"
+    assert "focus system" in note
     chosen = S.analysis_runs(runs, st["focus_seed"])
-    assert chosen["inlegalbert"] == "inlegalbert_seed0" and chosen["qwen_zero-shot"] == "qwen_zero-shot"
+    assert chosen["inlegalbert"] == "inlegalbert_seed0"
+    assert chosen["qwen_zero-shot"] == "qwen_zero-shot"
     frames = {s: runs[n]["frame"] for s, n in chosen.items()}
     partners = S.comparison_partners(runs, focus, st["compare_family"])
     assert partners == ["bert-base", "legalbert-us", "incaselawbert"]
@@ -135,4 +141,5 @@ def test_the_cards_comparisons_under_the_paper_profile():
     # offline: the best mean F1 is the focus, compared with every other system
     off = stage_settings(S.PROFILE_DEFAULTS, "offline")
     focus_off, _ = S.resolve_focus(runs, off["focus_system"])
-    assert focus_off == "qwen_zero-shot" and len(S.comparison_partners(runs, focus_off, off["compare_family"])) == 4
+    assert focus_off == "qwen_zero-shot"
+    assert len(S.comparison_partners(runs, focus_off, off["compare_family"])) == 4

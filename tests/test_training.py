@@ -20,7 +20,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL, ROOT  # noqa: E402
-from indicipr import encoders as E, metrics, qa_model as QM, training as TR  # noqa: E402
+from indicipr import encoders as E, predictions, qa_model as QM, training as TR  # noqa: E402
 
 # The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
@@ -206,7 +206,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
         for r in rows
     }
     preds = {
-        r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+        r["system"]: predictions.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
         for r in rows
     }
     return rows, logs, preds, info
