@@ -17,22 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from indicipr.core import (
-    InputError,
-    JSONLError,
-    QAFormatError,
-    data_dir,
-    json_or_jsonl,
-    load_benchmark,
-    load_qa_file,
-    problem_lines,
-    read_jsonl,
-    read_text,
-    source_tag,
-    strict_mode,
-    write_jsonl,
-    write_text_atomic,
-)
+from .core import InputError, JSONLError, QAFormatError, data_dir, json_or_jsonl, load_benchmark
+from .core import load_qa_file, problem_lines, read_jsonl, read_text, source_tag, strict_mode
+from .core import write_jsonl, write_text_atomic
 
 # %% ../notebooks/06a_predictions.ipynb #3e5053ad
 def predictions_dir(data_source: str | os.PathLike = "sample") -> Path:

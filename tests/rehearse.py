@@ -147,34 +147,44 @@ class TreeMemory:
 
 
 # -- running -------------------------------------------------------------------------------------------------
+# the LLM settings of the caller's shell: a rehearsal talks to its own stand-in only
+LLM_ENV = (
+    "INDICIPR_LLM_ENDPOINTS",
+    "INDICIPR_LLM_BASE_URL",
+    "INDICIPR_LLM_API_KEY",
+    "INDICIPR_LLM_MODEL",
+    "INDICIPR_GENERATION_MODEL",
+    "INDICIPR_QA_MODELS",
+    "INDICIPR_JUDGE_MODELS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
 def rehearsal_env(work: Path, checkout: Path, hub_endpoint: str, llm_url: str, llm_timeout: float = 3.0) -> dict:
     env = dict(os.environ)
-    for k in (
-        "HF_HUB_OFFLINE",
-        "TRANSFORMERS_OFFLINE",
-        "HF_DATASETS_OFFLINE",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "INDICIPR_LLM_ENDPOINTS",
-        "INDICIPR_LLM_BASE_URL",
-        "INDICIPR_LLM_API_KEY",
-        "INDICIPR_LLM_MODEL",
-        "INDICIPR_GENERATION_MODEL",
-        "INDICIPR_QA_MODELS",
-        "INDICIPR_JUDGE_MODELS",
-    ):
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", *LLM_ENV):
         env.pop(k, None)
     env.update(
         {
             "HF_ENDPOINT": hub_endpoint,
             "HF_HOME": str(work / "hf_home"),
             "HF_HUB_DISABLE_TELEMETRY": "1",
-            "INDICIPR_YES": "1",
             "INDICIPR_LLM_TIMEOUT": f"{llm_timeout:g}",
+        }
+    )
+    return checkout_env(env, checkout)
+
+
+def checkout_env(env: dict, checkout: Path) -> dict:
+    "`env` for the project's commands on `checkout`: its root, no prompts, Agg, unbuffered, ../shared when there is one."
+    env.update(
+        {
             "INDICIPR_ROOT": str(checkout),
-            "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONUNBUFFERED": "1",
+            "INDICIPR_YES": "1",
             "MPLBACKEND": "Agg",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
         }
     )
     shared = ROOT.parent / "shared"
@@ -319,6 +329,14 @@ class Check:
     def ok(self, name: str, cond: bool, detail: str = "") -> bool:
         self.results.append((name, bool(cond), detail))
         return bool(cond)
+
+    def has_all(self, name: str, want: set, got: set) -> bool:
+        "`got` holds every item of `want` (the detail names the missing ones)."
+        return self.ok(name, want <= got, f"missing {sorted(want - got)}")
+
+    def on_every_test_question(self, name: str, table, column: str = "questions") -> bool:
+        "Every row of `table` counts the card's 344 test questions in `column`."
+        return self.ok(name, (table[column] == 344).all(), str(list(table[column])))
 
     def report(self) -> list[tuple[str, str]]:
         fails = [(n, d) for n, c, d in self.results if not c]
@@ -473,8 +491,8 @@ def check_rehearsal(
         raw = t[t["postprocess"] == "raw"] if "postprocess" in t else t
         got = {(str(r["model name"]), str(r["setting"])) for _, r in raw.iterrows()}
         want = {(n, s) for n in CARD_LLMS for s in CARD_SETTINGS}
-        chk.ok("LLMs: 6 rows (3 models x zero-/3-shot), raw", want <= got, f"missing {sorted(want - got)}")
-        chk.ok("LLMs: every row on 344 questions", (t["questions"] == 344).all(), str(list(t["questions"])))
+        chk.has_all("LLMs: 6 rows (3 models x zero-/3-shot), raw", want, got)
+        chk.on_every_test_question("LLMs: every row on 344 questions", t)
 
     t = _table(chk, tables, "results_runs")
     if t is not None:
@@ -535,11 +553,7 @@ def check_rehearsal(
             t["shrink"].astype(str).str.len().gt(0).all() and len(t) >= 12,
             t[["model", "seed", "shrink"]].to_string(),
         )
-        chk.ok(
-            "encoder settings: inference on all 344 questions",
-            (t["eval_questions"] == 344).all(),
-            str(list(t["eval_questions"])),
-        )
+        chk.on_every_test_question("encoder settings: inference on all 344 questions", t, "eval_questions")
 
     t = _table(chk, tables, "grounded_protocol")
     if t is not None:
@@ -565,12 +579,8 @@ def check_rehearsal(
                 "weighted sum (BM25 + fine-tuned dense)",
             )
         }
-        chk.ok("grounded retrieval: 6 retrievers x 2 indexes", want <= got, f"missing {sorted(want - got)}")
-        chk.ok(
-            "grounded retrieval: every row on all 344 questions",
-            (t["questions"] == 344).all(),
-            str(list(t["questions"])),
-        )
+        chk.has_all("grounded retrieval: 6 retrievers x 2 indexes", want, got)
+        chk.on_every_test_question("grounded retrieval: every row on all 344 questions", t)
     t = _table(chk, tables, "grounded_bm25_agreement")
     if t is not None:
         chk.ok(
@@ -587,11 +597,7 @@ def check_rehearsal(
             want <= readers and len(t) == 2 * len(readers),
             f"readers {sorted(readers)}; rows {len(t)}",
         )
-        chk.ok(
-            "grounded end to end: every row on all 344 questions",
-            (t["questions"] == 344).all(),
-            str(list(t["questions"])),
-        )
+        chk.on_every_test_question("grounded end to end: every row on all 344 questions", t)
     t = _table(chk, tables, "grounded_retrieval_tax")
     if t is not None:
         acts = set(map(str, t["Act"]))

@@ -5,10 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import QA_SMALL as FIXTURE, ROOT, tiny_bert_config
 from indicipr import core
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
@@ -176,20 +175,12 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     "A smoke run on a tiny model: every system once a round, spreads, the floor's two layouts, and both checks."
     import pytest
     import qa_inference
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
     from indicipr import qa_model as QM
 
     tok = QM.load_tokenizer("minilm-l6")
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
     model_dir = tmp_path / "tiny"
-    BertForQuestionAnswering(cfg).save_pretrained(model_dir)
+    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     engine = "openvino" if QM.openvino_available() else "torch"
     argv = [

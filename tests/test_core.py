@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, QA_SMALL as FIXTURE, ROOT
+from helpers import BIN, CHROMIUM_ARGS, QA_SMALL as FIXTURE, ROOT, chromium_or_skip, sync_check_repo
 from indicipr import core, cli, report
 
 
@@ -218,47 +218,14 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
 
 def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
     "Copy the project into a fresh git repo, edit an exported cell, and run the CI sync check."
-    repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True)
-    (repo / "indicipr").mkdir()
-    for f in [
-        "settings.ini",
-        "setup.py",
-        ".ci/check_sync.sh",
-        "notebooks/00_core.ipynb",
-        "indicipr/__init__.py",
-        "indicipr/core.py",
-    ]:
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-
-    def git(*a):
-        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
-
-    subprocess.run(
-        [str(BIN / "nbdev_export")], cwd=repo, check=True, env=env
-    )  # _modidx.py of this one-notebook project
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "base")
-    check = [str(repo / ".ci" / "check_sync.sh")]
-    ok = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00_core.ipynb"
     nb = json.loads(nb_path.read_text())
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "def seed_everything" in "".join(c["source"]))
     cell["source"] = "".join(cell["source"]).replace("def seed_everything", "def seed_everything_renamed")
     nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     git("commit", "-qam", "edit notebook without export")
-    bad = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
+    bad = check()
     assert bad.returncode != 0
     assert "indicipr/core.py" in bad.stdout + bad.stderr
 
@@ -379,34 +346,9 @@ def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
         core.save_table(frame.assign(train_s=[1.0, 2.0]), "timed", tmp_path / "a")
 
 
-def chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def chromium_or_skip():
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
-        pytest.skip("chromium not installed")
-    return exe
-
-
 def headless(exe, profile_dir, *args, timeout=120):
     return subprocess.run(
-        [
-            exe,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile_dir}",
-            *args,
-        ],
+        [exe, *CHROMIUM_ARGS, "--disable-quic", "--no-first-run", f"--user-data-dir={profile_dir}", *args],
         check=True,
         capture_output=True,
         text=True,

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from helpers import QA_SMALL as FIXTURE, tiny_bert_config  # noqa: E402
 from indicipr import cli, core, encoders as E, metrics, predictions, qa_model as QM, training as TR  # noqa: E402
-
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
 
 @pytest.fixture(scope="module")
@@ -27,19 +26,11 @@ def tok():
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory, tok):
     "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
 
     torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
     d = tmp_path_factory.mktemp("tiny_bert")
-    BertForQuestionAnswering(cfg).save_pretrained(d)
+    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(d)
     tok.save_pretrained(d)
     return str(d)
 

@@ -5,35 +5,22 @@ filter shows exactly that class's count, its marked predicted span is the predic
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import CHROMIUM_ARGS, ROOT, chromium_or_skip
 from indicipr import cli, core, errors, explorer, metrics, predictions, report
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 GOLD = ROOT / "data" / "sample" / "test_squad.jsonl"
 
 
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
-        pytest.skip("chromium not installed")
+    exe = chromium_or_skip()
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
 

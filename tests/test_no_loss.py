@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, QA_SMALL, ROOT
+from helpers import BIN, QA_SMALL, ROOT, tiny_bert_config
 from indicipr import cli, core, errors, llm
 
 KEY = "SECRETKEY"
@@ -325,14 +325,7 @@ def tiny_models(tmp_path_factory):
 
     tok = qa_model.load_tokenizer("minilm-l6")
     torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
+    cfg = tiny_bert_config(num_hidden_layers=1)
     root = tmp_path_factory.mktemp("models")
     for name, cls in (("qa", BertForQuestionAnswering), ("base", BertModel)):
         cls(cfg).save_pretrained(root / name)

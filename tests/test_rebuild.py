@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, paper_build_args
 from indicipr import core, cli
 from indicipr.core import OFFICIAL_FILES, read_jsonl, read_qa_file
 from standins.india_code_pdf import typeset_acts
@@ -74,19 +74,7 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
     assert sorted(p.name for p in pdfs.iterdir()) == sorted(f"{a}.pdf" for a in ACTS_USED)
     sample_before, real_sample_before = digests(project / "data" / "sample"), digests(ROOT / "data" / "sample")
     with OpenAIStandIn() as server:
-        argv = [
-            "build",
-            "--tag",
-            TAG,
-            "--statutes",
-            str(pdfs),
-            "--profile",
-            "paper",
-            "--yes",
-            "-p",
-            "llm_endpoints",
-            f"*={server.base_url}",
-        ]
+        argv = paper_build_args(TAG, pdfs, server.base_url)
         assert cli.main([*argv, "--run-dir", str(tmp_path / "run1")]) == 0
         first = server.summary()
         folder = project / "data" / "build" / TAG

@@ -25,7 +25,7 @@ def test_vectorized_equals_loop_with_ties(n_systems, n_questions, seed, values):
     scores = rng.choice(values, size=(n_systems, n_questions))
     pairs = list(combinations(range(n_systems), 2))
     vec = S.paired_bootstrap(scores, pairs, 300, seed)
-    loop = S.paired_bootstrap_loop(scores, pairs, 300, seed)
+    loop = S.paired_bootstrap(scores, pairs, 300, seed, loop=True)
     assert (vec["p_value"].to_numpy() == loop["p_value"].to_numpy()).all()
     assert np.allclose(vec[["diff", "ci_low", "ci_high"]], loop[["diff", "ci_low", "ci_high"]], atol=1e-9)
 

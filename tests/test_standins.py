@@ -331,22 +331,19 @@ def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
         for i in range(30)
     ]
     with OpenAIStandIn(faults=Faults(rate=0.3, kinds=("broken_json",), seed=1)) as srv:
-        first = llm.run_requests(
-            _endpoint(srv.base_url, "llama3.1:8b"),
-            reqs,
-            llm.ResponseCache(tmp_path / "c.jsonl"),
-            concurrency=4,
-            validate=False,
-            progress=False,
-        )
+
+        def run():
+            return llm.run_requests(
+                _endpoint(srv.base_url, "llama3.1:8b"),
+                reqs,
+                llm.ResponseCache(tmp_path / "c.jsonl"),
+                concurrency=4,
+                validate=False,
+                progress=False,
+            )
+
+        first = run()
         broken = sum(r.parsed is None for r in first)
         assert 0 < len(srv.fault_log) <= broken < 30  # (a few replies are plain text by design)
-        llm.run_requests(
-            _endpoint(srv.base_url, "llama3.1:8b"),
-            reqs,
-            llm.ResponseCache(tmp_path / "c.jsonl"),
-            concurrency=4,
-            validate=False,
-            progress=False,
-        )  # the resumed run: all from the cache
+        run()  # the resumed run: all from the cache
         assert sum(srv.calls.values()) == 30 and srv.repeated() == {}

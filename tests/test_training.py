@@ -19,7 +19,7 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from helpers import QA_SMALL, ROOT  # noqa: E402
+from helpers import QA_SMALL, ROOT, tiny_bert_config  # noqa: E402
 from indicipr import encoders as E, predictions, qa_model as QM, training as TR  # noqa: E402
 
 # The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
@@ -44,20 +44,11 @@ ACCELERATE_2_CPU = [
 
 def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
     "A tiny random BERT QA checkpoint with MiniLM's tokenizer, saved like a hub checkpoint."
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
 
     tok = QM.load_tokenizer("minilm-l6")
     torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
+    cfg = tiny_bert_config(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     BertForQuestionAnswering(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
