@@ -269,7 +269,7 @@ def speed_worker(spec: dict) -> dict:
         res["host_syncs"] = count_host_syncs(fresh(), packed, cfg, f"{tmp}/sync")
     s = res["systems"]
     base = s["plain"].get("examples_per_s")
-    for name, r in s.items():
+    for r in s.values():
         if base and r.get("examples_per_s"):
             r["x_plain"] = r["examples_per_s"] / base
     eager, graphs = s["loop"].get("step_losses"), s.get("loop+graphs", {}).get("step_losses")

@@ -5,12 +5,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import QA_SMALL as FIXTURE, ROOT, tiny_bert_config
 from indicipr import core
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+@pytest.mark.slow
 def test_every_benchmark_script_imports_and_answers_help():
     "Each script under benchmarks/ imports the project's names it uses (a renamed or moved name fails here) and prints its usage."
     scripts = sorted((ROOT / "benchmarks").glob("*.py"))
@@ -20,6 +23,7 @@ def test_every_benchmark_script_imports_and_answers_help():
         assert proc.returncode == 0 and "usage" in proc.stdout, f"{script.name}: {proc.stderr[-1500:]}"
 
 
+@pytest.mark.slow
 def test_gpu_finetune_tiny_runs_every_part(tmp_path):
     """The one device script, --tiny on the CPU: (a) plain Trainer, Trainer with packing and the loop on the same windows
     at the table's recipe; the table sequential, pooled (2 worker processes) and a rerun alone, through the hub stand-in;

@@ -186,6 +186,7 @@ def notebook_with_parameters_cell():
     return nb
 
 
+@pytest.mark.slow
 def test_parameters_tag_survives_nbdev_clean(tmp_path):
     import nbformat
 
@@ -243,6 +244,7 @@ def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'
     nbformat.write(nb, path)
 
 
+@pytest.mark.slow
 def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
@@ -398,6 +400,7 @@ def paper_shaped_tables(figs):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_report_first_screen_in_headless_chromium(tmp_path):
     """The report as a reader meets it in headless Chromium (1280×800): the headline results and the whole table of
     contents on the first screen, the sections in the card's order, each figure beside its table."""

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 
+import pytest
 
 from helpers import BIN, ROOT, sync_check_repo, user_env
 from indicipr import cli
@@ -26,6 +27,7 @@ def run_as_user(*args, cwd=ROOT, timeout=600) -> subprocess.CompletedProcess:
     return out
 
 
+@pytest.mark.slow
 def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
     "No -k, no -l: the notebook's kernelspec (python3) and language; tables go under runs/interactive/, not figures/."
     before = git_status()
@@ -92,6 +94,7 @@ def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):
     assert (tmp_path / "notebooks" / "a.ipynb").read_text() == text
 
 
+@pytest.mark.slow
 def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     """nbdev's docs step before Quarto, on a copy of the checkout. A `quarto` that does nothing is first on PATH: without
     one, nbdev_proc_nbs tries to install Quarto with sudo and then runs `pip install -e .` in the environment."""
@@ -142,6 +145,7 @@ def test_version():
     assert out.returncode == 0 and out.stdout.strip() == f"indicipr {__version__}", out
 
 
+@pytest.mark.slow
 def test_reproduce_prints_only_results_on_stdout(tmp_path):
     "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows where the report is and the summary."
     before = git_status()
@@ -164,6 +168,7 @@ def second_cell_outputs_under_papermill(tmp_path, *sources: str) -> list:
     return nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
 
 
+@pytest.mark.slow
 def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
     outputs = second_cell_outputs_under_papermill(
@@ -178,6 +183,7 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     assert base64.b64decode(shown[0]["data"]["image/png"]) == (tmp_path / "figs" / "shown.png").read_bytes()
 
 
+@pytest.mark.slow
 def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     "tqdm.auto (the stages' progress bars) draws a widget in a kernel: ipywidgets is installed, no 'IProgress not found'."
     outputs = second_cell_outputs_under_papermill(

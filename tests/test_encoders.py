@@ -281,6 +281,7 @@ print("ROWS " + json.dumps([r["settings"] for r in rows]))
 """
 
 
+@pytest.mark.slow
 def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_question(tmp_path):
     "`run_encoders(folder, 'paper')` fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
     import subprocess

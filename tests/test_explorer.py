@@ -94,6 +94,7 @@ def test_explorer_page_holds_every_question_marked(explorer_page):
         assert "<mark class=" in block, r["id"]
 
 
+@pytest.mark.slow
 def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     out, gold, preds, classes = explorer_page
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -139,6 +140,7 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     page.close()
 
 
+@pytest.mark.slow
 def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
     from test_core import paper_shaped_tables

@@ -420,6 +420,7 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch):
             pass
 
 
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_llm_server_answers_under_a_schema_and_stops(tmp_path):
     schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}}, "required": ["answer"]}

@@ -89,6 +89,7 @@ def test_snap_is_a_context_span_no_worse_than_any_clause(words):
             assert token_f1(snapped, answer) >= token_f1(clause, answer) - 1e-9
 
 
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_server_answers_and_cache_replays(splits, tmp_path):
     test = splits["test"][:3]

@@ -24,6 +24,7 @@ from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
 from indicipr import core, llm, llm_qa as Q, metrics, predictions
 from standins.loopback import JSONHandler, LoopbackServer
 
+pytestmark = pytest.mark.slow  # lm-evaluation-harness (its import alone is long), a wheel build, llama.cpp
 TASK_DIR = Q.lm_eval_tasks_dir()
 LLAMACPP_TASKS = ["indicipr_qa_zeroshot_llamacpp", "indicipr_qa_3shot_llamacpp"]
 

@@ -188,6 +188,7 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
         assert KEY not in out + err
 
 
+@pytest.mark.slow
 def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
     """`reproduce --only 09_llms` with a key in `llm_endpoints` (the model is routed to a closed port, so the run fails
     fast after the kernel has read the real value) and in `HF_ENDPOINT`: the run folder, data/ and figures/, and
@@ -503,6 +504,7 @@ def test_run_folders_are_created_exclusively(tmp_path):
     assert len(set(got)) == 8 and all(p.is_dir() for p in got)
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
     "Two `reproduce --only 00_core` at once write two run folders; the one whose reader left (`| head -1`) still reports."
     root = project_copy(tmp_path, ["00_core"])

@@ -133,6 +133,7 @@ def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
     assert (kit / "blank" / "sheet_B.csv").exists() and (kit / "README.md").exists()
 
 
+@pytest.mark.slow
 def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path):
     "The stage run of 12_quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
     kit, figs = tmp_path / "kit", tmp_path / "figs"
@@ -265,6 +266,7 @@ def test_ensemble_tables_from_fake_judges(root, qa_test_records):
 
 
 # ---------------------------------------------------------------- the real local judge
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
     rec = min(qa_test_records, key=lambda r: len(r["context"]))  # the shortest context keeps this quick

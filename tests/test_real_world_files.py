@@ -291,6 +291,7 @@ def test_evaluate_options_get_a_sentence(tmp_path, gold_and_preds, args, needle)
     assert rc == 2 and needle in err and no_traceback(err), err
 
 
+@pytest.mark.slow
 def test_predict_on_a_folder_that_is_not_a_model(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
@@ -354,6 +355,7 @@ def test_an_audit_sheet_against_itself_and_a_semicolon_sheet(tmp_path):
 
 
 # ---------------------------------------------------------------- nothing lost, nothing hidden
+@pytest.mark.slow
 def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_and_preds):
     "Tables, figures, the report, run.json, evaluate --out, the audit kit, predictions: all readable by others."
     gold, preds = gold_and_preds

@@ -68,6 +68,7 @@ def test_build_rejects_bad_tags_and_missing_statutes_before_running(project, cap
     assert not (project / "runs").exists() and not (project / "data" / "build").exists()
 
 
+@pytest.mark.slow
 def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_sample(project, tmp_path):
     pdfs = tmp_path / "pdfs"
     typeset_acts(small_statutes(), pdfs)

@@ -123,6 +123,7 @@ def _digests(folder: Path) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
     "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
     import shutil

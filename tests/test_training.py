@@ -281,6 +281,7 @@ def test_pool_size(monkeypatch):
         TR._pool_size(3, "many")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
     reason="accelerate's launcher is not installed beside this Python",
