@@ -46,7 +46,8 @@ def test_papermill_help_notebook_lists_every_parameter_with_its_type():
         out = run_as_user(BIN / "papermill", "--help-notebook", nb, timeout=120)
         for param in cli.notebook_parameters(nb):
             assert f"  {param}: " in out.stdout, (name, param, out.stdout)
-        assert "  data_source: str " in out.stdout and "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
+        assert "  data_source: str " in out.stdout, (name, out.stdout)
+        assert "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
 
 
 def test_every_notebook_names_the_one_kernel():
@@ -115,7 +116,8 @@ def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     out = subprocess.run([str(BIN / "nbdev_proc_nbs")], cwd=repo, capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert git_status(repo) == "", git_status(repo)
-    assert (repo / "_proc" / "index.ipynb").is_file() and (repo / "_proc" / "06_metrics.ipynb").is_file()
+    assert (repo / "_proc" / "index.ipynb").is_file()
+    assert (repo / "_proc" / "06_metrics.ipynb").is_file()
 
 
 def walk_parser(p, path="indicipr"):
@@ -142,7 +144,8 @@ def test_version():
     from indicipr import __version__
 
     out = subprocess.run([str(BIN / "indicipr"), "--version"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == f"indicipr {__version__}", out
+    assert out.returncode == 0, out
+    assert out.stdout.strip() == f"indicipr {__version__}", out
 
 
 @pytest.mark.slow

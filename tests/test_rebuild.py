@@ -65,7 +65,8 @@ def test_build_rejects_bad_tags_and_missing_statutes_before_running(project, cap
     assert cli.main(["build", "--tag", "a/../b"]) == 2
     assert cli.main(["build", "--tag", "ok", "--statutes", str(project / "nope")]) == 2
     assert "nope" in capsys.readouterr().err
-    assert not (project / "runs").exists() and not (project / "data" / "build").exists()
+    assert not (project / "runs").exists()
+    assert not (project / "data" / "build").exists()
 
 
 @pytest.mark.slow
@@ -80,13 +81,16 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         first = server.summary()
         folder = project / "data" / "build" / TAG
         contexts = list(read_jsonl(folder / "contexts.jsonl"))
-        assert contexts and {c["act"] for c in contexts} == set(ACTS_USED)
-        assert first["by_model_kind"] == {"gpt-4o generation": len(contexts)} and not server.repeated()
+        assert contexts
+        assert {c["act"] for c in contexts} == set(ACTS_USED)
+        assert first["by_model_kind"] == {"gpt-4o generation": len(contexts)}
+        assert not server.repeated()
         assert cli.main([*argv, "--run-dir", str(tmp_path / "run2")]) == 0  # rerun: all from the cache
         assert server.summary()["served"] == first["served"]
 
     splits = {s: read_qa_file(folder / n) for s, n in OFFICIAL_FILES.items()}  # raises on any invalid line
-    assert splits["merged"] and sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) == sorted(
+    assert splits["merged"]
+    assert sorted(r["id"] for s in ("train", "validation", "test") for r in splits[s]) == sorted(
         r["id"] for r in splits["merged"]
     )
     assert {core.record_act(r) for r in splits["merged"]} <= set(ACTS_USED)
@@ -100,10 +104,8 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
         >= len(splits["merged"])
     )
     assert (folder / "figures" / "tables" / f"filters_{TAG}.csv").is_file()
-    assert (
-        digests(project / "data" / "sample") == sample_before
-        and digests(ROOT / "data" / "sample") == real_sample_before
-    )
+    assert digests(project / "data" / "sample") == sample_before
+    assert digests(ROOT / "data" / "sample") == real_sample_before
     assert sorted(p.name for p in (project / "data" / "build").iterdir()) == [TAG]  # no replay/live build on the side
 
     # the score job on the new folder: official files only, no model
