@@ -134,6 +134,7 @@ def test_best_window_wins_across_windows(tok):
     assert ans.text == "Registrar shall keep a register"
 
 
+@pytest.mark.slow
 def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
     "engine='openvino' (fp32): every window's logits within 1e-5 of torch's, so the answers (and EM/F1) are identical."
     pytest.importorskip("openvino")
@@ -329,6 +330,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert set(preds) == test_ids  # the whole test split
 
 
+@pytest.mark.slow
 def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
     "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))

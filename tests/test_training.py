@@ -203,6 +203,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
     return rows, logs, preds, info
 
 
+@pytest.mark.slow
 def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thread):
     "Two runs one after another in this process, then the same two in a pool of 2 processes: identical, run by run."
     alone = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "alone", monkeypatch, workers=1)
@@ -226,6 +227,7 @@ def _failing_run(job, callbacks=None):
     return job
 
 
+@pytest.mark.slow
 def test_a_failing_pooled_run_names_itself(one_thread):
     with pytest.raises(RuntimeError, match=r"(?s)run 1 of 2 failed in a worker process.*ValueError: this run fails"):
         list(TR.run_pool(_failing_run, ["good", "bad"], workers=2))
@@ -245,6 +247,7 @@ def _fake_gpu_run(job, callbacks=None):
     return {"job": job, "start": t0, "end": time.time(), "pid": os.getpid()}
 
 
+@pytest.mark.slow
 def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     """The 'auto' pool as on a GPU (here faked: one device, 4 CPUs): the first run alone reports its footprint, the plan
     allows 2 at once (90% of 8 GiB free holds one more 4 GiB run), and no more than 2 ever run together."""
