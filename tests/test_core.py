@@ -155,6 +155,7 @@ def test_write_jsonl_is_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
 
 
+@pytest.mark.slow
 def test_cli_info_and_errors(official_folder):
     folder, _ = official_folder
     out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)

@@ -466,6 +466,7 @@ def test_build_with_a_bad_parameter_leaves_no_build_folder(root, capsys):
     assert not (root / "data" / "build" / "t9").exists()
 
 
+@pytest.mark.slow
 def test_hub_without_the_merged_file_or_the_repo_is_a_sentence(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
     from standins.hub import serve_folders

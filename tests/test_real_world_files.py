@@ -119,6 +119,7 @@ def test_an_act_column_is_the_act(tmp_path):
 
 
 # ---------------------------------------------------------------- validate, report, go on
+@pytest.mark.slow
 def test_an_off_by_one_offset_in_train_still_scores_the_test_split(tmp_path):
     folder = copy_official(tmp_path / "bench")
     rec = off_by_one(folder)
@@ -142,6 +143,7 @@ def test_training_repairs_an_offset_that_occurs_once_and_leaves_the_rest_out():
     assert [r["answers"]["answer_start"] for r in kept] == [r["answers"]["answer_start"] for r in recs]
 
 
+@pytest.mark.slow
 def test_leaks_and_a_merged_file_that_is_not_the_union_are_reported(tmp_path, capsys):
     folder = copy_official(tmp_path / "bench")
     splits = read_qa_small_all()
