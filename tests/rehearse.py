@@ -334,9 +334,13 @@ class Check:
         "`got` holds every item of `want` (the detail names the missing ones)."
         return self.ok(name, want <= got, f"missing {sorted(want - got)}")
 
+    def all_rows(self, name: str, table, column: str, value, detail: str | None = None) -> bool:
+        "Every row of `table` holds `value` in `column` (the detail: that column, unless given)."
+        return self.ok(name, (table[column] == value).all(), str(list(table[column])) if detail is None else detail)
+
     def on_every_test_question(self, name: str, table, column: str = "questions") -> bool:
         "Every row of `table` counts the card's 344 test questions in `column`."
-        return self.ok(name, (table[column] == 344).all(), str(list(table[column])))
+        return self.all_rows(name, table, column, 344)
 
     def report(self) -> list[tuple[str, str]]:
         fails = [(n, d) for n, c, d in self.results if not c]
@@ -496,11 +500,8 @@ def check_rehearsal(
 
     t = _table(chk, tables, "results_runs")
     if t is not None:
-        chk.ok(
-            "results: every run scored on all questions (Missing 0)",
-            (t["Missing"] == 0).all(),
-            t[t["Missing"] != 0][["System", "Missing"]].to_string(),
-        )
+        missing = t[t["Missing"] != 0][["System", "Missing"]].to_string()
+        chk.all_rows("results: every run scored on all questions (Missing 0)", t, "Missing", 0, missing)
     t = _table(chk, tables, "results")
     if t is not None:
         systems = {_norm(s) for s in t["System"]}
@@ -583,11 +584,8 @@ def check_rehearsal(
         chk.on_every_test_question("grounded retrieval: every row on all 344 questions", t)
     t = _table(chk, tables, "grounded_bm25_agreement")
     if t is not None:
-        chk.ok(
-            "grounded: bm25s and rank-bm25 give the same top-20 on every test question",
-            (t["same top-20 (%)"] == 100).all(),
-            t.to_string(),
-        )
+        same = "grounded: bm25s and rank-bm25 give the same top-20 on every test question"
+        chk.all_rows(same, t, "same top-20 (%)", 100, t.to_string())
     t = _table(chk, tables, "grounded_end_to_end")
     if t is not None:
         readers = set(map(str, t["reader"]))
