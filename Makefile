@@ -1,13 +1,14 @@
 # The two commands of the README:
 #   make reproduce   set up .venv and run the whole papermill pipeline (notebooks 00-12) offline
 #   make test        set up .venv (and Chromium for the report test) and run the test suite
+# and, while editing: make test-fast (sync check, lint, and pytest without the tests marked slow; no nbdev_test)
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: setup reproduce test test-deps sync-check nbtest pytest rehearse clean-runs docs
+.PHONY: setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
 
 $(STAMP): settings.ini setup.py
 	$(PY) -m venv $(VENV)
@@ -43,10 +44,23 @@ sync-check: setup
 nbtest: setup
 	$(BIN)/nbdev_test --path notebooks --n_workers 1
 
+# ruff (settings.ini's dev requirements; configured in pyproject.toml): the linter reads the notebooks and indicipr/,
+# the formatter checks the notebooks, tests and benchmarks (indicipr/ is written by nbdev_export)
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check notebooks tests benchmarks
+
 pytest: setup
 	$(BIN)/python -m pytest tests
 
-test: setup test-deps sync-check nbtest pytest
+# the tests marked slow (notebook runs, a browser, llama.cpp and lm-eval, training, the GPU script's smoke run, the docs
+# build) left out: under 5 minutes on 2 cores
+pytest-fast: setup
+	$(BIN)/python -m pytest tests -m "not slow"
+
+test: setup test-deps sync-check lint nbtest pytest
+
+test-fast: setup sync-check lint pytest-fast
 
 # the paper profile's dress rehearsal: the 13 notebooks at the card's scale against stand-ins on 127.0.0.1
 # (a hub mirror, an OpenAI-compatible server, random-init checkpoints under the real hub ids); see tests/rehearse.py

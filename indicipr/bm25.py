@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from . import predictions
+
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
@@ -182,7 +184,7 @@ def run_bm25(data_source="sample", split="test", params: BM25Params = BM25Params
     results = {}
     for system in SYSTEMS:
         preds = predict_records(records, system, params)
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,

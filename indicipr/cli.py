@@ -14,11 +14,18 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from . import basics, benchmark, core
+from . import basics, benchmark, core, predictions
 from .core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
-from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, main_job_env, run_pipeline
-from .runner import select_notebooks, temporary_environ
+from indicipr.runner import (
+    NOTEBOOKS,
+    PipelineError,
+    RunnerUsageError,
+    main_job_env,
+    run_pipeline,
+    select_notebooks,
+    temporary_environ,
+)
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
@@ -440,7 +447,7 @@ MAX_RESAMPLES = 1_000_000  # a hundred times the card's count; more takes minute
 
 
 def metrics_split_names() -> tuple:
-    from indicipr.metrics import SPLIT_ALIASES
+    from indicipr.predictions import SPLIT_ALIASES
 
     return tuple(SPLIT_ALIASES)
 
@@ -485,13 +492,13 @@ def evaluate_command(args) -> int:
 
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
-    from indicipr import explorer, metrics
+    from indicipr import explorer, predictions
 
     paths = [args.pred, *args.against]
-    names = [metrics.system_name(p) for p in paths]
+    names = [predictions.system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
-    gold = metrics.load_gold(gold, data_source, strict=args.strict or None)
+    gold = predictions.load_gold(gold, data_source, strict=args.strict or None)
     return explorer.write_explorer(
         args.out,
         gold,
@@ -527,7 +534,7 @@ def predict_command(args) -> int:
     if args.out:
         path = qa_files.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
-        path = metrics.write_predictions(
+        path = predictions.write_predictions(
             preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
         )
     _, summary = metrics.score_predictions(records, preds)

@@ -416,8 +416,8 @@ def run_context(
     data_source="sample", profile: str = "offline", figures_dir=None, stage: str | None = None, **overrides
 ) -> RunContext:
     "The `RunContext` of a stage run; `stage` (a key of `STAGE_SETTINGS`) adds its settings with `overrides` applied."
-    from indicipr.core import figures_path, tables_path
     from indicipr.benchmark import source_tag
+    from indicipr.core import figures_path, tables_path
 
     if profile not in PROFILE_NAMES:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")

@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+from .cleaning import clean_section
 from .core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir
 from .qa_files import record_section, write_jsonl
-from .cleaning import clean_section
 from indicipr.statutes import (
     batch_files,
     pdf_dir,

@@ -12,7 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import benchmark, core, metrics, qa_files
+from . import benchmark, core, metrics, predictions, qa_files
+from .config import WINDOW
 from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_split, qa_config, train_encoder
 from .pool import run_pool
 from indicipr.qa_model import (
@@ -26,7 +27,6 @@ from indicipr.qa_model import (
     suggest_max_answer_length,
 )
 from .training import TrainConfig
-from .config import WINDOW
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -336,7 +336,7 @@ def run_encoders(
     `predict_s` (timings) and `settings` (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap
     of each model (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count
     or 'auto'); `train_options` are `TrainConfig` fields of how a run is executed (`engine`, `cuda_graphs`).
-    `settings`: the stage's settings when the caller has them (`core.stage_settings`; else made from `profile` and
+    `settings`: the stage's settings when the caller has them (`config.settings_for`; else made from `profile` and
     `overrides`); `ds`: the loaded benchmark (`benchmark.load_benchmark`; else loaded here). Returns the rows and the
     pool's report (`PoolRun.report`: its plan and each run's worker)."""
     if settings is not None and overrides:
@@ -425,7 +425,7 @@ def run_encoders(
             raise RuntimeError(f"{out}: no prediction for {len(missing)} {st.split} questions, e.g. {missing[:3]}")
         system = f"{model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,
@@ -544,7 +544,7 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
         ]
         system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st.boundary_tune_split}
-        metrics.write_predictions(
+        predictions.write_predictions(
             preds,
             system,
             data_source,

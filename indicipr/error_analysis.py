@@ -26,15 +26,8 @@ from indicipr.error_taxonomy import (
     error_taxonomy_table,
     locate_span,
 )
-from indicipr.metrics import (
-    check_coverage,
-    load_gold,
-    normalize_answer,
-    per_act_table,
-    score_predictions,
-    system_name,
-    unknown_act_ids,
-)
+from .metrics import normalize_answer, per_act_table, score_predictions, unknown_act_ids
+from .predictions import check_coverage, load_gold, system_name
 from .significance import N_RESAMPLES, compare_systems
 
 # %% ../notebooks/11_errors.ipynb #1bf6e865
@@ -361,9 +354,9 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
 # %% ../notebooks/11_errors.ipynb #a444ac9c
 def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
-    from indicipr.qa_files import load_qa_file
     from indicipr.benchmark import load_benchmark
-    from indicipr.metrics import SPLIT_ALIASES
+    from indicipr.predictions import SPLIT_ALIASES
+    from indicipr.qa_files import load_qa_file
 
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
         problems = load_benchmark(
@@ -379,7 +372,7 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
     gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
     import sys
 
-    from indicipr.metrics import as_prediction_dict
+    from indicipr.predictions import as_prediction_dict
 
     known, left, out = {r["id"] for r in gold_records}, None, []
     for p in paths:
@@ -499,7 +492,7 @@ def evaluate_files(
     strict: bool | None = None,
 ) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
-    Every file must answer some gold question (`metrics.check_coverage`)."""
+    Every file must answer some gold question (`predictions.check_coverage`)."""
     from indicipr.core import InputError, check_output
 
     if out is not None:

@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from .metrics import normalize_answer, token_f1_score
+from .metrics import normalize_answer, token_f1
 
 # %% ../notebooks/11b_error_taxonomy.ipynb #73f33499
 Span = tuple[int, int]
@@ -118,7 +118,7 @@ def _text_relation(prediction: str, gold: str) -> str:
 
 def best_gold(prediction: str, golds: list[str]) -> int:
     "Index of the gold answer with the highest token F1 against the prediction (first on ties)."
-    scores = [token_f1_score(prediction, g) for g in golds]
+    scores = [token_f1(prediction, g) for g in golds]
     return int(np.argmax(scores))
 
 # %% ../notebooks/11b_error_taxonomy.ipynb #c6714c3f
@@ -135,7 +135,7 @@ def error_evidence(prediction: str, golds: list[str], context: str, answer_start
     relation = span_relation(pred_span, (start, start + len(gold))) if pred_span else _text_relation(prediction, gold)
     return {
         "gold": k,
-        "f1": token_f1_score(prediction, gold),
+        "f1": token_f1(prediction, gold),
         "differing_tokens": len(pred_tokens) + len(gold_tokens) - 2 * common,
         "relation": relation,
     }

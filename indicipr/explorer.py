@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .basics import write_text_atomic
 from .core import act_label
-from .qa_files import occurrences
 from .error_taxonomy import ERROR_TYPES, Span, classify_error, error_evidence
 from .metrics import normalize_answer, score_predictions
+from .qa_files import occurrences
 
 # %% ../notebooks/11a_explorer.ipynb #3195ebe1
 _EDGE = string.punctuation + "“”‘’–—"

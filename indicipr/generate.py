@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core import act_for_key, build_dir, data_dir, shared_dir
-from .qa_files import JSONLError, read_jsonl, write_jsonl
 from .corpus import batch_files, sync_shared_files
 from .llm import Endpoint, ReplayMissError, ResponseCache, messages_key, replay_endpoint
 from .llm_runs import run_requests
 from .llm_servers import llm_config, open_endpoints
+from .qa_files import JSONLError, read_jsonl, write_jsonl
 
 # %% ../notebooks/02_generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import core
+from . import core, predictions
 from indicipr.retrieval import (
     BM25S,
     DenseRetriever,
@@ -339,7 +339,7 @@ def reader_stage(
     sc = runs["text"].scores[name]
     kmax = max(st["reader_k"], st["llm_k"])
     (tpos, tsc), (pos, psc) = top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
-    out_dir = metrics.predictions_dir(data_source) / "grounded"
+    out_dir = predictions.predictions_dir(data_source) / "grounded"
     readers, timing = {}, {}
     for model in st["reader_models"]:
         folder = finetune.checkpoint_dir(data_source, model, st["reader_seed"])
@@ -355,7 +355,7 @@ def reader_stage(
         gold_preds = {r["id"]: c[int(gi)][0] for r, c, gi in zip(test, cands, g)}
         open_preds = {r["id"]: a for r, a in zip(test, answers)}
         system = f"{model}_seed{st['reader_seed']}"
-        metrics.write_predictions(
+        predictions.write_predictions(
             open_preds,
             f"grounded_{system}_top{k}",
             data_source,
@@ -405,7 +405,7 @@ def reader_stage(
                     answer_provision(raw_open[r["id"]], [corpus.texts[p] for p in row[:k]]) for r, row in zip(test, pos)
                 ]
                 wrong = [pv is not None and row[pv] != gi for pv, row, gi in zip(prov, pos, g)]
-                metrics.write_predictions(
+                predictions.write_predictions(
                     raw_open,
                     f"grounded_{short}_top{k}",
                     data_source,

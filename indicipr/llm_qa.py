@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import core
+from . import core, predictions
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -242,7 +242,7 @@ def run_llm_baselines(
                     shown = (
                         setting if variant == "raw" else f"{setting}, snapped to a context span"
                     )  # an inference change: say so
-                    metrics.write_predictions(
+                    predictions.write_predictions(
                         preds,
                         system,
                         data_source,

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['N_RESAMPLES', 'TIE_TOLERANCE', 'FAMILY_ORDER', 'resample_indices', 'resample_counts', 'bootstrap_p_value',
-           'paired_bootstrap', 'paired_bootstrap_loop', 'holm', 'compare_systems', 'per_run_table', 'bootstrap_ci',
-           'system_f1_ci', 'results_table', 'system_families', 'evaluation_only', 'resolve_focus', 'analysis_runs',
-           'runs_by_seed', 'comparison_partners', 'card_comparisons', 'per_act_f1_table', 'per_act_figure', 'ci_figure',
+           'paired_bootstrap', 'holm', 'compare_systems', 'per_run_table', 'bootstrap_ci', 'system_f1_ci',
+           'results_table', 'system_families', 'evaluation_only', 'resolve_focus', 'analysis_runs', 'runs_by_seed',
+           'comparison_partners', 'card_comparisons', 'per_act_f1_table', 'per_act_figure', 'ci_figure',
            'decoding_pairs', 'decoding_comparison', 'significance_stage']
 
 # %% ../notebooks/10_significance.ipynb #ee259583
@@ -46,16 +46,30 @@ def bootstrap_p_value(boot: np.ndarray, observed: float) -> float:
 
 # %% ../notebooks/10_significance.ipynb #90efd018
 def paired_bootstrap(
-    scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES, seed: int = 0
+    scores: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    loop: bool = False,
 ) -> pd.DataFrame:
-    "Vectorized paired bootstrap of mean differences for `pairs` of rows of `scores` (systems × questions)."
+    """Paired bootstrap of mean differences for `pairs` of rows of `scores` (systems × questions), vectorized; with
+    `loop`, the same test written as a plain loop over resamples and pairs (the reference the vectorized one is checked
+    against, and timed against in `benchmarks/significance.py`)."""
     scores = np.asarray(scores, dtype=float)
     n = scores.shape[1]
-    diffs = np.stack([scores[a] - scores[b] for a, b in pairs])  # pairs × questions
-    boot = resample_counts(resample_indices(n, n_resamples, seed)) @ diffs.T / n  # resamples × pairs
-    observed = diffs.mean(axis=1)
+    if loop:
+        rng = np.random.default_rng(seed)
+        boot = []  # resamples × pairs
+        for _ in range(n_resamples):
+            idx = rng.integers(0, n, size=n)
+            boot.append([float(np.mean(scores[a][idx] - scores[b][idx])) for a, b in pairs])
+        observed = [float(np.mean(scores[a] - scores[b])) for a, b in pairs]
+    else:
+        diffs = np.stack([scores[a] - scores[b] for a, b in pairs])  # pairs × questions
+        boot = resample_counts(resample_indices(n, n_resamples, seed)) @ diffs.T / n  # resamples × pairs
+        observed = diffs.mean(axis=1)
+    boot = np.asarray(boot, dtype=float)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    p = [bootstrap_p_value(boot[:, k], observed[k]) for k in range(len(pairs))]
     return pd.DataFrame(
         {
             "a": [a for a, _ in pairs],
@@ -63,38 +77,9 @@ def paired_bootstrap(
             "diff": observed,
             "ci_low": low,
             "ci_high": high,
-            "p_value": p,
+            "p_value": [bootstrap_p_value(boot[:, k], observed[k]) for k in range(len(pairs))],
         }
     )
-
-
-def paired_bootstrap_loop(
-    scores: np.ndarray, pairs: Sequence[tuple[int, int]], n_resamples: int = N_RESAMPLES, seed: int = 0
-) -> pd.DataFrame:
-    "The same test written as a plain loop over resamples and pairs (reference for `paired_bootstrap`)."
-    scores = np.asarray(scores, dtype=float)
-    n = scores.shape[1]
-    rng = np.random.default_rng(seed)
-    boot = [[] for _ in pairs]
-    for _ in range(n_resamples):
-        idx = rng.integers(0, n, size=n)
-        for k, (a, b) in enumerate(pairs):
-            boot[k].append(float(np.mean(scores[a][idx] - scores[b][idx])))
-    rows = []
-    for k, (a, b) in enumerate(pairs):
-        observed = float(np.mean(scores[a] - scores[b]))
-        low, high = np.percentile(boot[k], [2.5, 97.5])
-        rows.append(
-            {
-                "a": a,
-                "b": b,
-                "diff": observed,
-                "ci_low": low,
-                "ci_high": high,
-                "p_value": bootstrap_p_value(np.array(boot[k]), observed),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def holm(p_values: Iterable[float]) -> np.ndarray:
@@ -377,7 +362,7 @@ def ci_figure(comparisons: pd.DataFrame):
 # %% ../notebooks/10_significance.ipynb #da1748bf
 def decoding_pairs(runs: Mapping[str, dict]) -> list[tuple[str, str]]:
     "(plain system, evaluation-only system) pairs: each system whose runs name a `plain_system` that is scored too."
-    from indicipr.metrics import system_group
+    from indicipr.predictions import system_group
 
     groups, pairs = {r["group"] for r in runs.values()}, {}
     for r in runs.values():

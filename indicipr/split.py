@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .basics import replace_atomic
+from .benchmark import source_tag
 from indicipr.core import (
     ACTS,
     CARD,
@@ -28,10 +29,8 @@ from indicipr.core import (
     may_publish_sample,
     record_act,
 )
-from .qa_files import record_section, write_jsonl
-from .benchmark import source_tag
-from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl
 from .filters import builds_with_candidates
+from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl, record_section, write_jsonl
 
 # %% auto #0
 __all__ = ['CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard', 'span_overlap', 'near_duplicate',

@@ -109,9 +109,9 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
             yield batches[i].tolist()
 
 # %% ../notebooks/07b_training.ipynb #bfc00164
-from .config import WINDOW  # the QA window: 384 tokens, stride 128
-
 from transformers import Trainer, TrainingArguments
+
+from .config import WINDOW  # the QA window: 384 tokens, stride 128
 
 TRAIN_ENGINES = ("loop", "trainer")
 

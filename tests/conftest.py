@@ -3,8 +3,8 @@
 import copy
 
 import pytest
-
 from helpers import QA_SMALL
+
 from indicipr import benchmark, core
 
 
@@ -18,10 +18,10 @@ def root(tmp_path, monkeypatch):
 @pytest.fixture
 def tmp_data_dir(tmp_path, monkeypatch):
     "`data_dir()` (predictions, caches) in a temporary folder; the rest of the project stays where it is."
-    from indicipr import metrics
+    from indicipr import predictions
 
-    for module in (core, metrics):
-        monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # metrics writes the predictions
+    for module in (core, predictions):
+        monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # predictions writes the prediction files
     return tmp_path
 
 

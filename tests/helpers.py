@@ -8,7 +8,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -89,6 +91,82 @@ def write_prediction_file(path: Path, preds: dict[str, str], layout: str | None 
     return path
 
 
+# ---------------------------------------------------------------- tiny models
+def tiny_bert_config(num_hidden_layers: int = 2, **overrides):
+    "The tests' tiny random BERT: 32 hidden units, 2 heads, MiniLM-L6's vocabulary (save its tokenizer beside it)."
+    from transformers import BertConfig
+
+    from indicipr import qa_model
+
+    return BertConfig(
+        vocab_size=qa_model.load_tokenizer("minilm-l6").vocab_size,
+        hidden_size=32,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        **overrides,
+    )
+
+
+# ---------------------------------------------------------------- notebooks and the command line
+def user_env(**extra) -> dict:
+    "The environment of a user's shell in the venv: not inside the runner's main job."
+    env = {k: v for k, v in os.environ.items() if k not in ("INDICIPR_MAIN_JOB", "INDICIPR_RUN_DIR", "INDICIPR_ROOT")}
+    return {**env, "PATH": f"{BIN}:{env['PATH']}", **extra}
+
+
+def sync_check_repo(tmp_path: Path):
+    """A fresh git repo holding the sync check and one notebook of the project, which passes the check: `(repo, git,
+    check)`; `git(*args)` runs git there, `check()` the sync check (its completed process)."""
+    repo = tmp_path / "repo"
+    for f in [
+        "settings.ini",
+        "setup.py",
+        ".ci/check_sync.sh",
+        "notebooks/00_core.ipynb",
+        "indicipr/__init__.py",
+        "indicipr/core.py",
+    ]:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, repo / f)
+    env = user_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+
+    def git(*a):
+        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
+
+    subprocess.run(
+        [str(BIN / "nbdev_export")], cwd=repo, check=True, env=env
+    )  # _modidx.py of this one-notebook project
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+
+    def check():
+        return subprocess.run([str(repo / ".ci" / "check_sync.sh")], cwd=repo, capture_output=True, text=True, env=env)
+
+    ok = check()
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    return repo, git, check
+
+
+def paper_build_args(tag: str, statutes: Path, llm_url: str) -> list[str]:
+    "`indicipr build` of the paper profile from typeset statutes, every LLM role on the server at `llm_url`."
+    return [
+        "build",
+        "--tag",
+        tag,
+        "--statutes",
+        str(statutes),
+        "--profile",
+        "paper",
+        "--yes",
+        "-p",
+        "llm_endpoints",
+        f"*={llm_url}",
+    ]
+
+
 # ---------------------------------------------------------------- notebooks
 def run_stage_notebook(name: str, out: Path, params: dict) -> Path:
     "Run one stage notebook of the checkout (`04_split`, ...) with papermill through the project's runner."
@@ -119,6 +197,27 @@ def port_open(port: int) -> bool:
     "Whether something accepts connections on the loopback port."
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# ---------------------------------------------------------------- a browser
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_or_skip() -> str:
+    "Debian's chromium on PATH; the test is skipped without it, except in CI (`make test-deps` installs it)."
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
+        pytest.skip("chromium not installed")
+    return exe
 
 
 # ---------------------------------------------------------------- skip guards

@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from standins import card_benchmark as cb  # noqa: E402
 from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
-from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS  # noqa: E402
+from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn  # noqa: E402
+
 from indicipr import benchmark, core, runner  # noqa: E402
 from indicipr.llm_qa import llm_short_name  # noqa: E402
 
@@ -147,34 +148,44 @@ class TreeMemory:
 
 
 # -- running -------------------------------------------------------------------------------------------------
+# the LLM settings of the caller's shell: a rehearsal talks to its own stand-in only
+LLM_ENV = (
+    "INDICIPR_LLM_ENDPOINTS",
+    "INDICIPR_LLM_BASE_URL",
+    "INDICIPR_LLM_API_KEY",
+    "INDICIPR_LLM_MODEL",
+    "INDICIPR_GENERATION_MODEL",
+    "INDICIPR_QA_MODELS",
+    "INDICIPR_JUDGE_MODELS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
 def rehearsal_env(work: Path, checkout: Path, hub_endpoint: str, llm_url: str, llm_timeout: float = 3.0) -> dict:
     env = dict(os.environ)
-    for k in (
-        "HF_HUB_OFFLINE",
-        "TRANSFORMERS_OFFLINE",
-        "HF_DATASETS_OFFLINE",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "INDICIPR_LLM_ENDPOINTS",
-        "INDICIPR_LLM_BASE_URL",
-        "INDICIPR_LLM_API_KEY",
-        "INDICIPR_LLM_MODEL",
-        "INDICIPR_GENERATION_MODEL",
-        "INDICIPR_QA_MODELS",
-        "INDICIPR_JUDGE_MODELS",
-    ):
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", *LLM_ENV):
         env.pop(k, None)
     env.update(
         {
             "HF_ENDPOINT": hub_endpoint,
             "HF_HOME": str(work / "hf_home"),
             "HF_HUB_DISABLE_TELEMETRY": "1",
-            "INDICIPR_YES": "1",
             "INDICIPR_LLM_TIMEOUT": f"{llm_timeout:g}",
+        }
+    )
+    return checkout_env(env, checkout)
+
+
+def checkout_env(env: dict, checkout: Path) -> dict:
+    "`env` for the project's commands on `checkout`: its root, no prompts, Agg, unbuffered, ../shared when there is one."
+    env.update(
+        {
             "INDICIPR_ROOT": str(checkout),
-            "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONUNBUFFERED": "1",
+            "INDICIPR_YES": "1",
             "MPLBACKEND": "Agg",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
         }
     )
     shared = ROOT.parent / "shared"
@@ -319,6 +330,18 @@ class Check:
     def ok(self, name: str, cond: bool, detail: str = "") -> bool:
         self.results.append((name, bool(cond), detail))
         return bool(cond)
+
+    def has_all(self, name: str, want: set, got: set) -> bool:
+        "`got` holds every item of `want` (the detail names the missing ones)."
+        return self.ok(name, want <= got, f"missing {sorted(want - got)}")
+
+    def all_rows(self, name: str, table, column: str, value, detail: str | None = None) -> bool:
+        "Every row of `table` holds `value` in `column` (the detail: that column, unless given)."
+        return self.ok(name, (table[column] == value).all(), str(list(table[column])) if detail is None else detail)
+
+    def on_every_test_question(self, name: str, table, column: str = "questions") -> bool:
+        "Every row of `table` counts the card's 344 test questions in `column`."
+        return self.all_rows(name, table, column, 344)
 
     def report(self) -> list[tuple[str, str]]:
         fails = [(n, d) for n, c, d in self.results if not c]
@@ -473,16 +496,13 @@ def check_rehearsal(
         raw = t[t["postprocess"] == "raw"] if "postprocess" in t else t
         got = {(str(r["model name"]), str(r["setting"])) for _, r in raw.iterrows()}
         want = {(n, s) for n in CARD_LLMS for s in CARD_SETTINGS}
-        chk.ok("LLMs: 6 rows (3 models x zero-/3-shot), raw", want <= got, f"missing {sorted(want - got)}")
-        chk.ok("LLMs: every row on 344 questions", (t["questions"] == 344).all(), str(list(t["questions"])))
+        chk.has_all("LLMs: 6 rows (3 models x zero-/3-shot), raw", want, got)
+        chk.on_every_test_question("LLMs: every row on 344 questions", t)
 
     t = _table(chk, tables, "results_runs")
     if t is not None:
-        chk.ok(
-            "results: every run scored on all questions (Missing 0)",
-            (t["Missing"] == 0).all(),
-            t[t["Missing"] != 0][["System", "Missing"]].to_string(),
-        )
+        missing = t[t["Missing"] != 0][["System", "Missing"]].to_string()
+        chk.all_rows("results: every run scored on all questions (Missing 0)", t, "Missing", 0, missing)
     t = _table(chk, tables, "results")
     if t is not None:
         systems = {_norm(s) for s in t["System"]}
@@ -535,11 +555,7 @@ def check_rehearsal(
             t["shrink"].astype(str).str.len().gt(0).all() and len(t) >= 12,
             t[["model", "seed", "shrink"]].to_string(),
         )
-        chk.ok(
-            "encoder settings: inference on all 344 questions",
-            (t["eval_questions"] == 344).all(),
-            str(list(t["eval_questions"])),
-        )
+        chk.on_every_test_question("encoder settings: inference on all 344 questions", t, "eval_questions")
 
     t = _table(chk, tables, "grounded_protocol")
     if t is not None:
@@ -565,19 +581,12 @@ def check_rehearsal(
                 "weighted sum (BM25 + fine-tuned dense)",
             )
         }
-        chk.ok("grounded retrieval: 6 retrievers x 2 indexes", want <= got, f"missing {sorted(want - got)}")
-        chk.ok(
-            "grounded retrieval: every row on all 344 questions",
-            (t["questions"] == 344).all(),
-            str(list(t["questions"])),
-        )
+        chk.has_all("grounded retrieval: 6 retrievers x 2 indexes", want, got)
+        chk.on_every_test_question("grounded retrieval: every row on all 344 questions", t)
     t = _table(chk, tables, "grounded_bm25_agreement")
     if t is not None:
-        chk.ok(
-            "grounded: bm25s and rank-bm25 give the same top-20 on every test question",
-            (t["same top-20 (%)"] == 100).all(),
-            t.to_string(),
-        )
+        same = "grounded: bm25s and rank-bm25 give the same top-20 on every test question"
+        chk.all_rows(same, t, "same top-20 (%)", 100, t.to_string())
     t = _table(chk, tables, "grounded_end_to_end")
     if t is not None:
         readers = set(map(str, t["reader"]))
@@ -587,11 +596,7 @@ def check_rehearsal(
             want <= readers and len(t) == 2 * len(readers),
             f"readers {sorted(readers)}; rows {len(t)}",
         )
-        chk.ok(
-            "grounded end to end: every row on all 344 questions",
-            (t["questions"] == 344).all(),
-            str(list(t["questions"])),
-        )
+        chk.on_every_test_question("grounded end to end: every row on all 344 questions", t)
     t = _table(chk, tables, "grounded_retrieval_tax")
     if t is not None:
         acts = set(map(str, t["Act"]))

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rehearse import copy_checkout  # noqa: E402
+from helpers import paper_build_args  # noqa: E402
+from rehearse import LLM_ENV, checkout_env, copy_checkout  # noqa: E402
 from standins.india_code_pdf import typeset_acts  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, prompt_hash  # noqa: E402
 
@@ -42,17 +43,6 @@ from indicipr import core  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD_CONTEXTS = core.CARD["construction"]["initial_contexts"]
-LLM_ENV = (
-    "INDICIPR_LLM_ENDPOINTS",
-    "INDICIPR_LLM_BASE_URL",
-    "INDICIPR_LLM_API_KEY",
-    "INDICIPR_LLM_MODEL",
-    "INDICIPR_GENERATION_MODEL",
-    "INDICIPR_QA_MODELS",
-    "INDICIPR_JUDGE_MODELS",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-)
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -77,20 +67,7 @@ def cache_keys(path: Path) -> set[str]:
 
 
 def build_env(checkout: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
-    env.update(
-        {
-            "INDICIPR_ROOT": str(checkout),
-            "INDICIPR_YES": "1",
-            "MPLBACKEND": "Agg",
-            "PYTHONUNBUFFERED": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-        }
-    )
-    shared = ROOT.parent / "shared"
-    if shared.is_dir() and "INDICIPR_SHARED" not in env:
-        env["INDICIPR_SHARED"] = str(shared)
-    return env
+    return checkout_env({k: v for k, v in os.environ.items() if k not in LLM_ENV}, checkout)
 
 
 def run_build(cmd: list[str], env: dict, cache: Path | None = None, kill_at: int | None = None) -> tuple[int, bool]:
@@ -108,8 +85,7 @@ def run_build(cmd: list[str], env: dict, cache: Path | None = None, kill_at: int
 
 def request_prompts(contexts: list[dict], model: str, questions_per_context: int = 5) -> dict[str, str]:
     "Cache key -> the stand-in's prompt hash, for the generation requests 02 makes under the paper profile."
-    from indicipr import llm
-    from indicipr import generate
+    from indicipr import generate, llm
     from indicipr.config import present, settings_for
 
     settings = settings_for("generate", "paper")
@@ -170,17 +146,7 @@ def main(argv=None) -> int:
     with OpenAIStandIn(faults=Faults(rate=args.fault_rate), keep_requests=False) as server:
         cmd = [
             exe,
-            "build",
-            "--tag",
-            args.tag,
-            "--statutes",
-            str(work / "pdfs"),
-            "--profile",
-            "paper",
-            "--yes",
-            "-p",
-            "llm_endpoints",
-            f"*={server.base_url}",
+            *paper_build_args(args.tag, work / "pdfs", server.base_url),
             "-p",
             "concurrency",
             str(args.concurrency),

@@ -5,22 +5,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from helpers import QA_SMALL as FIXTURE
+from helpers import ROOT, tiny_bert_config
+
 from indicipr import benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+@pytest.mark.slow
 def test_every_benchmark_script_imports_and_answers_help():
     "Each script under benchmarks/ imports the project's names it uses (a renamed or moved name fails here) and prints its usage."
     scripts = sorted((ROOT / "benchmarks").glob("*.py"))
     assert len(scripts) >= 5
     for script in scripts:
         proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0 and "usage" in proc.stdout, f"{script.name}: {proc.stderr[-1500:]}"
+        assert proc.returncode == 0, f"{script.name}: {proc.stderr[-1500:]}"
+        assert "usage" in proc.stdout, f"{script.name}: {proc.stderr[-1500:]}"
 
 
+@pytest.mark.slow
 def test_gpu_finetune_tiny_runs_every_part(tmp_path):
     """The one device script, --tiny on the CPU: (a) plain Trainer, Trainer with packing and the loop on the same windows
     at the table's recipe; the table sequential, pooled (2 worker processes) and a rerun alone, through the hub stand-in;
@@ -35,16 +40,18 @@ def test_gpu_finetune_tiny_runs_every_part(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
     a = res["speed"]
-    assert a["windows"] == 64 and a["batch_size"] == 12 and a["epochs"] == 1.0
+    assert a["windows"] == 64
+    assert a["batch_size"] == 12
+    assert a["epochs"] == 1.0
     sy = a["systems"]
     assert set(sy) == {"plain", "trainer+packing", "loop"}  # no CUDA graphs on a CPU
-    assert len({r["steps"] for r in sy.values()}) == 1 and sy["loop"]["steps"] == 6  # ⌈64 / 12⌉: the same recipe
-    assert sy["plain"]["padding"] == "all to 384" and sy["loop"]["padding"].startswith("length-grouped")
+    assert len({r["steps"] for r in sy.values()}) == 1
+    assert sy["loop"]["steps"] == 6  # ⌈64 / 12⌉: the same recipe
+    assert sy["plain"]["padding"] == "all to 384"
+    assert sy["loop"]["padding"].startswith("length-grouped")
     for r in sy.values():
-        assert (
-            r["examples_per_s"] == 64 / r["train_runtime"]
-            and r["x_plain"] == r["examples_per_s"] / sy["plain"]["examples_per_s"]
-        )
+        assert r["examples_per_s"] == 64 / r["train_runtime"]
+        assert r["x_plain"] == r["examples_per_s"] / sy["plain"]["examples_per_s"]
     assert res["table_train_options"] == {"engine": "loop", "cuda_graphs": False}
     seq, pooled, rerun = res["sequential"], res["pooled"], res["rerun"]
     assert (
@@ -52,20 +59,28 @@ def test_gpu_finetune_tiny_runs_every_part(tmp_path):
         == [r["system"] for r in pooled["runs"]]
         == ["inlegalbert_seed0", "inlegalbert_seed1"]
     )
-    assert pooled["pool"]["plan"]["workers"] == 2 and len({r["worker"] for r in pooled["pool"]["runs"].values()}) == 2
-    assert seq["pool"]["plan"]["limited_by"] == "sequential" and all(r["steps"] == 2 for r in seq["runs"])
+    assert pooled["pool"]["plan"]["workers"] == 2
+    assert len({r["worker"] for r in pooled["pool"]["runs"].values()}) == 2
+    assert seq["pool"]["plan"]["limited_by"] == "sequential"
+    assert all(r["steps"] == 2 for r in seq["runs"])
     c = res["pooled_vs_sequential"]
-    assert c["twins"] == 2 and c["max_abs_f1_diff"] == 0 and all(r["identical_curve"] for r in c["runs"])
-    assert (
-        res["rerun_vs_sequential"]["runs"][0]["identical_curve"] and rerun["runs"][0]["system"] == "inlegalbert_seed0"
-    )
+    assert c["twins"] == 2
+    assert c["max_abs_f1_diff"] == 0
+    assert all(r["identical_curve"] for r in c["runs"])
+    assert res["rerun_vs_sequential"]["runs"][0]["identical_curve"]
+    assert rerun["runs"][0]["system"] == "inlegalbert_seed0"
     st = seq["settings"]
-    assert st["checkpoint"] == "law-ai/InLegalBERT" and st["revision"]  # downloaded from the stand-in
+    assert st["checkpoint"] == "law-ai/InLegalBERT"
+    assert st["revision"]  # downloaded from the stand-in
     assert (st["layers"], st["hidden"], st["eval_questions"], st["batch_size"]) == (2, 128, 344, 12)
     i = rerun["inference"]
-    assert i["questions"] == 344 and i["questions_per_s"] > 0 and i["windows"] >= 344
+    assert i["questions"] == 344
+    assert i["questions_per_s"] > 0
+    assert i["windows"] >= 344
     summary = proc.stdout[proc.stdout.index("== gpu_finetune summary") :]
-    assert all(f"({k})" in summary for k in "abcde") and "questions/s" in summary and "pooled vs sequential" in summary
+    assert all(f"({k})" in summary for k in "abcde")
+    assert "questions/s" in summary
+    assert "pooled vs sequential" in summary
 
 
 def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):
@@ -80,7 +95,8 @@ def test_gpu_finetune_writes_under_out_when_set(tmp_path, monkeypatch):
     command = [
         line.strip() for line in gpu_finetune.__doc__.splitlines() if "python3 benchmarks/gpu_finetune.py" in line
     ]
-    assert len(command) == 1 and len(command[0]) < 2000  # the device command: one line
+    assert len(command) == 1
+    assert len(command[0]) < 2000  # the device command: one line
 
 
 def test_long_context_questions_keep_exact_gold_spans():
@@ -88,7 +104,8 @@ def test_long_context_questions_keep_exact_gold_spans():
 
     recs = [dict(r) for s in ("train", "validation", "test") for r in benchmark.load_benchmark(str(FIXTURE))[s]]
     qs = qa_inference.long_context_questions(recs, min_words=350)
-    assert len(qs) == 2 * len(recs) and len({q["id"] for q in qs}) == len(qs)
+    assert len(qs) == 2 * len(recs)
+    assert len({q["id"] for q in qs}) == len(qs)
     for q in qs:
         a, s = q["answers"]["text"][0], q["answers"]["answer_start"][0]
         assert q["context"][s : s + len(a)] == a
@@ -99,10 +116,10 @@ def test_long_context_questions_keep_exact_gold_spans():
 
 def test_forward_flops_matches_torch_flop_counter():
     "The compute floor counts what torch's own FLOP counter counts for a BERT QA forward pass."
+    import qa_inference
     import torch
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import BertConfig, BertForQuestionAnswering
-    import qa_inference
 
     cfg = BertConfig(
         vocab_size=100,
@@ -129,13 +146,15 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     "The floor's products are predict_answers' own batches (as `_pad_batch` pads them), and their FLOPs the counter's."
     import numpy as np
     import qa_inference
+
     from indicipr import qa_model as QM
 
     tok = QM.load_tokenizer("minilm-l6")
     recs = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE))["test"]]
     w = QM.encode_windows(recs, tok, 128, 32)
     want = [tuple(QM._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in QM._batches_by_length(w.lengths, 3)]
-    assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want and len(set(want)) > 1
+    assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want
+    assert len(set(want)) > 1
     dims = dict(layers=2, hidden=32, intermediate=64)
     padded = [L for B, L in want for _ in range(B)]
     assert qa_inference.products_flops(want, heads=4, **dims) == qa_inference.forward_flops(padded, **dims)
@@ -144,8 +163,10 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     )  # padding counts
     floor = qa_inference.MatmulFloor(want[:4], heads=4, threads=2, **dims)
     times = floor.run()
-    assert sorted(times) == ["1 process x 2 threads", "2 workers x 1 thread"] and all(t > 0 for t in times.values())
-    assert list(floor.run(limit=1)) == list(times) and np.isfinite(list(times.values())).all()
+    assert sorted(times) == ["1 process x 2 threads", "2 workers x 1 thread"]
+    assert all(t > 0 for t in times.values())
+    assert list(floor.run(limit=1)) == list(times)
+    assert np.isfinite(list(times.values())).all()
 
 
 FAKE_PEER = """
@@ -176,20 +197,13 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     "A smoke run on a tiny model: every system once a round, spreads, the floor's two layouts, and both checks."
     import pytest
     import qa_inference
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
+
     from indicipr import qa_model as QM
 
     tok = QM.load_tokenizer("minilm-l6")
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
     model_dir = tmp_path / "tiny"
-    BertForQuestionAnswering(cfg).save_pretrained(model_dir)
+    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     engine = "openvino" if QM.openvino_available() else "torch"
     argv = [
@@ -218,15 +232,18 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     assert qa_inference.main(argv) == 0
     res = json.loads((tmp_path / "out" / "qa_inference.json").read_text())
     kinds = [r["kind"] for r in res["rows"]]
-    assert kinds == ["ours", "peer", "ours-torch", "peer", "ours-decoding"] and res["rounds"] == 2
+    assert kinds == ["ours", "peer", "ours-torch", "peer", "ours-decoding"]
+    assert res["rounds"] == 2
     assert [r["runs"] for r in res["rows"]] == [2, 2, 2, 2, 1]
     for r in res["rows"][:4]:
-        assert (
-            r["seconds"]["min"] <= r["seconds"]["median"] <= r["seconds"]["max"] and r["floor / system"]["median"] > 0
-        )
+        assert r["seconds"]["min"] <= r["seconds"]["median"] <= r["seconds"]["max"]
+        assert r["floor / system"]["median"] > 0
     assert res["rows"][1]["seconds"] == {"median": 0.5, "min": 0.5, "max": 0.5}  # the peer's own timing is used
-    assert len(res["floor"]["rounds"]) == 2 and all(len(t) == 2 for t in res["floor"]["rounds"])
-    assert res["answers_identical_to_torch"] and res["answers_differing"] == 0 and res["engine"] == engine
+    assert len(res["floor"]["rounds"]) == 2
+    assert all(len(t) == 2 for t in res["floor"]["rounds"])
+    assert res["answers_identical_to_torch"]
+    assert res["answers_differing"] == 0
+    assert res["engine"] == engine
     if engine == "openvino":
         assert res["logit_check"]["max_abs_diff"] < 1e-5
     # answers that differ from the torch path fail the run (after the figures are printed)

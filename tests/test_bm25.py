@@ -1,9 +1,10 @@
 """BM25 baselines on real statutory text (the fixture built from the recorded generations)."""
 
 import pytest
+from helpers import QA_SMALL as FIXTURE
+from helpers import read_qa_small
 
-from helpers import QA_SMALL as FIXTURE, read_qa_small
-from indicipr import bm25, metrics
+from indicipr import bm25, predictions
 from indicipr.metrics import exact_match, token_f1
 
 
@@ -54,9 +55,9 @@ def test_run_writes_predictions(tmp_data_dir):
     gold = {r["id"]: r["answers"]["text"] for r in read_qa_small("test")}
     for system in bm25.SYSTEMS:
         path = tmp_data_dir / "predictions" / "qa_small" / f"{system}.jsonl"
-        written = metrics.read_predictions(path)
+        written = predictions.read_predictions(path)
         assert written == results[system][0] and set(written) == set(gold)  # every test question, nothing else
-        assert metrics.read_prediction_meta(path)["family"] == "lexical"
+        assert predictions.read_prediction_meta(path)["family"] == "lexical"
         # the reported F1 is the written predictions' F1 against the test split's gold answers
         expected = 100 * sum(token_f1(written[i], golds) for i, golds in gold.items()) / len(gold)
         assert results[system][1][1]["f1"] == pytest.approx(expected) and expected > 0

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from indicipr import clauses as C
-from indicipr.qa_files import validate_qa_record
 from indicipr.benchmark import load_benchmark
 from indicipr.corpus import build_contexts
+from indicipr.qa_files import validate_qa_record
 
 
 @pytest.fixture(scope="module")

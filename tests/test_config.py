@@ -8,6 +8,7 @@ import dataclasses
 import json
 
 from helpers import ROOT
+
 from indicipr import cli, config
 
 STAGE_OF_NOTEBOOK = {

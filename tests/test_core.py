@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import BIN, CHROMIUM_ARGS, ROOT, chromium_or_skip, sync_check_repo
+from helpers import QA_SMALL as FIXTURE
 
-from helpers import BIN, QA_SMALL as FIXTURE, ROOT
-from indicipr import artifacts, benchmark, core, qa_files, report, runner
-from indicipr import error_analysis, error_taxonomy
+from indicipr import artifacts, benchmark, core, error_analysis, error_taxonomy, qa_files, report, runner
 
 
 @pytest.fixture
@@ -158,6 +158,7 @@ def test_write_jsonl_is_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]
 
 
+@pytest.mark.slow
 def test_cli_info_and_errors(official_folder):
     folder, _ = official_folder
     out = subprocess.run([str(BIN / "indicipr"), "info", "--data-source", str(folder)], capture_output=True, text=True)
@@ -189,6 +190,7 @@ def notebook_with_parameters_cell():
     return nb
 
 
+@pytest.mark.slow
 def test_parameters_tag_survives_nbdev_clean(tmp_path):
     import nbformat
 
@@ -221,47 +223,14 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
 
 def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
     "Copy the project into a fresh git repo, edit an exported cell, and run the CI sync check."
-    repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True)
-    (repo / "indicipr").mkdir()
-    for f in [
-        "settings.ini",
-        "setup.py",
-        ".ci/check_sync.sh",
-        "notebooks/00_core.ipynb",
-        "indicipr/__init__.py",
-        "indicipr/core.py",
-    ]:
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-
-    def git(*a):
-        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
-
-    subprocess.run(
-        [str(BIN / "nbdev_export")], cwd=repo, check=True, env=env
-    )  # _modidx.py of this one-notebook project
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "base")
-    check = [str(repo / ".ci" / "check_sync.sh")]
-    ok = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00_core.ipynb"
     nb = json.loads(nb_path.read_text())
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "def seed_everything" in "".join(c["source"]))
     cell["source"] = "".join(cell["source"]).replace("def seed_everything", "def seed_everything_renamed")
     nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     git("commit", "-qam", "edit notebook without export")
-    bad = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
+    bad = check()
     assert bad.returncode != 0
     assert "indicipr/core.py" in bad.stdout + bad.stderr
 
@@ -279,6 +248,7 @@ def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'
     nbformat.write(nb, path)
 
 
+@pytest.mark.slow
 def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
@@ -349,6 +319,7 @@ def test_unknown_parameter_is_refused_before_running(tmp_path):
 def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
     "A rerun that computes the same numbers must leave git status clean: same table, same figure, same bytes."
     import time
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -382,34 +353,9 @@ def test_table_and_figure_writers_are_byte_identical_on_rewrite(tmp_path):
         artifacts.save_table(frame.assign(train_s=[1.0, 2.0]), "timed", tmp_path / "a")
 
 
-def chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def chromium_or_skip():
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (the test setup installs Debian's chromium)")
-        pytest.skip("chromium not installed")
-    return exe
-
-
 def headless(exe, profile_dir, *args, timeout=120):
     return subprocess.run(
-        [
-            exe,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile_dir}",
-            *args,
-        ],
+        [exe, *CHROMIUM_ARGS, "--disable-quic", "--no-first-run", f"--user-data-dir={profile_dir}", *args],
         check=True,
         capture_output=True,
         text=True,
@@ -459,6 +405,7 @@ def paper_shaped_tables(figs):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_report_first_screen_in_headless_chromium(tmp_path):
     """The report as a reader meets it in headless Chromium (1280×800): the headline results and the whole table of
     contents on the first screen, the sections in the card's order, each figure beside its table."""

@@ -3,12 +3,12 @@ sync check's notebook metadata. Each test goes through the tool as a user would 
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 
+import pytest
+from helpers import BIN, ROOT, sync_check_repo, user_env
 
-from helpers import BIN, ROOT
 from indicipr import cli, notebook_files, runner
 
 
@@ -18,31 +18,20 @@ def git_status(repo=ROOT) -> str:
     ).stdout
 
 
-def user_env(**extra) -> dict:
-    "The environment of a user's shell in the venv: not inside the runner's main job."
-    env = {k: v for k, v in os.environ.items() if k not in ("INDICIPR_MAIN_JOB", "INDICIPR_RUN_DIR", "INDICIPR_ROOT")}
-    return {**env, "PATH": f"{BIN}:{env['PATH']}", **extra}
+def run_as_user(*args, cwd=ROOT, timeout=600) -> subprocess.CompletedProcess:
+    "A command of the venv run as a user's shell runs it (`user_env`), from the checkout by default; it must succeed."
+    out = subprocess.run(
+        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, env=user_env(), timeout=timeout
+    )
+    assert out.returncode == 0, (args, out.stderr[-3000:])
+    return out
 
 
+@pytest.mark.slow
 def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
     "No -k, no -l: the notebook's kernelspec (python3) and language; tables go under runs/interactive/, not figures/."
     before = git_status()
-    out = subprocess.run(
-        [
-            str(BIN / "papermill"),
-            "notebooks/06_metrics.ipynb",
-            str(tmp_path / "out.ipynb"),
-            "-p",
-            "split",
-            "validation",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=user_env(),
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    run_as_user(BIN / "papermill", "notebooks/06_metrics.ipynb", tmp_path / "out.ipynb", "-p", "split", "validation")
     assert git_status() == before, git_status()
     table = ROOT / "runs" / "interactive" / "figures" / "tables" / "metrics_definitions_examples.md"
     assert table.is_file()
@@ -54,18 +43,11 @@ def test_papermill_help_notebook_lists_every_parameter_with_its_type():
     "Three notebooks through papermill's CLI (every notebook through the same reader: test_every_notebook_names_the_one_kernel)."
     for name in ("06_metrics", "08_encoders", "12_quality"):
         nb = ROOT / "notebooks" / f"{name}.ipynb"
-        out = subprocess.run(
-            [str(BIN / "papermill"), "--help-notebook", str(nb)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            env=user_env(),
-            timeout=120,
-        )
-        assert out.returncode == 0, (name, out.stderr[-2000:])
+        out = run_as_user(BIN / "papermill", "--help-notebook", nb, timeout=120)
         for param in runner.notebook_parameters(nb):
             assert f"  {param}: " in out.stdout, (name, param, out.stdout)
-        assert "  data_source: str " in out.stdout and "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
+        assert "  data_source: str " in out.stdout, (name, out.stdout)
+        assert "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
 
 
 def test_every_notebook_names_the_one_kernel():
@@ -74,45 +56,17 @@ def test_every_notebook_names_the_one_kernel():
     assert notebook_files.notebook_door_problems() == []
 
 
-def sync_check_repo(tmp_path):
-    "A fresh git repo holding the sync check and one notebook of the project (as tests/test_core.py builds it)."
-    repo = tmp_path / "repo"
-    for f in [
-        "settings.ini",
-        "setup.py",
-        ".ci/check_sync.sh",
-        "notebooks/00_core.ipynb",
-        "indicipr/__init__.py",
-        "indicipr/core.py",
-    ]:
-        (repo / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, repo / f)
-    env = user_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-
-    def git(*a):
-        subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, env=env)
-
-    subprocess.run([str(BIN / "nbdev_export")], cwd=repo, check=True, env=env)
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "base")
-    return repo, env, git
-
-
 def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
-    repo, env, git = sync_check_repo(tmp_path)
-    check = [str(repo / ".ci" / "check_sync.sh")]
-    ok = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00_core.ipynb"
     nb = json.loads(nb_path.read_text())
     nb["metadata"] = {}  # what nine notebooks once were: no kernelspec
     nb_path.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
     git("commit", "-qam", "drop the kernelspec")
-    bad = subprocess.run(check, cwd=repo, capture_output=True, text=True, env=env)
-    assert bad.returncode == 1 and "00_core.ipynb: metadata {}" in bad.stdout and "NOTEBOOK METADATA" in bad.stdout, (
-        bad.stdout
-    )
+    bad = check()
+    assert bad.returncode == 1
+    assert "00_core.ipynb: metadata {}" in bad.stdout, bad.stdout
+    assert "NOTEBOOK METADATA" in bad.stdout, bad.stdout
 
 
 def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):
@@ -141,6 +95,7 @@ def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):
     assert (tmp_path / "notebooks" / "a.ipynb").read_text() == text
 
 
+@pytest.mark.slow
 def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     """nbdev's docs step before Quarto, on a copy of the checkout. A `quarto` that does nothing is first on PATH: without
     one, nbdev_proc_nbs tries to install Quarto with sudo and then runs `pip install -e .` in the environment."""
@@ -161,7 +116,8 @@ def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     out = subprocess.run([str(BIN / "nbdev_proc_nbs")], cwd=repo, capture_output=True, text=True, env=env, timeout=900)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert git_status(repo) == "", git_status(repo)
-    assert (repo / "_proc" / "index.ipynb").is_file() and (repo / "_proc" / "06_metrics.ipynb").is_file()
+    assert (repo / "_proc" / "index.ipynb").is_file()
+    assert (repo / "_proc" / "06_metrics.ipynb").is_file()
 
 
 def walk_parser(p, path="indicipr"):
@@ -188,21 +144,15 @@ def test_version():
     from indicipr import __version__
 
     out = subprocess.run([str(BIN / "indicipr"), "--version"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == f"indicipr {__version__}", out
+    assert out.returncode == 0, out
+    assert out.stdout.strip() == f"indicipr {__version__}", out
 
 
+@pytest.mark.slow
 def test_reproduce_prints_only_results_on_stdout(tmp_path):
     "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows where the report is and the summary."
     before = git_status()
-    out = subprocess.run(
-        [str(BIN / "indicipr"), "reproduce", "--only", "06_metrics", "--run-dir", str(tmp_path / "run")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=user_env(),
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = run_as_user(BIN / "indicipr", "reproduce", "--only", "06_metrics", "--run-dir", tmp_path / "run")
     lines = out.stdout.splitlines()
     assert [line.split(":")[0].split(" in ")[0] for line in lines] == ["report", "done"], out.stdout
     assert "[1/1] 06_metrics: ok" in out.stderr
@@ -210,31 +160,25 @@ def test_reproduce_prints_only_results_on_stdout(tmp_path):
     assert (tmp_path / "run" / "figures" / "tables" / "metrics_definitions_examples.md").is_file()
 
 
-def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
-    "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
+def second_cell_outputs_under_papermill(tmp_path, *sources: str) -> list:
+    "Run a notebook of these code cells with plain papermill (the project's kernel): the outputs of its second cell."
     import nbformat
 
     nb = nbformat.v4.new_notebook(metadata=notebook_files.NOTEBOOK_METADATA)
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-            "from indicipr.artifacts import save_figure"
-        ),
-        nbformat.v4.new_code_cell(
-            f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})"
-        ),
-    ]
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
     nbformat.write(nb, tmp_path / "in.ipynb")
-    out = subprocess.run(
-        [str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=user_env(),
-        timeout=300,
+    run_as_user(BIN / "papermill", tmp_path / "in.ipynb", tmp_path / "out.ipynb", cwd=tmp_path, timeout=300)
+    return nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
+
+
+@pytest.mark.slow
+def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
+    "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
+    outputs = second_cell_outputs_under_papermill(
+        tmp_path,
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom indicipr.core import save_figure",
+        f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})",
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
     shown = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(shown) == 1
     import base64
@@ -242,26 +186,12 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     assert base64.b64decode(shown[0]["data"]["image/png"]) == (tmp_path / "figs" / "shown.png").read_bytes()
 
 
+@pytest.mark.slow
 def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     "tqdm.auto (the stages' progress bars) draws a widget in a kernel: ipywidgets is installed, no 'IProgress not found'."
-    import nbformat
-
-    nb = nbformat.v4.new_notebook(metadata=notebook_files.NOTEBOOK_METADATA)
-    nb.cells = [
-        nbformat.v4.new_code_cell("from tqdm.auto import tqdm"),
-        nbformat.v4.new_code_cell("_ = list(tqdm(range(3), desc='demo'))"),
-    ]
-    nbformat.write(nb, tmp_path / "in.ipynb")
-    out = subprocess.run(
-        [str(BIN / "papermill"), str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=user_env(),
-        timeout=300,
+    outputs = second_cell_outputs_under_papermill(
+        tmp_path, "from tqdm.auto import tqdm", "_ = list(tqdm(range(3), desc='demo'))"
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     assert not any("IProgress" in str(o) for o in outputs)
     assert notebook_files.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs

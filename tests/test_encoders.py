@@ -9,8 +9,13 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from indicipr import cli, config, encoders as E, finetune as FT, metrics, qa_model as QM, training as TR  # noqa: E402
-from indicipr import benchmark, qa_files
+from helpers import tiny_bert_config
+
+from indicipr import benchmark, cli, config, metrics, predictions, qa_files  # noqa: E402
+from indicipr import encoders as E
+from indicipr import finetune as FT
+from indicipr import qa_model as QM
+from indicipr import training as TR
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -28,19 +33,11 @@ def tok():
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory, tok):
     "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
 
     torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
     d = tmp_path_factory.mktemp("tiny_bert")
-    BertForQuestionAnswering(cfg).save_pretrained(d)
+    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(d)
     tok.save_pretrained(d)
     return str(d)
 
@@ -144,6 +141,7 @@ def test_best_window_wins_across_windows(tok):
     assert ans.text == "Registrar shall keep a register"
 
 
+@pytest.mark.slow
 def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
     "engine='openvino' (fp32): every window's logits within 1e-5 of torch's, so the answers (and EM/F1) are identical."
     pytest.importorskip("openvino")
@@ -240,7 +238,7 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
         )
         == 0
     )
-    preds = metrics.read_predictions(pred_file)
+    preds = predictions.read_predictions(pred_file)
     test = {r["id"]: r for r in splits["test"]}
     assert set(preds) == set(test) and all(p in test[k]["context"] for k, p in preds.items())
     assert "F1" in capsys.readouterr().out
@@ -291,6 +289,7 @@ print("ROWS " + json.dumps([r["settings"] for r in rows]))
 """
 
 
+@pytest.mark.slow
 def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_question(tmp_path):
     "`run_encoders(folder, 'paper')` fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
     import subprocess
@@ -334,10 +333,11 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
     test_ids = {r["id"] for r in qa_files.load_qa_file(FIXTURE / "test_squad.jsonl", strict=True).records}
     assert s["eval_questions"] == len(test_ids)
-    preds = metrics.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
+    preds = predictions.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
     assert set(preds) == test_ids  # the whole test split
 
 
+@pytest.mark.slow
 def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_model_dir, tmp_path, monkeypatch):
     "The offline profile's recipe on the qa_small fixture: synthetic questions from its training sections, then two seeds."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
@@ -419,8 +419,8 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
-    path = metrics.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
-    preds, meta = metrics.read_predictions(path), metrics.read_prediction_meta(path)
+    path = predictions.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
+    preds, meta = predictions.read_predictions(path), predictions.read_prediction_meta(path)
     test = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE), verbose=False)["test"]]
     assert set(preds) == {r["id"] for r in test}
     assert meta["plain_system"] == rows[0]["system"] and meta["decoding"]["tuned_on"] == "validation"

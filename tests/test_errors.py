@@ -5,9 +5,10 @@ import re
 from collections import Counter
 
 import pytest
+from helpers import QA_SMALL as FIXTURE
+from helpers import read_qa_small, read_qa_small_all, write_prediction_file
 
-from helpers import QA_SMALL as FIXTURE, read_qa_small, read_qa_small_all, write_prediction_file
-from indicipr import core, cli
+from indicipr import cli, core
 from indicipr import error_analysis as E
 from indicipr import error_taxonomy as T
 from indicipr import metrics as M
@@ -81,14 +82,14 @@ def check_cases(kind):
 def test_span_boundary_errors_on_real_sections():
     "The spans overlap and the prediction is mostly the answer (F1 >= BOUNDARY_F1), more than a few tokens off."
     for pred, gold, ev in check_cases("span_boundary"):
-        assert M.token_f1_score(pred, gold) >= T.BOUNDARY_F1 and ev["relation"] != "disjoint"
+        assert M.token_f1(pred, gold) >= T.BOUNDARY_F1 and ev["relation"] != "disjoint"
         assert ev["differing_tokens"] > T.MINOR_WORD_MAX_TOKENS or ev["f1"] < T.MINOR_WORD_F1
 
 
 def test_minor_word_differences_on_real_sections():
     "An extractive prediction a few tokens off the gold at its edges, with a high F1."
     for pred, gold, ev in check_cases("minor_word"):
-        assert M.token_f1_score(pred, gold) >= T.MINOR_WORD_F1
+        assert M.token_f1(pred, gold) >= T.MINOR_WORD_F1
         assert (
             abs(n_tokens(pred) - n_tokens(gold)) == ev["differing_tokens"] <= T.MINOR_WORD_MAX_TOKENS
         )  # nested: only added or only dropped
@@ -97,19 +98,19 @@ def test_minor_word_differences_on_real_sections():
 def test_partial_overlap_on_real_sections():
     "Crossing spans that share a fair part of each other, but not most."
     for pred, gold, _ev in check_cases("partial_overlap"):
-        assert T.PARTIAL_OVERLAP_F1 <= M.token_f1_score(pred, gold) < T.BOUNDARY_F1
+        assert T.PARTIAL_OVERLAP_F1 <= M.token_f1(pred, gold) < T.BOUNDARY_F1
 
 
 def test_low_overlap_on_real_sections():
     "Some shared words: a span elsewhere in the section, or a short piece of the answer."
     for pred, gold, ev in check_cases("low_overlap"):
-        f1 = M.token_f1_score(pred, gold)
+        f1 = M.token_f1(pred, gold)
         assert f1 > 0 and (ev["relation"] == "disjoint" or f1 < T.BOUNDARY_F1)
 
 
 def test_completely_wrong_on_real_sections():
     for pred, gold, ev in check_cases("completely_wrong"):
-        assert M.token_f1_score(pred, gold) == 0 and ev["relation"] == "disjoint"
+        assert M.token_f1(pred, gold) == 0 and ev["relation"] == "disjoint"
 
 
 def test_the_issues_edge_cases():
@@ -158,7 +159,7 @@ def test_taxonomy_on_real_answers():
         assert T.classify_error(gold.upper() + ".", golds, context, starts) is None
         for n in range(1, 7):  # run on by n words of the context
             run_on = context[start : context.index(rest[n - 1], start + len(gold)) + len(rest[n - 1])]
-            added, f1 = n_tokens(run_on) - n_tokens(gold), M.token_f1_score(run_on, gold)
+            added, f1 = n_tokens(run_on) - n_tokens(gold), M.token_f1(run_on, gold)
             if added == 0:
                 continue
             kind = T.classify_error(run_on, golds, context, starts)
@@ -171,7 +172,7 @@ def test_taxonomy_on_real_answers():
             checked[kind] += 1
         truncated = " ".join(words[: len(words) // 2])
         if M.exact_match(truncated, golds) == 0 and context.find(truncated, start) == start and n_tokens(truncated):
-            dropped, f1 = n_tokens(gold) - n_tokens(truncated), M.token_f1_score(truncated, gold)
+            dropped, f1 = n_tokens(gold) - n_tokens(truncated), M.token_f1(truncated, gold)
             expected = (
                 "minor_word"
                 if dropped <= T.MINOR_WORD_MAX_TOKENS and f1 >= T.MINOR_WORD_F1

@@ -5,35 +5,22 @@ filter shows exactly that class's count, its marked predicted span is the predic
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
+from helpers import CHROMIUM_ARGS, ROOT, chromium_or_skip
 
-from helpers import ROOT
-from indicipr import artifacts, cli, core, error_taxonomy, explorer, metrics, qa_files, report, runner
+from indicipr import artifacts, cli, core, error_taxonomy, explorer, metrics, predictions, qa_files, report, runner
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 GOLD = ROOT / "data" / "sample" / "test_squad.jsonl"
 
 
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
-        pytest.skip("chromium not installed")
+    exe = chromium_or_skip()
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
 
@@ -107,6 +94,7 @@ def test_explorer_page_holds_every_question_marked(explorer_page):
         assert "<mark class=" in block, r["id"]
 
 
+@pytest.mark.slow
 def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     out, gold, preds, classes = explorer_page
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -152,6 +140,7 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
     page.close()
 
 
+@pytest.mark.slow
 def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
     from test_core import paper_shaped_tables
@@ -224,7 +213,7 @@ def test_evaluate_reads_lm_eval_samples_and_csv_like_jsonl(tmp_path, capsys):
     for p in (jsonl, samples, table):
         assert cli.main(["evaluate", "--gold", str(GOLD), "--pred", str(p), "--resamples", "20"]) == 0
         scores = capsys.readouterr().out.split("## Scores", 1)[1].split("## ", 1)[0].strip().splitlines()
-        assert scores[-1].split("|")[1].strip() == metrics.system_name(p)
+        assert scores[-1].split("|")[1].strip() == predictions.system_name(p)
         reports.append(scores[-1].split("|")[2:])  # EM, F1, Char-F1, answered, missing
     assert reports[0] == reports[1] == reports[2] and len(reports[0]) >= 5
     bad = tmp_path / "bad.txt"

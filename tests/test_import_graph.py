@@ -1,7 +1,8 @@
 """The modules of indicipr/ import each other without a cycle (and no module imports itself): the
 graph of `from .x`, `from indicipr.x`, `from indicipr import x`, `from . import x` and
 `import indicipr.x` imports, function-level ones included, is acyclic. A later notebook's module
-may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that)."""
+may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that); a library
+notebook with a letter suffix may sit below its parent (06a_predictions holds the files 06_metrics scores)."""
 
 import ast
 

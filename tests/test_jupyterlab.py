@@ -7,34 +7,15 @@ error, and saving then changes nothing but outputs."""
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import time
 import urllib.request
 
 import pytest
-
-from helpers import BIN, ROOT, unused_port
+from helpers import BIN, CHROMIUM_ARGS, ROOT, chromium_or_skip, unused_port
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "notebooks/06_metrics.ipynb"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_or_skip() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (make test-deps installs Debian's chromium)")
-        pytest.skip("chromium not installed")
-    return exe
 
 
 def git(repo, *args) -> str:

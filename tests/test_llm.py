@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
-
 from helpers import needs_llama_cpp, port_open, unused_port
 from standins.openai_server import OpenAIStandIn, constant, error_body
+
 from indicipr import llm_runs
 from indicipr.llm import (
     ChatResult,
@@ -426,6 +426,7 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch):
             pass
 
 
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_llm_server_answers_under_a_schema_and_stops(tmp_path):
     schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}}, "required": ["answer"]}

@@ -3,11 +3,14 @@
 from contextlib import nullcontext
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
+from helpers import QA_SMALL as FIXTURE
+from helpers import needs_llama_cpp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from standins.openai_server import OpenAIStandIn, constant
-from helpers import QA_SMALL as FIXTURE, needs_llama_cpp
-from indicipr import metrics, llm, llm_qa as Q, llm_servers
+
+from indicipr import llm, llm_servers, predictions
+from indicipr import llm_qa as Q
 from indicipr.metrics import token_f1
 
 
@@ -31,9 +34,9 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
     # upper-cased gold: EM/F1 ignore case, the raw answer is not a context substring, the snapped one is
     assert by["replayed_zero-shot"]["em"] == 100.0 and by["replayed_zero-shot"]["verbatim_in_context"] == 0
-    snapped = metrics.read_predictions(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot_snap.jsonl")
+    snapped = predictions.read_predictions(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot_snap.jsonl")
     assert all(snapped[r["id"]] in r["context"] for r in test)
-    meta = metrics.read_prediction_meta(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot.jsonl")
+    meta = predictions.read_prediction_meta(tmp_data_dir / "predictions" / "qa_small" / "replayed_3-shot.jsonl")
     assert meta["shots"] == [s["id"] for s in shots] and meta["postprocess"] == "raw" and meta["temperature"] == 0
 
 
@@ -89,6 +92,7 @@ def test_snap_is_a_context_span_no_worse_than_any_clause(words):
             assert token_f1(snapped, answer) >= token_f1(clause, answer) - 1e-9
 
 
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_server_answers_and_cache_replays(splits, tmp_path):
     test = splits["test"][:3]

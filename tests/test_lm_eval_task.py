@@ -18,13 +18,14 @@ import urllib.request
 import zipfile
 
 import pytest
-
-from standins.openai_server import OpenAIStandIn
 from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
-from indicipr import config, llm, llm_qa as Q, metrics
 from standins.loopback import JSONHandler, LoopbackServer
-from indicipr import benchmark, llm_servers
+from standins.openai_server import OpenAIStandIn
 
+from indicipr import benchmark, config, llm, llm_servers, metrics, predictions
+from indicipr import llm_qa as Q
+
+pytestmark = pytest.mark.slow  # lm-evaluation-harness (its import alone is long), a wheel build, llama.cpp
 TASK_DIR = Q.lm_eval_tasks_dir()
 LLAMACPP_TASKS = ["indicipr_qa_zeroshot_llamacpp", "indicipr_qa_3shot_llamacpp"]
 
@@ -240,7 +241,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
                 assert s["resps"] == [[replies[request_key(Q.qa_messages(r, task_shots))]]]
                 assert s["filtered_resps"] == [preds[r["id"]]]
             assert (
-                metrics.read_predictions(samples_path, lm_eval_filter=variant) == preds
+                predictions.read_predictions(samples_path, lm_eval_filter=variant) == preds
             )  # the samples file as `evaluate` reads it
             _, summary = metrics.score_predictions(records, preds)
             for m in metrics.SCORE_COLUMNS:

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import BIN, QA_SMALL, ROOT, tiny_bert_config
 
-from helpers import BIN, QA_SMALL, ROOT
 from indicipr import basics, benchmark, cli, core, error_analysis, error_taxonomy, llm, llm_servers, qa_files, runner
 
 KEY = "SECRETKEY"
@@ -189,6 +189,7 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
         assert KEY not in out + err
 
 
+@pytest.mark.slow
 def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
     """`reproduce --only 09_llms` with a key in `llm_endpoints` (the model is routed to a closed port, so the run fails
     fast after the kernel has read the real value) and in `HF_ENDPOINT`: the run folder, data/ and figures/, and
@@ -322,18 +323,12 @@ def test_train_an_unknown_model_offline_is_refused_at_once(capsys, monkeypatch):
 def tiny_models(tmp_path_factory):
     import torch
     from transformers import BertConfig, BertForQuestionAnswering, BertModel
+
     from indicipr import qa_model
 
     tok = qa_model.load_tokenizer("minilm-l6")
     torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
+    cfg = tiny_bert_config(num_hidden_layers=1)
     root = tmp_path_factory.mktemp("models")
     for name, cls in (("qa", BertForQuestionAnswering), ("base", BertModel)):
         cls(cfg).save_pretrained(root / name)
@@ -473,6 +468,7 @@ def test_build_with_a_bad_parameter_leaves_no_build_folder(root, capsys):
     assert not (root / "data" / "build" / "t9").exists()
 
 
+@pytest.mark.slow
 def test_hub_without_the_merged_file_or_the_repo_is_a_sentence(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
     from standins.hub import serve_folders
@@ -511,6 +507,7 @@ def test_run_folders_are_created_exclusively(tmp_path):
     assert len(set(got)) == 8 and all(p.is_dir() for p in got)
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
     "Two `reproduce --only 00_core` at once write two run folders; the one whose reader left (`| head -1`) still reports."
     root = project_copy(tmp_path, ["00_core"])

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
+from helpers import QA_SMALL as FIXTURE
+from helpers import needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
 from standins.openai_server import OpenAIStandIn, constant, error_body
-from helpers import QA_SMALL as FIXTURE, needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
-from indicipr import cli, config, core, llm, llm_servers, qa_files
+
+from indicipr import cli, config, core, human_audit, llm, llm_runs, llm_servers, qa_files
 from indicipr import quality as q
-from indicipr import human_audit, llm_runs
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
 
@@ -134,6 +134,7 @@ def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
     assert (kit / "blank" / "sheet_B.csv").exists() and (kit / "README.md").exists()
 
 
+@pytest.mark.slow
 def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path):
     "The stage run of 12_quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
     kit, figs = tmp_path / "kit", tmp_path / "figs"
@@ -272,6 +273,7 @@ def test_ensemble_tables_from_fake_judges(root, qa_test_records):
 
 
 # ---------------------------------------------------------------- the real local judge
+@pytest.mark.slow
 @needs_llama_cpp
 def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
     rec = min(qa_test_records, key=lambda r: len(r["context"]))  # the shortest context keeps this quick

@@ -119,6 +119,7 @@ def test_an_act_column_is_the_act(tmp_path):
 
 
 # ---------------------------------------------------------------- validate, report, go on
+@pytest.mark.slow
 def test_an_off_by_one_offset_in_train_still_scores_the_test_split(tmp_path):
     folder = copy_official(tmp_path / "bench")
     rec = off_by_one(folder)
@@ -142,6 +143,7 @@ def test_training_repairs_an_offset_that_occurs_once_and_leaves_the_rest_out():
     assert [r["answers"]["answer_start"] for r in kept] == [r["answers"]["answer_start"] for r in recs]
 
 
+@pytest.mark.slow
 def test_leaks_and_a_merged_file_that_is_not_the_union_are_reported(tmp_path, capsys):
     folder = copy_official(tmp_path / "bench")
     splits = read_qa_small_all()
@@ -291,6 +293,7 @@ def test_evaluate_options_get_a_sentence(tmp_path, gold_and_preds, args, needle)
     assert rc == 2 and needle in err and no_traceback(err), err
 
 
+@pytest.mark.slow
 def test_predict_on_a_folder_that_is_not_a_model(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
@@ -354,6 +357,7 @@ def test_an_audit_sheet_against_itself_and_a_semicolon_sheet(tmp_path):
 
 
 # ---------------------------------------------------------------- nothing lost, nothing hidden
+@pytest.mark.slow
 def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_and_preds):
     "Tables, figures, the report, run.json, evaluate --out, the audit kit, predictions: all readable by others."
     gold, preds = gold_and_preds
@@ -387,7 +391,7 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
         [
             sys.executable,
             "-c",
-            "from indicipr import metrics\nmetrics.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+            "from indicipr import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
         ],
         env=env,
         capture_output=True,

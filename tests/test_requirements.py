@@ -5,10 +5,8 @@ import configparser
 import importlib.metadata as md
 import re
 
-from packaging.requirements import Requirement
-
 from helpers import ROOT
-
+from packaging.requirements import Requirement
 
 OPTIONAL = (
     "lm_eval_requirements",

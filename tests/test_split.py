@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id
-from indicipr.qa_files import load_qa_file, read_jsonl, write_jsonl
-from indicipr import split as S
-from indicipr.filters import filter_build
-
 from helpers import QA_SMALL, ROOT, read_qa_small_all, recorded_candidates, run_stage_notebook
+
+from indicipr import split as S
+from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id
+from indicipr.filters import filter_build
+from indicipr.qa_files import load_qa_file, read_jsonl, write_jsonl
 
 
 def _digest(folder):
@@ -124,6 +123,7 @@ def _digests(folder: Path) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
     "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
     import shutil

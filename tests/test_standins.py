@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from standins import card_benchmark as cb  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
-from standins.openai_server import Faults, OpenAIStandIn, PAPER_MODELS, request_kind  # noqa: E402
+from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn, request_kind  # noqa: E402
 
 from indicipr import benchmark, core, qa_files  # noqa: E402
 
@@ -73,7 +73,8 @@ def test_card_means_and_question_patterns(card):
     assert round(statistics.mean(len(c.split()) for c in contexts), 1) == 171.3
     assert round(statistics.mean(len(r["question"].split()) for r in m), 1) == 11.9
     answers = [len(r["answers"]["text"][0].split()) for r in m]
-    assert round(statistics.mean(answers), 1) == 35.6 and statistics.median(answers) == 33
+    assert round(statistics.mean(answers), 1) == 35.6
+    assert statistics.median(answers) == 33
     norm = [re.sub(r"\W+", " ", r["question"].lower()).strip() for r in m]
     assert len(set(norm)) == 4118
 
@@ -90,7 +91,8 @@ def test_card_answers_vary_in_structure_and_position(card):
     multi = sum(is_multi_clause(r["answers"]["text"][0]) for r in test)
     assert 0.1 * len(test) < multi < 0.9 * len(test)
     rel = [r["answers"]["answer_start"][0] / len(r["context"]) for r in test]
-    assert min(rel) < 0.1 and max(rel) > 0.5
+    assert min(rel) < 0.1
+    assert max(rel) > 0.5
 
 
 def test_card_split_is_by_section(card):
@@ -98,14 +100,16 @@ def test_card_split_is_by_section(card):
         for a in cb.ACT_ORDER:
             train = {(r["title"], r["context"]) for r in card["train"] if _act(r) == a}
             other = {(r["title"], r["context"]) for r in card[split] if _act(r) == a}
-            assert other and not {c for _, c in train} & {c for _, c in other}
+            assert other
+            assert not {c for _, c in train} & {c for _, c in other}
             assert not {t for t, _ in train} & {t for t, _ in other}  # no section in two splits
     assert all(re.fullmatch(r"Section \d+[A-Z]*(: .+)?", r["title"]) for r in card["merged"])
 
 
 def test_card_acts_recoverable_but_prefixes_not_all_registered(card):
     registered = {n.lower() for a in core.ACTS.values() for n in (a.prefix, a.key, *a.aliases)}
-    assert cb.PREFIXES["copyright"] == "cop" and not set(cb.PREFIXES.values()) <= registered
+    assert cb.PREFIXES["copyright"] == "cop"
+    assert not set(cb.PREFIXES.values()) <= registered
     for a, prefix in cb.PREFIXES.items():
         name = cb.ACT_TITLES[a][len("The ") :]
         recs = [r for r in card["merged"] if r["id"].startswith(prefix + "_")]
@@ -146,8 +150,10 @@ def test_checkpoint_is_a_small_uncased_bert_for_qa(hub_root):
     folder = hub_root / "models" / "law-ai" / "InLegalBERT"
     model = AutoModelForQuestionAnswering.from_pretrained(folder)
     tok = AutoTokenizer.from_pretrained(folder)
-    assert type(model).__name__ == "BertForQuestionAnswering" and model.config.num_hidden_layers == 2
-    assert len(tok) == 30522 and tok.tokenize("Controller PATENT") == ["controller", "patent"]
+    assert type(model).__name__ == "BertForQuestionAnswering"
+    assert model.config.num_hidden_layers == 2
+    assert len(tok) == 30522
+    assert tok.tokenize("Controller PATENT") == ["controller", "patent"]
     other = json.loads((hub_root / "models" / "bert-base-uncased" / "config.json").read_text())
     assert other["hidden_size"] == 128
     assert (folder / "model.safetensors").read_bytes() != (
@@ -225,7 +231,8 @@ print("range", r.status_code, r.content, r.headers["content-range"].split("/")[0
         )
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    assert "repo RepositoryNotFoundError" in lines and "entry EntryNotFoundError" in lines
+    assert "repo RepositoryNotFoundError" in lines
+    assert "entry EntryNotFoundError" in lines
     assert "revision RevisionNotFoundError" in lines
     assert "range 206 b'[PAD]' bytes 0-4" in lines
 
@@ -267,13 +274,14 @@ def test_openai_standin_models_and_unknown_model():
 
 
 def test_openai_standin_answers_qa_judge_and_generation(card):
-    from indicipr import generate, llm, llm_qa, quality, filters
+    from indicipr import filters, generate, llm, llm_qa, quality
 
     rec = card["test"][0]
     with OpenAIStandIn() as srv:
         qa = llm.chat_json(_endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None)
         answer = qa.parsed["answer"] if isinstance(qa.parsed, dict) else qa.raw
-        assert answer and answer.lower() in rec["context"].lower()
+        assert answer
+        assert answer.lower() in rec["context"].lower()
         again = llm.chat_json(
             _endpoint(srv.base_url, "qwen2.5:7b"), llm_qa.qa_messages(rec), llm_qa.ANSWER_SCHEMA, None
         )
@@ -282,7 +290,8 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
         assert request_kind(msgs) == "judge"
         j = llm.chat_json(_endpoint(srv.base_url, "gemma3:12b"), msgs, quality.JUDGE_SCHEMA, None, validate=False)
         scores, err = quality.parse_judge_reply(j.raw)
-        assert err is None and {getattr(scores, c) for c in quality.JUDGE_CRITERIA} <= {1, 2, 3}
+        assert err is None
+        assert {getattr(scores, c) for c in quality.JUDGE_CRITERIA} <= {1, 2, 3}
         failed = Counter()
         contexts = list(dict.fromkeys((r["title"], r["context"]) for r in card["merged"]))[:60]
         for title, ctx in contexts:
@@ -319,8 +328,10 @@ def test_openai_standin_faults_are_retried(kind):
     ]
     with OpenAIStandIn(faults=Faults(rate=1.0, kinds=(kind,), retry_after_s=0.1, delay_s=1.5)) as srv:
         res = llm.chat_json(_endpoint(srv.base_url, "mistral:7b", timeout=0.5), msgs, None, None)
-        assert res.error is None and "Controller" in res.parsed["answer"]
-        assert srv.summary()["faults"] == {kind: 1} and sum(srv.calls.values()) == 2
+        assert res.error is None
+        assert "Controller" in res.parsed["answer"]
+        assert srv.summary()["faults"] == {kind: 1}
+        assert sum(srv.calls.values()) == 2
 
 
 def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):

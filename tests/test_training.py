@@ -19,8 +19,14 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from helpers import QA_SMALL, ROOT  # noqa: E402
-from indicipr import encoders as E, finetune as FT, metrics, pool as P, qa_model as QM, training as TR  # noqa: E402
+from helpers import QA_SMALL, ROOT, tiny_bert_config  # noqa: E402
+
+from indicipr import encoders as E  # noqa: E402
+from indicipr import finetune as FT
+from indicipr import pool as P
+from indicipr import predictions
+from indicipr import qa_model as QM
+from indicipr import training as TR
 
 # The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
@@ -44,20 +50,11 @@ ACCELERATE_2_CPU = [
 
 def tiny_bert_dir(folder: Path, dropout: float = 0.1, seed: int = 0) -> str:
     "A tiny random BERT QA checkpoint with MiniLM's tokenizer, saved like a hub checkpoint."
-    from transformers import BertConfig, BertForQuestionAnswering
+    from transformers import BertForQuestionAnswering
 
     tok = QM.load_tokenizer("minilm-l6")
     torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
+    cfg = tiny_bert_config(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     BertForQuestionAnswering(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -204,12 +201,13 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
         for r in rows
     }
     preds = {
-        r["system"]: metrics.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+        r["system"]: predictions.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
         for r in rows
     }
     return rows, logs, preds, pool
 
 
+@pytest.mark.slow
 def test_a_pooled_run_is_the_run_alone(tiny_dirs, tmp_path, monkeypatch, one_thread):
     "Two runs one after another in this process, then the same two in a pool of 2 processes: identical, run by run."
     alone = _table(str(QA_SMALL), tiny_dirs["dropout"], tmp_path / "alone", monkeypatch, workers=1)
@@ -233,6 +231,7 @@ def _failing_run(job, callbacks=None):
     return job
 
 
+@pytest.mark.slow
 def test_a_failing_pooled_run_names_itself(one_thread):
     with pytest.raises(RuntimeError, match=r"(?s)run 1 of 2 failed in a worker process.*ValueError: this run fails"):
         list(P.run_pool(_failing_run, ["good", "bad"], workers=2))
@@ -252,6 +251,7 @@ def _fake_gpu_run(job, callbacks=None):
     return {"job": job, "start": t0, "end": time.time(), "pid": os.getpid()}
 
 
+@pytest.mark.slow
 def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     """The 'auto' pool as on a GPU (here faked: one device, 4 CPUs): the first run alone reports its footprint, the plan
     allows 2 at once (90% of 8 GiB free holds one more 4 GiB run), and no more than 2 ever run together."""
@@ -288,6 +288,7 @@ def test_pool_size(monkeypatch):
         P._pool_size(3, "many")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None,
     reason="accelerate's launcher is not installed beside this Python",

@@ -520,7 +520,7 @@ def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
         return (int(m.group(1)), m.group(2), c["order"])
 
     by_ctx = {}
-    for n, (i, j) in enumerate(slots):
+    for n, (i, _) in enumerate(slots):
         by_ctx.setdefault(i, []).append(n)
     merged, split_of = [], {}
     for a in ACT_ORDER:

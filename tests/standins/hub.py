@@ -371,16 +371,14 @@ def serve_folders(root, host: str = "127.0.0.1", port: int = 0) -> HubStandIn:
 
 if __name__ == "__main__":
     import argparse
-    import time
+
+    from .loopback import serve_from_command_line
 
     ap = argparse.ArgumentParser(description="serve <root>/datasets/... and <root>/models/... as a hub on 127.0.0.1")
     ap.add_argument("root")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
-    with serve_folders(args.root, port=args.port) as hub:
-        print(f"HF_ENDPOINT={hub.endpoint}  repos: {', '.join(f'{t}:{r}' for t, r in hub.repos)}", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    serve_from_command_line(
+        serve_folders(args.root, port=args.port),
+        lambda hub: f"HF_ENDPOINT={hub.endpoint}  repos: {', '.join(f'{t}:{r}' for t, r in hub.repos)}",
+    )

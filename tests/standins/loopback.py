@@ -56,3 +56,16 @@ class LoopbackServer:
 
     def __exit__(self, *exc):
         self._serving.stop()
+
+
+def serve_from_command_line(server, announce) -> None:
+    "A stand-in started from the command line: enter `server`, print `announce(server)` (where it listens), serve until Ctrl-C."
+    import time
+
+    with server as s:
+        print(announce(s), flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

@@ -535,14 +535,13 @@ def error_body(message: str, code: str | None = None, typ: str = "invalid_reques
 if __name__ == "__main__":
     import argparse
 
+    from .loopback import serve_from_command_line
+
     ap = argparse.ArgumentParser(description="OpenAI-compatible stand-in on 127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
     args = ap.parse_args()
-    with OpenAIStandIn(faults=Faults(rate=args.fault_rate), port=args.port) as s:
-        print(f"INDICIPR_LLM_BASE_URL={s.base_url}  models: {', '.join(s.models)}", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    serve_from_command_line(
+        OpenAIStandIn(faults=Faults(rate=args.fault_rate), port=args.port),
+        lambda s: f"INDICIPR_LLM_BASE_URL={s.base_url}  models: {', '.join(s.models)}",
+    )

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from indicipr import config, llm_qa, metrics
-from indicipr import benchmark
+from indicipr import benchmark, config, llm_qa, metrics
 
 DEFAULT_SOURCE = "sample"
 
