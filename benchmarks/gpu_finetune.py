@@ -211,10 +211,10 @@ def speed_worker(spec: dict) -> dict:
     from indicipr import training as TR
 
     model_name = spec["models"][0]
-    st = config.settings_for("encoders", "paper")
+    run_settings = config.settings_for("encoders", "paper")
     train = [dict(r) for r in benchmark.load_benchmark(spec["card"])["train"]]
     tok = QM.load_tokenizer(model_name)
-    windows = QM.encode_windows(train, tok, st.max_length, st.stride, labels=True)
+    windows = QM.encode_windows(train, tok, run_settings.max_length, run_settings.stride, labels=True)
     if spec.get("examples"):
         keep = np.arange(min(spec["examples"], len(windows)))
         windows = QM.Windows(
@@ -227,10 +227,10 @@ def speed_worker(spec: dict) -> dict:
         )
     cfg = TR.TrainConfig(
         epochs=spec["epochs"],
-        learning_rate=st.learning_rate,
-        batch_size=st.batch_size,
-        max_length=st.max_length,
-        stride=st.stride,
+        learning_rate=run_settings.learning_rate,
+        batch_size=run_settings.batch_size,
+        max_length=run_settings.max_length,
+        stride=run_settings.stride,
         seed=0,
         logging_steps=50,
         save_checkpoints=False,
@@ -259,7 +259,9 @@ def speed_worker(spec: dict) -> dict:
             print(f"(a) {name} ...", flush=True)
             try:
                 if name == "plain":
-                    r = run_plain(fresh(), windows, cfg, st.max_length, f"{tmp}/{name}", tok.pad_token_id or 0)
+                    r = run_plain(
+                        fresh(), windows, cfg, run_settings.max_length, f"{tmp}/{name}", tok.pad_token_id or 0
+                    )
                 else:
                     c = dataclasses.replace(
                         cfg,

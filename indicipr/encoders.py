@@ -341,27 +341,35 @@ def run_encoders(
     pool's report (`PoolRun.report`: its plan and each run's worker)."""
     if settings is not None and overrides:
         raise ValueError(f"run_encoders: pass the settings or overrides of them, not both ({sorted(overrides)})")
-    st = settings if settings is not None else settings_for("encoders", profile, **overrides)
-    shrink = shrink_note(st, profile)
+    run_settings = settings if settings is not None else settings_for("encoders", profile, **overrides)
+    shrink = shrink_note(run_settings, profile)
     ds = ds if ds is not None else benchmark.load_benchmark(data_source)
-    train, evalset = stage_records(ds, st.split)
-    caps = caps or answer_length_caps(train, st)[2]
+    train, evalset = stage_records(ds, run_settings.split)
+    caps = caps or answer_length_caps(train, run_settings)[2]
     tag = benchmark.source_tag(data_source)
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
-    curve_set = [dict(r) for r in ds[st.curve_split]] if st.curve_split and st.curve_every else None
+    curve_set = (
+        [dict(r) for r in ds[run_settings.curve_split]]
+        if run_settings.curve_split and run_settings.curve_every
+        else None
+    )
     jobs = []
-    for model in st.models:
-        mal = caps[model]
+    for model in run_settings.models:
+        answer_cap = caps[model]
         tok = load_tokenizer(model) if curve_set else None
 
-        def curve(folder, tok=tok, mal=mal):
-            return [F1Curve(curve_set, tok, st.curve_every, mal, Path(folder) / CURVE_FILE)] if curve_set else None
+        def curve(folder, tok=tok, answer_cap=answer_cap):
+            return (
+                [F1Curve(curve_set, tok, run_settings.curve_every, answer_cap, Path(folder) / CURVE_FILE)]
+                if curve_set
+                else None
+            )
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
-        recipe = {"freeze_embeddings": st.freeze_embeddings, "cpu_bf16": st.cpu_bf16}
-        if st.intermediate:
+        recipe = {"freeze_embeddings": run_settings.freeze_embeddings, "cpu_bf16": run_settings.cpu_bf16}
+        if run_settings.intermediate:
             folder = intermediate_dir(data_source, model)
-            spec = {**recipe, **as_dict(st.intermediate)}
+            spec = {**recipe, **as_dict(run_settings.intermediate)}
             synthetic = intermediate_records(train, held_out, spec)  # phase 1's questions, and phase 2's rehearsal
             start, inter = train_intermediate(
                 model,
@@ -369,27 +377,29 @@ def run_encoders(
                 held_out,
                 spec,
                 folder,
-                mal,
+                answer_cap,
                 {"data_source": tag},
                 callbacks=curve(folder),
                 synthetic=synthetic,
             )
-        for seed in st.seeds:
+        for seed in run_settings.seeds:
             cfg = TrainConfig(
-                epochs=st.epochs,
-                max_steps=st.max_steps,
-                learning_rate=st.learning_rate,
-                batch_size=st.batch_size,
-                max_length=st.max_length,
-                stride=st.stride,
+                epochs=run_settings.epochs,
+                max_steps=run_settings.max_steps,
+                learning_rate=run_settings.learning_rate,
+                batch_size=run_settings.batch_size,
+                max_length=run_settings.max_length,
+                stride=run_settings.stride,
                 seed=seed,
                 **recipe,
                 **(train_options or {}),
             )
-            out_dir, first = checkpoint_dir(data_source, model, seed), seed == st.seeds[0]
-            replay = rehearsal_records(synthetic, st.rehearsal or 0.0, seed)
+            out_dir, first = checkpoint_dir(data_source, model, seed), seed == run_settings.seeds[0]
+            replay = rehearsal_records(synthetic, run_settings.rehearsal or 0.0, seed)
             rehearsal = (
-                {"fraction": st.rehearsal, "questions": len(replay), "digest": _digest(replay)} if replay else None
+                {"fraction": run_settings.rehearsal, "questions": len(replay), "digest": _digest(replay)}
+                if replay
+                else None
             )
             jobs.append(
                 {
@@ -399,7 +409,7 @@ def run_encoders(
                     "cfg": cfg,
                     "output_dir": str(out_dir),
                     "rehearsal": replay,
-                    "max_answer_length": mal,
+                    "max_answer_length": answer_cap,
                     "meta": {
                         "data_source": tag,
                         **({"intermediate": inter} if inter else {}),
@@ -412,17 +422,19 @@ def run_encoders(
                 }
             )
     rows = [None] * len(jobs)
-    workers = workers if workers is not None else st.workers
-    pool = run_pool(_table_run, jobs, (train, evalset, st.eval_batch_size), workers)
+    workers = workers if workers is not None else run_settings.workers
+    pool = run_pool(_table_run, jobs, (train, evalset, run_settings.eval_batch_size), workers)
     for i, res in pool:
         if res is None:
             continue  # not the main process of a distributed run
         job = jobs[i]
-        model, seed, mal, inter = job["key"], job["seed"], job["max_answer_length"], job["inter"]
+        model, seed, answer_cap, inter = job["key"], job["seed"], job["max_answer_length"], job["inter"]
         out, preds, pred_s = Path(res["model_dir"]), res["predictions"], res["predict_s"]
         missing = [r["id"] for r in evalset if r["id"] not in preds]
         if missing:
-            raise RuntimeError(f"{out}: no prediction for {len(missing)} {st.split} questions, e.g. {missing[:3]}")
+            raise RuntimeError(
+                f"{out}: no prediction for {len(missing)} {run_settings.split} questions, e.g. {missing[:3]}"
+            )
         system = f"{model_short_name(model)}_seed{seed}"
         meta = qa_config(out)
         predictions.write_predictions(
@@ -433,8 +445,8 @@ def run_encoders(
             model=model,
             setting="fine-tuned",
             seed=seed,
-            split=st.split,
-            max_answer_length=mal,
+            split=run_settings.split,
+            max_answer_length=answer_cap,
             model_dir=str(out),
             train_seconds=meta.get("train_seconds"),
             shrink=shrink,
@@ -447,7 +459,7 @@ def run_encoders(
             )
         settings["intermediate"] = intermediate_note(inter)
         settings["rehearsal"] = (
-            f"{len(job['rehearsal'])} of phase 1's questions (a share of {st.rehearsal:g}, drawn by the seed)"
+            f"{len(job['rehearsal'])} of phase 1's questions (a share of {run_settings.rehearsal:g}, drawn by the seed)"
             if job["rehearsal"]
             else "none"
         )
@@ -459,7 +471,7 @@ def run_encoders(
             "f1": summary["f1"],
             "char_f1": summary["char_f1"],
             "train_windows": meta.get("train_windows"),
-            "max_answer_length": mal,
+            "max_answer_length": answer_cap,
             "train_s": meta.get("train_seconds"),
             "predict_s": pred_s,
             "settings": settings,
@@ -507,20 +519,20 @@ def seed_summary(rows) -> "pd.DataFrame":
     return pd.DataFrame(out)
 
 # %% ../notebooks/08_encoders.ipynb #5165c6a3
-def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
-    """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `st.boundary_models`
-    ("all": every model): weights tuned on `st.boundary_tune_split`, the evaluated split predicted and written as
+def boundary_runs(data_source, rows, run_settings: dict, ds=None) -> list[dict]:
+    """Boundary-aware decoding of each run in `rows` (from `run_encoders`) whose model is in `run_settings.boundary_models`
+    ("all": every model): weights tuned on `run_settings.boundary_tune_split`, the evaluated split predicted and written as
     `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain and tuned, its scores).
     `ds`: the loaded benchmark (`benchmark.load_benchmark`; else loaded here)."""
     from indicipr import boundary
 
-    want = st.boundary_models
+    want = run_settings.boundary_models
     if not want:
         return []
     ds = ds if ds is not None else benchmark.load_benchmark(data_source, verbose=False)
     train, _, _ = qa_files.training_records(ds["train"])
-    tune_set = [dict(r) for r in ds[st.boundary_tune_split]]
-    evalset = [dict(r) for r in ds[st.split]]
+    tune_set = [dict(r) for r in ds[run_settings.boundary_tune_split]]
+    evalset = [dict(r) for r in ds[run_settings.split]]
     out, priors = [], {}
     for r in rows:
         if want != "all" and r["model"] not in want:
@@ -543,7 +555,7 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
             _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
         ]
         system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
-        decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": st.boundary_tune_split}
+        decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": run_settings.boundary_tune_split}
         predictions.write_predictions(
             preds,
             system,
@@ -552,7 +564,7 @@ def boundary_runs(data_source, rows, st: dict, ds=None) -> list[dict]:
             model=r["model"],
             setting="fine-tuned, boundary-aware decoding",
             seed=r["seed"],
-            split=st.split,
+            split=run_settings.split,
             max_answer_length=r["max_answer_length"],
             model_dir=str(folder),
             plain_system=r["system"],

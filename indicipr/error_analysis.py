@@ -544,19 +544,19 @@ def gold_structure(
 
 
 def errors_stage(
-    runs: dict, gold_records: list[dict], st: dict, data_source, length_split: float, report_dir=None
+    runs: dict, gold_records: list[dict], run_settings: dict, data_source, length_split: float, report_dir=None
 ) -> dict:
     """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs; the
     report is also written to `<report_dir>/evaluate_<focus>.md` when `report_dir` is given."""
     from indicipr.core import CARD, card_comparable
     from indicipr.significance import analysis_runs, resolve_focus
 
-    focus, focus_note = resolve_focus(runs, st["focus_system"])
-    chosen = analysis_runs(runs, st["focus_seed"])
+    focus, focus_note = resolve_focus(runs, run_settings["focus_system"])
+    chosen = analysis_runs(runs, run_settings["focus_seed"])
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}
     card = (
-        card_comparable(data_source, {st["split"]: gold_records})
-        and st["split"] == "test"
+        card_comparable(data_source, {run_settings["split"]: gold_records})
+        and run_settings["split"] == "test"
         and focus == CARD["significance"]["focus_system"]
     )
     n_nonexact = int((frames[focus]["em"] < 100).sum())
@@ -599,12 +599,12 @@ def errors_stage(
     )
     others = [runs[chosen[s]]["path"] for s in chosen if s != focus]
     report = evaluate_files(
-        st["split"],
+        run_settings["split"],
         runs[chosen[focus]]["path"],
         others,
         data_source=data_source,
-        n_resamples=st["n_resamples"],
-        seed=st["seed"],
+        n_resamples=run_settings["n_resamples"],
+        seed=run_settings["seed"],
         out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None,
     )
     return {

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from . import basics, benchmark, core
+from .config import WINDOW
 from indicipr.qa_model import (
     MODEL_REGISTRY,
     encode_windows,
@@ -247,14 +248,14 @@ def predict_split(
 ) -> dict[str, str]:
     "`{id: prediction_text}` for `records` with a fine-tuned model folder."
     model, tok, cfg = load_finetuned(model_dir)
-    mal = max_answer_length or cfg.get("max_answer_length", 64)
+    cap = max_answer_length or cfg.get("max_answer_length", 64)
     answers = predict_answers(
         model,
         tok,
         records,
-        cfg.get("max_length", 384),
-        cfg.get("stride", 128),
-        mal,
+        cfg.get("max_length", WINDOW.max_length),
+        cfg.get("stride", WINDOW.stride),
+        cap,
         batch_size,
         device=device,
         progress=progress,

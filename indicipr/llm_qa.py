@@ -209,34 +209,34 @@ def run_llm_baselines(
     from indicipr import artifacts, benchmark, llm, llm_servers, metrics
     from indicipr.config import settings_for
 
-    st = settings_for("llm_qa", profile, **overrides)
+    run_settings = settings_for("llm_qa", profile, **overrides)
     ds = benchmark.load_benchmark(data_source)
-    records = [dict(r) for r in ds[st.split]]
-    if st.max_questions:
-        records = records[: int(st.max_questions)]
+    records = [dict(r) for r in ds[run_settings.split]]
+    if run_settings.max_questions:
+        records = records[: int(run_settings.max_questions)]
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), st.qa_models) as endpoints:
-        for model in st.qa_models:
+    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), run_settings.qa_models) as endpoints:
+        for model in run_settings.qa_models:
             ep = endpoints[model]
             short = llm_short_name(ep.model)
-            for setting in st.settings:
-                shots = draw_shots(train, SETTINGS[setting], st.shot_seed) if SETTINGS[setting] else []
+            for setting in run_settings.settings:
+                shots = draw_shots(train, SETTINGS[setting], run_settings.shot_seed) if SETTINGS[setting] else []
                 t0 = time.perf_counter()
                 raw, snapped, stats = predict_llm(
                     ep,
                     records,
                     shots,
                     cache,
-                    st.max_tokens,
-                    st.concurrency,
+                    run_settings.max_tokens,
+                    run_settings.concurrency,
                     desc=f"{short} {setting}",
                     confirm_cost=confirm_cost,
                 )
                 artifacts.record_timings("09_llms", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
-                    if variant == "snap" and not st.snap:
+                    if variant == "snap" and not run_settings.snap:
                         continue
                     system = f"{short}_{setting}" + ("_snap" if variant == "snap" else "")
                     shown = (
@@ -249,12 +249,12 @@ def run_llm_baselines(
                         family="llm",
                         model=ep.model,
                         setting=shown,
-                        seed=st.shot_seed,
-                        split=st.split,
+                        seed=run_settings.shot_seed,
+                        split=run_settings.split,
                         postprocess=variant,
                         shots=[s["id"] for s in shots],
                         temperature=0,
-                        max_tokens=st.max_tokens,
+                        max_tokens=run_settings.max_tokens,
                         system_prompt=QA_SYSTEM,
                         base_url=ep.shown_url if ep.kind != "replay" else "replay",
                     )

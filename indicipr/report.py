@@ -256,12 +256,12 @@ def _significance_rows() -> list:
 
 
 def _structure_rows() -> list:
-    st = CARD["answer_structure"]
+    structure = CARD["answer_structure"]
 
     def label(g):
-        return f"Short answers (≤ {st['median_answer_words']} words)" if g == "Short" else f"{g} answers"
+        return f"Short answers (≤ {structure['median_answer_words']} words)" if g == "Short" else f"{g} answers"
 
-    return [(label(g), f"{metric} {value:.2f}") for g, (metric, value) in st["groups"].items()]
+    return [(label(g), f"{metric} {value:.2f}") for g, (metric, value) in structure["groups"].items()]
 
 
 def _error_rows() -> list:

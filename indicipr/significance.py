@@ -412,31 +412,35 @@ def decoding_comparison(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES
 
 # %% ../notebooks/10_significance.ipynb #47dc66f3
 def significance_stage(
-    runs: Mapping[str, dict], gold_records: list[dict], st: SignificanceSettings, data_source
+    runs: Mapping[str, dict], gold_records: list[dict], run_settings: SignificanceSettings, data_source
 ) -> dict:
     """`{"tables": {name: (frame, caption, floatfmt)}, "figures": {name: figure}, "notes": [lines], "focus", "chosen"}`
-    of the stage for the scored `runs` under the settings `st`."""
+    of the stage for the scored `runs` under the settings `run_settings`."""
     from indicipr.core import card_comparable
 
-    n, where = len(gold_records), f"{st.split} questions ({data_source})"
+    n, where = len(gold_records), f"{run_settings.split} questions ({data_source})"
     tables = {"results_runs": (per_run_table(runs), f"Every run on the {n} {where}", ".2f")}
-    results = results_table(runs, st.n_resamples, st.seed)
+    results = results_table(runs, run_settings.n_resamples, run_settings.seed)
     tables["results"] = (
         results.drop(columns="F1 mean"),
         f"Results on the {n} {where}; mean ± sd over seeds; F1 95% bootstrap "
         "interval of the seed-averaged per-question F1",
         ".2f",
     )
-    focus, focus_note = resolve_focus(runs, st.focus_system)
-    chosen = analysis_runs(runs, st.focus_seed)
+    focus, focus_note = resolve_focus(runs, run_settings.focus_system)
+    chosen = analysis_runs(runs, run_settings.focus_seed)
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}
     notes = [f"focus system: {focus_note}; one run per system: " + ", ".join(f"{s} → {r}" for s, r in chosen.items())]
-    partners = comparison_partners(runs, focus, st.compare_family)
-    what = "every other system" if st.compare_family == "all" else f"each other {st.compare_family} system"
-    boot = f"paired bootstrap on per-question F1 ({st.n_resamples} resamples, seed {st.seed}); two-sided p-values"
+    partners = comparison_partners(runs, focus, run_settings.compare_family)
+    what = (
+        "every other system"
+        if run_settings.compare_family == "all"
+        else f"each other {run_settings.compare_family} system"
+    )
+    boot = f"paired bootstrap on per-question F1 ({run_settings.n_resamples} resamples, seed {run_settings.seed}); two-sided p-values"
     if partners:
         tables["significance"] = (
-            card_comparisons(frames, focus, partners, st.n_resamples, st.seed),
+            card_comparisons(frames, focus, partners, run_settings.n_resamples, run_settings.seed),
             f"{focus} against {what}: {boot}, Holm-corrected over these {len(partners)} comparison(s)",
             ".4f",
         )
@@ -445,7 +449,9 @@ def significance_stage(
     figures = {}
     if len(frames) > 1:
         all_pairs = compare_systems(
-            {s: f["f1"].to_numpy() for s, f in frames.items()}, n_resamples=st.n_resamples, seed=st.seed
+            {s: f["f1"].to_numpy() for s, f in frames.items()},
+            n_resamples=run_settings.n_resamples,
+            seed=run_settings.seed,
         )
         tables["significance_all_pairs"] = (
             all_pairs,
@@ -453,7 +459,7 @@ def significance_stage(
             ".4f",
         )
         figures["significance_ci"] = ci_figure(all_pairs)
-    decoding = decoding_comparison(runs, st.n_resamples, st.seed)
+    decoding = decoding_comparison(runs, run_settings.n_resamples, run_settings.seed)
     if len(decoding):
         tables["decoding_comparison"] = (
             decoding,
@@ -462,7 +468,9 @@ def significance_stage(
             ".4f",
         )
     card = (
-        card_comparable(data_source, {st.split: gold_records}) and st.split == "test" and focus == _SIG["focus_system"]
+        card_comparable(data_source, {run_settings.split: gold_records})
+        and run_settings.split == "test"
+        and focus == _SIG["focus_system"]
     )
     per_act = per_act_f1_table(frames[focus], card=card)
     tables["per_act_focus"] = (per_act, f"Per-Act scores of {focus_note}, run {chosen[focus]}", ".2f")

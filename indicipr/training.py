@@ -337,15 +337,15 @@ def _load_loop_checkpoint(folder, model, opt, scaler, device) -> dict | None:
     path = Path(folder) / _LOOP_STATE
     if not path.is_file():
         return None
-    st = torch.load(path, map_location=device, weights_only=True)
-    _unwrap(model).load_state_dict(st["model"])
-    opt.load_state_dict(st["optimizer"])
-    if scaler is not None and st.get("scaler"):
-        scaler.load_state_dict(st["scaler"])
-    torch.set_rng_state(st["rng"]["cpu"].cpu())
-    if "cuda" in st["rng"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in st["rng"]["cuda"]])
-    return st
+    state = torch.load(path, map_location=device, weights_only=True)
+    _unwrap(model).load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    torch.set_rng_state(state["rng"]["cpu"].cpu())
+    if "cuda" in state["rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["rng"]["cuda"]])
+    return state
 
 # %% ../notebooks/07b_training.ipynb #6269b9f1
 class _GraphedSteps:
@@ -499,11 +499,11 @@ def _train_loop(
 
     done, resumed = 0, None
     if resume_from:
-        st = _load_loop_checkpoint(resume_from, model, opt, scaler, device)
-        if st is not None:
-            done, resumed = int(st["step"]), resume_from
-            losses[:done] = st["losses"].to(device)
-            counts[:done] = st["counts"].numpy()
+        saved = _load_loop_checkpoint(resume_from, model, opt, scaler, device)
+        if saved is not None:
+            done, resumed = int(saved["step"]), resume_from
+            losses[:done] = saved["losses"].to(device)
+            counts[:done] = saved["counts"].numpy()
     first = done
     state = TrainerState(
         max_steps=total,

@@ -413,9 +413,9 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
         intermediate=False,
         curve_every=0,
     )
-    st = config.settings_for("encoders", "offline", models=[tiny_model_dir])
-    assert st.boundary_models == "all" and st.boundary_tune_split == "validation"
-    b = E.boundary_runs(str(FIXTURE), rows, st)
+    run_settings = config.settings_for("encoders", "offline", models=[tiny_model_dir])
+    assert run_settings.boundary_models == "all" and run_settings.boundary_tune_split == "validation"
+    b = E.boundary_runs(str(FIXTURE), rows, run_settings)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
