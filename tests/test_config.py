@@ -65,7 +65,8 @@ def test_the_train_commands_flags_are_the_encoder_settings():
     assert {flag_for.get(d, d) for d in dests} <= field_names("encoders")
 
 
-def test_the_config_module_sits_on_core_only():
+def test_the_config_module_sits_on_the_foundation_only():
+    "The settings and the run context need paths, the card and the benchmark's loader, nothing of a stage."
     from test_import_graph import import_graph
 
-    assert import_graph()["config"] <= {"core"}
+    assert import_graph()["config"] <= {"basics", "core", "qa_files", "benchmark"}
