@@ -14,16 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .basics import write_text_atomic
-from indicipr.core import (
-    CARD,
-    CARD_GLANCE,
-    CARD_PER_ACT,
-    OFFICIAL_FILES,
-    act_label,
-    card_comparable,
-    figures_path,
-    tables_path,
-)
+from .core import CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES
+from .core import act_label, card_comparable, figures_path, tables_path
 from .error_taxonomy import ERROR_TYPES
 
 # %% auto #0
