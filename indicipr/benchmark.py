@@ -16,25 +16,9 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .basics import current_umask, mask_secrets, swap_folder, tidy_swap_leftovers, write_text_atomic
-from indicipr.core import (
-    ACTS,
-    CARD_PER_ACT,
-    HUB_ID,
-    OFFICIAL_COUNTS,
-    OFFICIAL_FILES,
-    SPLITS,
-    UNKNOWN_ACT,
-    UNKNOWN_ACT_KEY,
-    InputError,
-    act_for_id,
-    act_for_key,
-    act_label,
-    check_output,
-    data_dir,
-    id_prefix,
-    project_root,
-    record_act,
-)
+from .core import ACTS, CARD_PER_ACT, HUB_ID, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS
+from .core import UNKNOWN_ACT, UNKNOWN_ACT_KEY, InputError, act_for_id, act_for_key, act_label
+from .core import check_output, data_dir, id_prefix, project_root, record_act
 from .qa_files import QAFile, QAFormatError, QAProblem, load_qa_file, read_text
 
 # %% auto #0

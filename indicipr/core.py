@@ -197,6 +197,11 @@ def record_act(record: Mapping) -> str:
     return act.key if act else UNKNOWN_ACT_KEY
 
 # %% ../notebooks/00_core.ipynb #56e6e47d
+def _card_scores(em: float, f1: float, char_f1: float) -> dict:
+    "One system's row of the card: EM, F1 and Char-F1 (percent)."
+    return {"EM": em, "F1": f1, "Char-F1": char_f1}
+
+
 CARD = {  # the dataset card's published numbers, once (see the prose above for each one's place in the card)
     "construction": {
         "initial_contexts": 1173,
@@ -222,28 +227,19 @@ CARD = {  # the dataset card's published numbers, once (see the prose above for 
     "unseen_vocabulary": {"answers": 11.1, "questions": 15.3, "contexts": 13.7},  # % of unique test tokens
     "train_test_jaccard": 0.0,  # for each of the seven Acts
     "bm25": {
-        "bm25_retrieval": {"EM": 0.00, "F1": 20.21, "Char-F1": 77.10},
-        "bm25_oracle_window": {"EM": 14.24, "F1": 51.30, "Char-F1": 85.23},
+        "bm25_retrieval": _card_scores(0.00, 20.21, 77.10),
+        "bm25_oracle_window": _card_scores(14.24, 51.30, 85.23),
     },
     "encoders": {
-        "bert-base": {"EM": 63.66, "F1": 83.33, "Char-F1": 86.38},
-        "legalbert-us": {"EM": 65.12, "F1": 84.66, "Char-F1": 86.67},
-        "incaselawbert": {"EM": 63.08, "F1": 84.37, "Char-F1": 86.40},
-        "inlegalbert": {"EM": 63.66, "F1": 85.02, "Char-F1": 87.26},
+        "bert-base": _card_scores(63.66, 83.33, 86.38),
+        "legalbert-us": _card_scores(65.12, 84.66, 86.67),
+        "incaselawbert": _card_scores(63.08, 84.37, 86.40),
+        "inlegalbert": _card_scores(63.66, 85.02, 87.26),
     },
     "llms": {
-        "mistral:7b": {
-            "zero-shot": {"EM": 18.31, "F1": 67.11, "Char-F1": 75.07},
-            "3-shot": {"EM": 24.71, "F1": 68.83, "Char-F1": 76.01},
-        },
-        "llama3.1:8b": {
-            "zero-shot": {"EM": 33.43, "F1": 74.78, "Char-F1": 79.61},
-            "3-shot": {"EM": 33.43, "F1": 77.02, "Char-F1": 79.78},
-        },
-        "qwen2.5:7b": {
-            "zero-shot": {"EM": 29.94, "F1": 77.59, "Char-F1": 81.04},
-            "3-shot": {"EM": 34.30, "F1": 76.39, "Char-F1": 78.60},
-        },
+        "mistral:7b": {"zero-shot": _card_scores(18.31, 67.11, 75.07), "3-shot": _card_scores(24.71, 68.83, 76.01)},
+        "llama3.1:8b": {"zero-shot": _card_scores(33.43, 74.78, 79.61), "3-shot": _card_scores(33.43, 77.02, 79.78)},
+        "qwen2.5:7b": {"zero-shot": _card_scores(29.94, 77.59, 81.04), "3-shot": _card_scores(34.30, 76.39, 78.60)},
     },
     "system_names": {
         "bm25_retrieval": "BM25 Retrieval",

@@ -14,14 +14,8 @@ from typing import Iterable
 from .cleaning import clean_section
 from .core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir
 from .qa_files import record_section, write_jsonl
-from indicipr.statutes import (
-    batch_files,
-    pdf_dir,
-    read_official_pdfs,
-    read_sections_jsonl,
-    sample_statutes_dir,
-    statutes_jsonl_paths,
-)
+from .statutes import batch_files, pdf_dir, read_official_pdfs
+from .statutes import read_sections_jsonl, sample_statutes_dir, statutes_jsonl_paths
 
 # %% auto #0
 __all__ = ['LEFTOVER_PATTERNS', 'WORD_TYPES', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts',

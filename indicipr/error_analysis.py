@@ -26,7 +26,7 @@ from indicipr.error_taxonomy import (
     error_taxonomy_table,
     locate_span,
 )
-from .metrics import normalize_answer, per_act_table, score_predictions, unknown_act_ids
+from .metrics import mean_scores, normalize_answer, per_act_table, score_predictions, unknown_act_ids
 from .predictions import check_coverage, load_gold, system_name
 from .significance import N_RESAMPLES, compare_systems
 
@@ -120,9 +120,7 @@ def answer_structure_table(
                     "Analysis": analysis,
                     "Group": label,
                     "Questions": len(part),
-                    "EM": part["em"].mean(),
-                    "F1": part["f1"].mean(),
-                    "Char-F1": part["char_f1"].mean(),
+                    **mean_scores(part),
                 }
             )
             if card:

@@ -442,6 +442,8 @@ def end_to_end_table(reading: dict) -> "pd.DataFrame":
     "Per reader: EM / F1 / Char-F1 on the gold context and end to end, the gold context's presence among the k, wrong provisions."
     import pandas as pd
 
+    from indicipr.metrics import mean_scores
+
     rows = []
     for reader, r in reading["readers"].items():
         for setting, frame in (("gold context", r["gold"]), (f"top-{r['k']} of {reading['retriever']}", r["open"])):
@@ -451,9 +453,7 @@ def end_to_end_table(reading: dict) -> "pd.DataFrame":
                     "reader": reader,
                     "setting": setting,
                     "questions": len(frame),
-                    "EM": frame["em"].mean(),
-                    "F1": frame["f1"].mean(),
-                    "Char-F1": frame["char_f1"].mean(),
+                    **mean_scores(frame),
                     "gold context among the k (%)": reading["gold among k"][r["k"]] if is_open else 100.0,
                     "answer from a wrong provision (%)": r["wrong provision"] if is_open else 0.0,
                     "answer choice": r["choice"] if is_open else "",

@@ -15,15 +15,8 @@ import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from . import benchmark, core, llm, llm_runs, llm_servers, qa_files
-from indicipr.human_audit import (
-    AUDIT_CRITERIA,
-    SCALE,
-    SCORES,
-    cohen_kappas,
-    export_audit_kit,
-    filled_sheets,
-    score_sheets,
-)
+from .human_audit import AUDIT_CRITERIA, SCALE, SCORES, cohen_kappas
+from .human_audit import export_audit_kit, filled_sheets, score_sheets
 
 # %% auto #0
 __all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',

@@ -14,16 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .basics import write_text_atomic
-from indicipr.core import (
-    CARD,
-    CARD_GLANCE,
-    CARD_PER_ACT,
-    OFFICIAL_FILES,
-    act_label,
-    card_comparable,
-    figures_path,
-    tables_path,
-)
+from .core import CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES
+from .core import act_label, card_comparable, figures_path, tables_path
 from .error_taxonomy import ERROR_TYPES
 
 # %% auto #0
@@ -71,147 +63,113 @@ def _item(table, title, *figures, nb=None, fold=False, card=None) -> ReportItem:
     return ReportItem(table, title, tuple(figures), nb, fold, card)
 
 # %% ../notebooks/12a_report.ipynb #d129af36
+_BENCHMARK_ITEMS = (
+    _item(
+        "dataset_at_a_glance", "Dataset at a glance", "length_distributions", nb="05_stats", card="dataset_at_a_glance"
+    ),
+    _item("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
+    _item("00_benchmark_splits", "Dataset splits", nb="00_core"),
+    _item("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
+)
+_CONSTRUCTION_ITEMS = (
+    _item("construction_counts_*", "Construction counts against the card", nb="04_split"),
+    _item("corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"),
+    _item("generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"),
+    _item("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
+    _item("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
+    _item("selection", "Context-balanced selection", nb="04_split", card="selection"),
+    _item("split_sizes_*", "Section-level split", nb="04_split"),
+    _item("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
+    _item("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
+    _item("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
+)
+_DATA_ITEMS = (
+    _item("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
+    _item("question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"),
+    _item("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
+)
+_RESULTS_ITEMS = (
+    _item("results", "All systems", nb="10_significance", card="results"),
+    _item("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
+    _item("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
+    _item("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
+    _item("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
+    _item("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
+    _item("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
+    _item("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
+    _item(
+        "encoder_answer_lengths",
+        "Encoders: answer lengths and the decoding cap",
+        "encoder_answer_lengths",
+        nb="08_encoders",
+    ),
+    _item(
+        "encoder_learning_curve", "Encoders: the learning curve", "encoder_learning_curve", nb="08_encoders", fold=True
+    ),
+    _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
+    _item("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
+    _item("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
+    _item("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
+    _item(
+        "grounded_retrieval_tax", "Grounded QA: the retrieval tax per Act", "grounded_retrieval_tax", nb="09a_grounded"
+    ),
+    _item("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
+    _item("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
+    _item("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
+    _item(
+        "grounded_retrieval_significance",
+        "Grounded QA: retrievers compared (paired bootstrap)",
+        nb="09a_grounded",
+        fold=True,
+    ),
+    _item(
+        "significance",
+        "Significance (paired bootstrap, Holm)",
+        "significance_ci",
+        nb="10_significance",
+        card="significance",
+    ),
+    _item("significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True),
+    _item("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
+    _item("results_runs", "Results: every run", nb="10_significance", fold=True),
+    _item("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
+    _item("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
+    _item("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
+    _item("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
+    _item("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
+    _item(
+        "answer_structure_groups",
+        "Answer-structure groups of the gold answers",
+        "answer_structure_gold",
+        nb="11_errors",
+    ),
+    _item("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
+    _item("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
+    _item("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
+    _item("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
+)
+_QUALITY_ITEMS = (
+    _item("judge_status", "LLM judges: replies", nb="12_quality"),
+    _item(
+        "judge_score_distribution",
+        "LLM judges: score distribution",
+        "judge_score_distribution",
+        nb="12_quality",
+        fold=True,
+    ),
+    _item("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
+    _item("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
+    _item("judge_agreement", "LLM judges: agreement", nb="12_quality"),
+    _item("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
+    _item("audit_results", "Human audit", nb="12_quality", card="audit"),
+    _item("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
+)
 REPORT_SECTIONS = [
-    ReportSection(
-        "benchmark",
-        "The benchmark",
-        (
-            _item(
-                "dataset_at_a_glance",
-                "Dataset at a glance",
-                "length_distributions",
-                nb="05_stats",
-                card="dataset_at_a_glance",
-            ),
-            _item("per_act_distribution", "Per-Act distribution", nb="05_stats", card="per_act_distribution"),
-            _item("00_benchmark_splits", "Dataset splits", nb="00_core"),
-            _item("00_benchmark_problems", "Problem records of the official files", nb="00_core"),
-        ),
-    ),
-    ReportSection(
-        "construction",
-        "Construction",
-        (
-            _item("construction_counts_*", "Construction counts against the card", nb="04_split"),
-            _item(
-                "corpus_contexts_per_act", "Statutory contexts", "corpus_context_lengths", nb="01_corpus", card="corpus"
-            ),
-            _item(
-                "generation_results", "QA generation", "generation_question_types", nb="02_generate", card="generation"
-            ),
-            _item("generation_qa_per_act_*", "QA pairs per Act", nb="02_generate", card="per_act_distribution"),
-            _item("filters_*", "Nine quality filters", "filters_funnel", nb="03_filters", card="filters"),
-            _item("selection", "Context-balanced selection", nb="04_split", card="selection"),
-            _item("split_sizes_*", "Section-level split", nb="04_split"),
-            _item("split_per_act_*", "Split per Act", "split_per_act_*", nb="04_split"),
-            _item("split_jaccard_*", "Split integrity: context Jaccard", nb="04_split", card="split_integrity"),
-            _item("split_integrity_*", "Split integrity", nb="04_split", card="split_integrity"),
-        ),
-    ),
-    ReportSection(
-        "data",
-        "The data",
-        (
-            _item("question_patterns", "Question patterns", nb="05_stats", card="question_patterns"),
-            _item(
-                "question_openings", "Question openings", "question_openings", nb="05_stats", card="question_openings"
-            ),
-            _item("unseen_vocabulary", "Unseen vocabulary", nb="05_stats", card="unseen_vocabulary"),
-        ),
-    ),
-    ReportSection(
-        "results",
-        "Results",
-        (
-            _item("results", "All systems", nb="10_significance", card="results"),
-            _item("metrics_definitions_examples", "The metrics on constructed answers", nb="06_metrics", fold=True),
-            _item("bm25_results", "Lexical baselines (BM25)", nb="07_bm25", card="bm25"),
-            _item("bm25_card_gaps", "BM25: gaps to the card", nb="07_bm25"),
-            _item("bm25_sensitivity", "BM25: tokens and IDF scope", nb="07_bm25", fold=True),
-            _item("encoder_results", "Fine-tuned encoders", nb="08_encoders", card="encoders"),
-            _item("encoder_runs", "Encoders: every run", nb="08_encoders", fold=True),
-            _item("encoder_settings", "Encoders: effective settings of each run", nb="08_encoders", fold=True),
-            _item(
-                "encoder_answer_lengths",
-                "Encoders: answer lengths and the decoding cap",
-                "encoder_answer_lengths",
-                nb="08_encoders",
-            ),
-            _item(
-                "encoder_learning_curve",
-                "Encoders: the learning curve",
-                "encoder_learning_curve",
-                nb="08_encoders",
-                fold=True,
-            ),
-            _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
-            _item("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
-            _item("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
-            _item("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb="09a_grounded"),
-            _item(
-                "grounded_retrieval_tax",
-                "Grounded QA: the retrieval tax per Act",
-                "grounded_retrieval_tax",
-                nb="09a_grounded",
-            ),
-            _item("grounded_bm25_agreement", "Grounded QA: bm25s and rank-bm25 agree", nb="09a_grounded"),
-            _item("grounded_protocol", "Grounded QA: the open protocol", nb="09a_grounded", fold=True),
-            _item("grounded_retrieval_per_act", "Grounded QA: retrieval per Act", nb="09a_grounded", fold=True),
-            _item(
-                "grounded_retrieval_significance",
-                "Grounded QA: retrievers compared (paired bootstrap)",
-                nb="09a_grounded",
-                fold=True,
-            ),
-            _item(
-                "significance",
-                "Significance (paired bootstrap, Holm)",
-                "significance_ci",
-                nb="10_significance",
-                card="significance",
-            ),
-            _item(
-                "significance_all_pairs", "Significance: every pair", "significance_ci", nb="10_significance", fold=True
-            ),
-            _item("decoding_comparison", "Boundary-aware against plain decoding", nb="10_significance"),
-            _item("results_runs", "Results: every run", nb="10_significance", fold=True),
-            _item("per_act_focus", "Per-Act performance", "per_act_focus", nb="10_significance", card="per_act"),
-            _item("error_taxonomy_focus", "Error analysis", nb="11_errors", card="errors"),
-            _item("error_class_sensitivity", "Error classes under other rules", nb="11_errors"),
-            _item("error_taxonomy", "Error types, every system", "error_taxonomy", nb="11_errors", fold=True),
-            _item("answer_structure_focus", "Answer structure", nb="11_errors", card="answer_structure"),
-            _item(
-                "answer_structure_groups",
-                "Answer-structure groups of the gold answers",
-                "answer_structure_gold",
-                nb="11_errors",
-            ),
-            _item("answer_structure", "Answer structure, every system", "answer_structure", nb="11_errors", fold=True),
-            _item("gold_clause_boundaries", "Gold answers on clause boundaries", nb="11_errors"),
-            _item("snap_oracle", "Span-boundary errors that snapping could fix (oracle bound)", nb="11_errors"),
-            _item("decoding_error_change", "Error classes under boundary-aware decoding", nb="11_errors"),
-        ),
-    ),
-    ReportSection(
-        "quality",
-        "Quality",
-        (
-            _item("judge_status", "LLM judges: replies", nb="12_quality"),
-            _item(
-                "judge_score_distribution",
-                "LLM judges: score distribution",
-                "judge_score_distribution",
-                nb="12_quality",
-                fold=True,
-            ),
-            _item("judge_flagged_by_criterion", "LLM judges: flagged per criterion", nb="12_quality"),
-            _item("judge_flagged_by_act_*", "LLM judges: flagged per Act", nb="12_quality"),
-            _item("judge_agreement", "LLM judges: agreement", nb="12_quality"),
-            _item("judge_human_agreement", "LLM judges and annotators", nb="12_quality"),
-            _item("audit_results", "Human audit", nb="12_quality", card="audit"),
-            _item("audit_kit_per_act", "Human-audit kit", nb="12_quality"),
-        ),
-    ),
+    ReportSection("benchmark", "The benchmark", _BENCHMARK_ITEMS),
+    ReportSection("construction", "Construction", _CONSTRUCTION_ITEMS),
+    ReportSection("data", "The data", _DATA_ITEMS),
+    ReportSection("results", "Results", _RESULTS_ITEMS),
+    ReportSection("quality", "Quality", _QUALITY_ITEMS),
 ]
 
 # %% ../notebooks/12a_report.ipynb #25e02d44

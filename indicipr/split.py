@@ -14,21 +14,8 @@ from typing import Iterable
 
 from .basics import replace_atomic
 from .benchmark import source_tag
-from indicipr.core import (
-    ACTS,
-    CARD,
-    CARD_PER_ACT,
-    OFFICIAL_COUNTS,
-    OFFICIAL_FILES,
-    SPLITS,
-    act_keys_in_card_order,
-    act_label,
-    build_dir,
-    card_comparable,
-    data_dir,
-    may_publish_sample,
-    record_act,
-)
+from .core import ACTS, CARD, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS, act_keys_in_card_order
+from .core import act_label, build_dir, card_comparable, data_dir, may_publish_sample, record_act
 from .filters import builds_with_candidates
 from .qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl, record_section, write_jsonl
 

@@ -10,14 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from indicipr.cleaning import (
-    remove_editorial_notes,
-    remove_page_numbers,
-    remove_toc_pages,
-    repair_encoding,
-    strip_footnote_zone,
-    unwrap_amendment_brackets,
-)
+from .cleaning import remove_editorial_notes, remove_page_numbers, remove_toc_pages
+from .cleaning import repair_encoding, strip_footnote_zone, unwrap_amendment_brackets
 from .core import ACTS, act_for_key, data_dir, shared_dir
 from .qa_files import JSONLError, read_jsonl
 

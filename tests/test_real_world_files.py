@@ -25,16 +25,9 @@ HUB_ID = core.HUB_ID
 
 def run_cli(*args, env=None, cwd=None, timeout=300, umask=None):
     "`indicipr ARGS` in a subprocess: (exit status, stdout, stderr)."
+    cmd = [str(BIN / "indicipr"), *map(str, args)]
     pre = (lambda: os.umask(umask)) if umask is not None else None
-    r = subprocess.run(
-        [str(BIN / "indicipr"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-        preexec_fn=pre,
-    )
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, preexec_fn=pre)
     return r.returncode, r.stdout, r.stderr
 
 

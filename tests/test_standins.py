@@ -49,15 +49,7 @@ def _act(rec):
 
 def test_card_counts_and_per_act_table(card):
     assert {s: len(r) for s, r in card.items()} == {"train": 3710, "validation": 408, "test": 344, "merged": 4462}
-    card_table = {
-        "designs": (173, 24),
-        "patents": (1143, 69),
-        "semiconductor": (585, 47),
-        "trademarks": (1106, 88),
-        "gi": (551, 51),
-        "copyright": (349, 25),
-        "plant_varieties": (555, 40),
-    }  # typed from the card
+    card_table = core.CARD["per_act"]  # the card's (full dataset, test set) counts per Act
     full, test = Counter(map(_act, card["merged"])), Counter(map(_act, card["test"]))
     assert {a: (full[a], test[a]) for a in card_table} == card_table
     assert sorted(r["id"] for r in card["merged"]) == sorted(
@@ -349,22 +341,19 @@ def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
         for i in range(30)
     ]
     with OpenAIStandIn(faults=Faults(rate=0.3, kinds=("broken_json",), seed=1)) as srv:
-        first = llm_runs.run_requests(
-            _endpoint(srv.base_url, "llama3.1:8b"),
-            reqs,
-            llm.ResponseCache(tmp_path / "c.jsonl"),
-            concurrency=4,
-            validate=False,
-            progress=False,
-        )
+
+        def run():  # the same requests into the same cache: a second call resumes the first
+            return llm_runs.run_requests(
+                _endpoint(srv.base_url, "llama3.1:8b"),
+                reqs,
+                llm.ResponseCache(tmp_path / "c.jsonl"),
+                concurrency=4,
+                validate=False,
+                progress=False,
+            )
+
+        first = run()
         broken = sum(r.parsed is None for r in first)
         assert 0 < len(srv.fault_log) <= broken < 30  # (a few replies are plain text by design)
-        llm_runs.run_requests(
-            _endpoint(srv.base_url, "llama3.1:8b"),
-            reqs,
-            llm.ResponseCache(tmp_path / "c.jsonl"),
-            concurrency=4,
-            validate=False,
-            progress=False,
-        )  # the resumed run: all from the cache
+        run()  # the resumed run: all from the cache
         assert sum(srv.calls.values()) == 30 and srv.repeated() == {}
