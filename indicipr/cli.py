@@ -410,8 +410,6 @@ def metrics_split_names() -> tuple:
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
-    from indicipr import basics, error_analysis
-
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
     data_source = user_path(args.data_source)
@@ -429,6 +427,8 @@ def evaluate_command(args) -> int:
     page = args.out is not None and str(args.out).lower().endswith(
         (".html", ".htm")
     )  # the error explorer instead of Markdown
+    from indicipr import error_analysis  # after the option checks: it imports pandas, scipy and statsmodels
+
     report = error_analysis.evaluate_files(
         gold,
         args.pred,
@@ -448,7 +448,7 @@ def evaluate_command(args) -> int:
 
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
-    from indicipr import explorer, predictions
+    from indicipr import explorer
 
     paths = [args.pred, *args.against]
     names = [predictions.system_name(p) for p in paths]
@@ -468,8 +468,6 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
-    from indicipr import finetune, metrics, qa_files
-
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
     check_device(args.device)
@@ -482,6 +480,8 @@ def predict_command(args) -> int:
                 "--data-source": data_source_files(data_source),
             },
         )
+    from indicipr import finetune, metrics, qa_files  # after the option checks: they import torch and transformers
+
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
     preds = finetune.predict_split(
