@@ -44,43 +44,49 @@ def parse_parameter_value(v: str):
         return v
 
 
+def _data_source_option(parser, text: str = "'sample' (default), 'hub', or a folder with the official files") -> None:
+    "`--data-source`, as every subcommand that reads a benchmark takes it."
+    parser.add_argument("--data-source", default="sample", help=text)
+
+
+def _profile_option(parser, text: str) -> None:
+    "`--profile`, as every subcommand that runs a profile's stages takes it."
+    parser.add_argument("--profile", default="offline", choices=list(core.PROFILE_NAMES), help=text)
+
+
+def _parameter_option(parser, text: str) -> None:
+    "`-p NAME VALUE` (repeatable): an extra notebook parameter, as papermill's `-p`."
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=text)
+
+
+def _split_option(parser, text: str) -> None:
+    "`--split` (default test), as every subcommand that reads one split takes it."
+    parser.add_argument("--split", default="test", choices=["train", "validation", "test"], help=text)
+
+
+def _flags(parser, **texts: str) -> None:
+    "On/off switches, one per keyword and its help: `then_score=...` is `--then-score`."
+    for name, text in texts.items():
+        parser.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
+
+
 def _add_reproduce(sub) -> None:
     r = sub.add_parser("reproduce", help="run notebooks 00-12 in order with papermill and write the HTML report")
+    _data_source_option(r)
+    _profile_option(r, "offline (default): everything local, on the embedded sample; paper: the card's models and data")
     r.add_argument(
-        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
+        "--figures-dir", help="where figures/tables go (default: figures/ for the main job, else the run folder)"
     )
-    r.add_argument(
-        "--profile",
-        default="offline",
-        choices=list(core.PROFILE_NAMES),
-        help="offline (default): everything local, on the embedded sample; paper: the card's models and data",
-    )
-    r.add_argument(
-        "--figures-dir",
-        default=None,
-        help="where figures/tables go (default: figures/ for the main job, else the run folder)",
-    )
-    r.add_argument("--run-dir", default=None, help="where executed notebooks and the report go (default: runs/<time>)")
+    r.add_argument("--run-dir", help="where executed notebooks and the report go (default: runs/<time>)")
     r.add_argument(
         "--only",
-        default=None,
         help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
         f"order (default: all {len(NOTEBOOKS)}): {', '.join(NOTEBOOKS)}",
     )
-    r.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="extra notebook parameter (repeatable), as papermill's -p; VALUE is read as JSON when it parses",
+    _parameter_option(
+        r, "extra notebook parameter (repeatable), as papermill's -p; VALUE is read as JSON when it parses"
     )
-    r.add_argument(
-        "--strict",
-        action="store_true",
-        help="any problem record of the data source is an error (default: listed, the rest runs)",
-    )
+    _flags(r, strict="any problem record of the data source is an error (default: listed, the rest runs)")
 
 
 def _add_build(sub) -> None:
@@ -92,31 +98,17 @@ def _add_build(sub) -> None:
     b.add_argument("--tag", required=True, help="name of the build: data/build/<tag>/ (letters, digits, . _ -)")
     b.add_argument(
         "--statutes",
-        default=None,
         help="a folder of <act>.pdf (India Code PDFs) or a section JSONL "
         "(default: the profile's: offline the section JSONL, paper data/statutes/pdf/)",
     )
-    b.add_argument(
-        "--profile",
-        default="offline",
-        choices=list(core.PROFILE_NAMES),
-        help="offline: SmolLM2 on the local server, 70/10/20 split; paper: the card's GPT-4o and 83.1/9.1/7.7",
+    _profile_option(
+        b, "offline: SmolLM2 on the local server, 70/10/20 split; paper: the card's GPT-4o and 83.1/9.1/7.7"
     )
-    b.add_argument("--yes", action="store_true", help="confirm a paid generation run above the cost threshold")
-    b.add_argument(
-        "--figures-dir", default=None, help="where the build's figures/tables go (default: data/build/<tag>/figures)"
-    )
-    b.add_argument("--run-dir", default=None, help="where executed notebooks go (default: runs/build-<tag>-<time>)")
-    b.add_argument("--then-score", action="store_true", help="then run the score job of 01-05 on the new folder")
-    b.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'",
-    )
+    _flags(b, yes="confirm a paid generation run above the cost threshold")
+    b.add_argument("--figures-dir", help="where the build's figures/tables go (default: data/build/<tag>/figures)")
+    b.add_argument("--run-dir", help="where executed notebooks go (default: runs/build-<tag>-<time>)")
+    _flags(b, then_score="then run the score job of 01-05 on the new folder")
+    _parameter_option(b, "extra notebook parameter (repeatable), e.g. -p llm_endpoints '*=http://host/v1'")
 
 # %% ../notebooks/12b_cli.ipynb #810a33a5
 _PATH_PARAMETERS = ("figures_dir", "data_source", "statutes_path", "audit_folder")
@@ -177,12 +169,10 @@ def check_device(device: str | None) -> None:
 # %% ../notebooks/12b_cli.ipynb #5c775493
 def _add_data_commands(sub) -> None:
     f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
-    f.add_argument("--dest", default=None, help="folder for the four official files (default: data/benchmark/)")
+    f.add_argument("--dest", help="folder for the four official files (default: data/benchmark/)")
     i = sub.add_parser("info", help="show what a data source holds")
-    i.add_argument(
-        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
-    )
-    i.add_argument("--strict", action="store_true", help="any problem record is an error (default: listed on stderr)")
+    _data_source_option(i)
+    _flags(i, strict="any problem record is an error (default: listed on stderr)")
     e = sub.add_parser("evaluate", help="score predictions exactly as the IndicIPR-QA paper does")
     e.add_argument(
         "--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file"
@@ -193,14 +183,9 @@ def _add_data_commands(sub) -> None:
         help="predictions: JSONL/JSON {id, prediction_text} records, a JSON {id: text} object, an lm-eval samples_*.jsonl, or a CSV/TSV with id and prediction columns",
     )
     e.add_argument("--against", nargs="*", default=[], help="other prediction files for paired-bootstrap tests")
-    e.add_argument(
-        "--data-source",
-        default="sample",
-        help="benchmark of the split names: sample, hub, or a folder (default: sample)",
-    )
+    _data_source_option(e, "benchmark of the split names: sample, hub, or a folder (default: sample)")
     e.add_argument(
         "--out",
-        default=None,
         help="write the Markdown report here; a .html name writes the error explorer (every question in its context) instead",
     )
     e.add_argument(
@@ -213,7 +198,7 @@ def _add_data_commands(sub) -> None:
     e.add_argument(
         "--char-f1", choices=["multiset", "lcs"], default="multiset", help="Char-F1 variant (default multiset)"
     )
-    e.add_argument("--strict", action="store_true", help="any problem record of the gold files is an error")
+    _flags(e, strict="any problem record of the gold files is an error")
 
 
 def _add_encoder_commands(sub) -> None:
@@ -221,57 +206,33 @@ def _add_encoder_commands(sub) -> None:
     p.add_argument(
         "--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)"
     )
-    p.add_argument(
-        "--split", default="test", choices=["train", "validation", "test"], help="the split to predict (default: test)"
-    )
-    p.add_argument("--data-source", default="sample", help="'sample', 'hub' or a folder with the official files")
-    p.add_argument(
-        "--out", default=None, help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)"
-    )
-    p.add_argument("--batch-size", type=int, default=None, help="windows per batch (default: 4 on CPU, 64 on GPU)")
+    _split_option(p, "the split to predict (default: test)")
+    _data_source_option(p, "'sample', 'hub' or a folder with the official files")
+    p.add_argument("--out", help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
+    p.add_argument("--batch-size", type=int, help="windows per batch (default: 4 on CPU, 64 on GPU)")
     p.add_argument(
         "--span-score",
         default="logits",
         choices=["logits", "window_probs"],
         help="rank spans across windows by raw logits (run_qa.py, default) or per-window probabilities (QA pipeline)",
     )
-    p.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: the model's qa_config.json)")
-    p.add_argument(
-        "--device",
-        default=None,
-        help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)",
-    )
+    p.add_argument("--max-answer-length", type=int, help="tokens (default: the model's qa_config.json)")
+    p.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)")
     t = sub.add_parser(
         "train",
         help="notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)",
     )
-    t.add_argument(
-        "--data-source", default="sample", help="'sample' (default), 'hub', or a folder with the official files"
-    )
-    t.add_argument(
-        "--profile",
-        default="offline",
-        choices=list(core.PROFILE_NAMES),
-        help="whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)",
-    )
-    t.add_argument(
-        "--models", nargs="+", default=None, help="model names or hub ids to fine-tune (default: the profile's)"
-    )
-    t.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the profile's)")
-    t.add_argument(
-        "--epochs", type=float, default=None, help="training epochs (a shrink parameter; default: the profile's)"
-    )
-    t.add_argument("--max-steps", type=int, default=None, help="cap on optimiser steps per run (a shrink parameter)")
-    t.add_argument("--max-answer-length", type=int, default=None, help="tokens (default: from the training answers)")
-    t.add_argument(
-        "--no-intermediate",
-        action="store_true",
-        help="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
-    )
-    t.add_argument(
-        "--fp32",
-        action="store_true",
-        help="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)",
+    _data_source_option(t)
+    _profile_option(t, "whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)")
+    t.add_argument("--models", nargs="+", help="model names or hub ids to fine-tune (default: the profile's)")
+    t.add_argument("--seeds", nargs="+", type=int, help="seeds, one run each (default: the profile's)")
+    t.add_argument("--epochs", type=float, help="training epochs (a shrink parameter; default: the profile's)")
+    t.add_argument("--max-steps", type=int, help="cap on optimiser steps per run (a shrink parameter)")
+    t.add_argument("--max-answer-length", type=int, help="tokens (default: from the training answers)")
+    _flags(
+        t,
+        no_intermediate="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
+        fp32="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)",
     )
 
 # %% ../notebooks/12b_cli.ipynb #352caec9
@@ -281,23 +242,18 @@ def _add_quality_commands(sub) -> None:
     )
     asub = a.add_subparsers(dest="audit_command", required=True)
     e = asub.add_parser("export", help="draw test pairs stratified by Act and write one blank sheet per annotator")
-    e.add_argument("--data-source", default="sample", help="sample | hub | folder with the official files")
-    e.add_argument(
-        "--split",
-        default="test",
-        choices=["train", "validation", "test"],
-        help="the split the pairs are drawn from (default: test)",
-    )
+    _data_source_option(e, "sample | hub | folder with the official files")
+    _split_option(e, "the split the pairs are drawn from (default: test)")
     e.add_argument("-n", "--n", type=int, default=core.CARD["audit"]["test_pairs"], help="pairs to draw (all if fewer)")
     e.add_argument("--seed", type=int, default=0, help="seed of the stratified draw (default 0)")
     e.add_argument(
         "--annotators", nargs="+", default=["A", "B"], help="annotator names, one blank sheet each (default: A B)"
     )
-    e.add_argument("--out", default=None, help="kit folder (default data/audit/<source>/)")
+    e.add_argument("--out", help="kit folder (default data/audit/<source>/)")
     s = asub.add_parser("score", help="validate two filled sheets and compute the audit table")
     s.add_argument("sheets", nargs=2, metavar="SHEET", help="the two annotators' filled sheets (CSV)")
-    s.add_argument("--figures-dir", default=None, help="also save the table under <figures_dir>/tables")
-    s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    s.add_argument("--figures-dir", help="also save the table under <figures_dir>/tables")
+    _flags(s, json="print the statistics as JSON")
     c = sub.add_parser(
         "cleaner-check",
         help="the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)",
@@ -454,8 +410,6 @@ def metrics_split_names() -> tuple:
 
 def evaluate_command(args) -> int:
     "`indicipr evaluate`: the report of notebook 11 for your predictions, on stdout (and `--out`)."
-    from indicipr import basics, error_analysis
-
     check_count("--resamples", args.resamples, 1, MAX_RESAMPLES, "of bootstrap resamples")
     check_count("--seed", args.seed, 0, 2**32 - 1)
     data_source = user_path(args.data_source)
@@ -473,6 +427,8 @@ def evaluate_command(args) -> int:
     page = args.out is not None and str(args.out).lower().endswith(
         (".html", ".htm")
     )  # the error explorer instead of Markdown
+    from indicipr import error_analysis  # after the option checks: it imports pandas, scipy and statsmodels
+
     report = error_analysis.evaluate_files(
         gold,
         args.pred,
@@ -492,7 +448,7 @@ def evaluate_command(args) -> int:
 
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
-    from indicipr import explorer, predictions
+    from indicipr import explorer
 
     paths = [args.pred, *args.against]
     names = [predictions.system_name(p) for p in paths]
@@ -512,8 +468,6 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
 
 def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
-    from indicipr import finetune, metrics, qa_files
-
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
     check_device(args.device)
@@ -526,6 +480,8 @@ def predict_command(args) -> int:
                 "--data-source": data_source_files(data_source),
             },
         )
+    from indicipr import finetune, metrics, qa_files  # after the option checks: they import torch and transformers
+
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
     preds = finetune.predict_split(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -14,11 +15,15 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from . import artifacts, basics, core
 from .core import InputError, figures_path, project_root
-from .report import StageResult, format_seconds, write_report
+
+# papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
+# the command line (`indicipr --help`, a usage error) starts without them
+if TYPE_CHECKING:
+    from indicipr.report import StageResult
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'SECRET_PARAMETER_ENV',
@@ -349,6 +354,8 @@ def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
 # %% ../notebooks/12d_runner.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
+    from indicipr.report import StageResult
+
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
     t0, recorded_before = time.time(), len(artifacts.read_timings(run_dir))
     try:
@@ -374,6 +381,8 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
 
 def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
     "What the runner prints when a notebook ended."
+    from indicipr.report import format_seconds
+
     if r.status == "missing":
         return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
     if r.status == "ok":
@@ -393,6 +402,8 @@ def run_pipeline(
     echo=print,
 ) -> list[StageResult]:
     "Run the notebooks in order; write executed copies, `timings.jsonl` and the HTML report to `run_dir`."
+    from indicipr.report import StageResult, format_seconds, write_report
+
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
     names = select_notebooks(notebooks)  # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
@@ -444,8 +455,6 @@ def run_pipeline(
     return results
 
 # %% ../notebooks/12d_runner.ipynb #37a09cc0
-from papermill.translators import PythonTranslator, papermill_translators
-
 SECRET_PARAMETER_ENV = "INDICIPR_PARAMETER_"  # + the parameter's name: its real value, as JSON, for the kernel only
 
 
@@ -455,20 +464,29 @@ class _SecretParameter(str):
     env: str
 
 
-class _MaskingTranslator(PythonTranslator):
-    "papermill's Python translator, except that a `_SecretParameter` becomes a read of the kernel's environment."
+@functools.cache
+def _masking_translator() -> type:
+    "papermill's Python translator, except that a `_SecretParameter` becomes a read of the kernel's environment (one class)."
+    from papermill.translators import PythonTranslator
 
-    @classmethod
-    def translate(cls, val):
-        if isinstance(val, _SecretParameter):
-            return f'__import__("json").loads(__import__("os").environ[{val.env!r}])  # {str(val)!r}'.replace("\n", " ")
-        return super().translate(val)
+    class MaskingTranslator(PythonTranslator):
+        @classmethod
+        def translate(cls, val):
+            if isinstance(val, _SecretParameter):
+                return f'__import__("json").loads(__import__("os").environ[{val.env!r}])  # {str(val)!r}'.replace(
+                    "\n", " "
+                )
+            return super().translate(val)
+
+    return MaskingTranslator
 
 
 def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
     """`(parameters for papermill, environment for the kernel)`: each value holding a secret becomes its masked text,
     read by the kernel from `INDICIPR_PARAMETER_<name>` (the real value as JSON)."""
-    papermill_translators.register(KERNEL_NAME, _MaskingTranslator)
+    from papermill.translators import papermill_translators
+
+    papermill_translators.register(KERNEL_NAME, _masking_translator())
     shown, env = {}, {}
     for name, value in parameters.items():
         if not basics.has_secret(value):
