@@ -36,7 +36,7 @@ from indicipr.training import (
 
 # %% auto #0
 __all__ = ['checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned', 'check_finetuned',
-           'predict_split']
+           'predict_as_trained', 'predict_split']
 
 # %% ../notebooks/07e_finetune.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -237,6 +237,21 @@ def _weight_names(weights: Path) -> list[str]:
     return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
 
 # %% ../notebooks/07e_finetune.ipynb #57936ae7
+def predict_as_trained(model, tok, cfg: dict, records, batch_size=None, max_answer_length=None, **options) -> list:
+    """`predict_answers` of a loaded fine-tuned model (`load_finetuned`) with the window it was trained with and its
+    answer-length cap (`qa_config.json`; `max_answer_length` overrides the cap)."""
+    return predict_answers(
+        model,
+        tok,
+        records,
+        cfg.get("max_length", WINDOW.max_length),
+        cfg.get("stride", WINDOW.stride),
+        max_answer_length or cfg.get("max_answer_length", 64),
+        batch_size,
+        **options,
+    )
+
+
 def predict_split(
     model_dir,
     records,
@@ -248,17 +263,7 @@ def predict_split(
 ) -> dict[str, str]:
     "`{id: prediction_text}` for `records` with a fine-tuned model folder."
     model, tok, cfg = load_finetuned(model_dir)
-    cap = max_answer_length or cfg.get("max_answer_length", 64)
-    answers = predict_answers(
-        model,
-        tok,
-        records,
-        cfg.get("max_length", WINDOW.max_length),
-        cfg.get("stride", WINDOW.stride),
-        cap,
-        batch_size,
-        device=device,
-        progress=progress,
-        span_score=span_score,
+    answers = predict_as_trained(
+        model, tok, cfg, records, batch_size, max_answer_length, device=device, progress=progress, span_score=span_score
     )
     return {r["id"]: a.text for r, a in zip(records, answers)}

@@ -42,8 +42,6 @@ __all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candida
            'recall_figure', 'tax_figure', 'grounded_stage', 'protocol_table']
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
-from .config import WINDOW  # the QA window: 384 tokens, stride 128
-
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 
 
@@ -63,8 +61,7 @@ def encoder_candidates(
     model_dir, records, corpus: OpenCorpus, positions: np.ndarray, gold: np.ndarray, batch_size=None
 ) -> list[dict]:
     "Per record: {context position: (best span, span score)} of the encoder in `model_dir` over its `positions` and its gold context."
-    from indicipr.finetune import load_finetuned
-    from indicipr.qa_model import predict_answers
+    from indicipr.finetune import load_finetuned, predict_as_trained
 
     model, tok, cfg = load_finetuned(model_dir)
     pairs = sorted(
@@ -74,15 +71,7 @@ def encoder_candidates(
         {"id": f"{records[i]['id']}#{p}", "question": records[i]["question"], "context": corpus.texts[p]}
         for i, p in pairs
     ]
-    answers = predict_answers(
-        model,
-        tok,
-        recs,
-        cfg.get("max_length", WINDOW.max_length),
-        cfg.get("stride", WINDOW.stride),
-        cfg.get("max_answer_length", 64),
-        batch_size,
-    )
+    answers = predict_as_trained(model, tok, cfg, recs, batch_size)
     out = [{} for _ in records]
     for (i, p), a in zip(pairs, answers):
         out[i][p] = (a.text, a.score)

@@ -193,6 +193,7 @@ def _fake_peer(tmp_path) -> Path:
     return exe
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path, monkeypatch):
     "A smoke run on a tiny model: every system once a round, spreads, the floor's two layouts, and both checks."
     import pytest

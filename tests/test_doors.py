@@ -39,6 +39,7 @@ def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
     assert any('split = "validation"' in "".join(c["source"]) for c in executed["cells"])
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_papermill_help_notebook_lists_every_parameter_with_its_type():
     "Three notebooks through papermill's CLI (every notebook through the same reader: test_every_notebook_names_the_one_kernel)."
     for name in ("06_metrics", "08_encoders", "12_quality"):

@@ -160,6 +160,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
     assert QM.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"  # compiled already: auto reuses it
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
     pytest.importorskip("openvino")
     model, tok, _ = FT.load_finetuned(tiny_model_dir)
@@ -221,6 +222,7 @@ def _train(model_dir, recs, out, epochs=2, callbacks=None):
     return FT.train_encoder(model_dir, recs, cfg, out, max_answer_length=32, callbacks=callbacks)
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monkeypatch, capsys):
     recs = splits["train"][:24]
     out = _train(tiny_model_dir, recs, tmp_path / "run")
@@ -250,6 +252,7 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp_path):
     from transformers import TrainerCallback
 

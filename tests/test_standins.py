@@ -111,6 +111,7 @@ def test_card_acts_recoverable_but_prefixes_not_all_registered(card):
     assert first["answers"] == {"text": ["This Act may be called the Copyright Act, 1957."], "answer_start": [4]}
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_card_benchmark_is_deterministic_and_fast(card_dir, tmp_path):
     out, seconds = card_dir
     assert seconds < 10, f"build took {seconds:.1f} s"
@@ -178,6 +179,7 @@ def _client_env(endpoint, home):
     return env
 
 
+@pytest.mark.slow  # over 8 s on 2 cores
 def test_real_clients_download_from_the_hub_standin(hub_root, tmp_path):
     with serve_folders(hub_root) as hub:
         r = subprocess.run(
