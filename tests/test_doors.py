@@ -177,7 +177,7 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
     outputs = second_cell_outputs_under_papermill(
         tmp_path,
-        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom indicipr.core import save_figure",
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom indicipr.artifacts import save_figure",
         f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})",
     )
     shown = [o for o in outputs if "image/png" in o.get("data", {})]

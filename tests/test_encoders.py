@@ -359,7 +359,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         rehearsal=0.5,
     )
     assert config.ENCODERS["offline"].freeze_embeddings  # what the runs below inherit
-    rows = E.run_encoders(str(FIXTURE), "offline", **kw)
+    rows, _ = E.run_encoders(str(FIXTURE), "offline", **kw)
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
     phase1 = FT.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
