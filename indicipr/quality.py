@@ -475,12 +475,12 @@ def audit_stage(test_records: list[dict], kit, cfg: QualitySettings, data_source
 
 
 def judge_stage(
-    records: list[dict], cfg: QualitySettings, data_source, config, cache, confirm_cost: bool = False
+    records: list[dict], settings: QualitySettings, data_source, llm_config, cache, confirm_cost: bool = False
 ) -> dict:
     "`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges on `records`."
-    judgments = run_judges(records, cfg.judges, data_source, config, cache, cfg.concurrency, confirm_cost)
-    single, names = cfg.judges[0], [j.name for j in cfg.judges]
-    smoke = " (smoke run of the code path: one local model under three names)" if cfg.smoke else ""
+    judgments = run_judges(records, settings.judges, data_source, llm_config, cache, settings.concurrency, confirm_cost)
+    single, names = settings.judges[0], [j.name for j in settings.judges]
+    smoke = " (smoke run of the code path: one local model under three names)" if settings.smoke else ""
     long = judgments_frame([r for rows in judgments.values() for r in rows])
     raters = rater_scores(long, names)
     status = pd.DataFrame(

@@ -226,7 +226,7 @@ def test_no_module_uses_another_modules_private_names():
 
 
 def test_the_qa_window_is_defined_once():
-    "384 and 128 (the SQuAD window and stride) are written in `config.WINDOW` and nowhere else in the package."
+    "384, the SQuAD window, is written in `config.WINDOW` and nowhere else (128 also sizes other things, e.g. dense passages)."
     for name, tree in modules().items():
         if name == "config":
             continue
