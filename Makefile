@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
+.PHONY: recipe-choice setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
 
 $(STAMP): settings.ini setup.py
 	$(PY) -m venv $(VENV)
@@ -68,6 +68,17 @@ REHEARSE_ARGS ?= --in-place
 rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
+
+# the offline recipe, chosen on the validation split: notebook 08 with choose_recipe (the candidates of
+# notebooks/08a_recipe_choice.ipynb, two seeds each) in a run folder of its own; only its table and figure are copied
+# into figures/ (each through a temporary file and a rename)
+RECIPE_RUN ?= runs/recipe-choice
+recipe-choice: setup
+	$(BIN)/indicipr reproduce --only 08_encoders --run-dir $(RECIPE_RUN) -p choose_recipe true
+	@for f in $(RECIPE_RUN)/figures/tables/recipe_choice.* $(RECIPE_RUN)/figures/recipe_choice.*; do \
+	  case $$f in */tables/*) d=figures/tables;; *) d=figures;; esac; \
+	  cp "$$f" "$$d/.$$(basename $$f).tmp" && mv "$$d/.$$(basename $$f).tmp" "$$d/$$(basename $$f)" && echo "wrote $$d/$$(basename $$f)"; \
+	done
 
 # nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs): what
 # nbdev_docs does, except that it does not rewrite README.md from notebooks/index.ipynb (the README is written by hand)

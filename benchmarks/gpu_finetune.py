@@ -214,7 +214,7 @@ def speed_worker(spec: dict) -> dict:
     run_settings = config.settings_for("encoders", "paper")
     train = [dict(r) for r in benchmark.load_benchmark(spec["card"])["train"]]
     tok = QM.load_tokenizer(model_name)
-    windows = QM.encode_windows(train, tok, run_settings.max_length, run_settings.stride, labels=True)
+    windows = QM.encode_windows(train, tok, run_settings.window, labels=True)
     if spec.get("examples"):
         keep = np.arange(min(spec["examples"], len(windows)))
         windows = QM.Windows(
@@ -381,7 +381,7 @@ def table_worker(spec: dict) -> dict:
     if spec.get("inference") and rows:
         test = [dict(r) for r in benchmark.load_benchmark(spec["card"])["test"]]
         model, tok, cfg = FT.load_finetuned(FT.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
-        kw = dict(max_length=cfg["max_length"], stride=cfg["stride"], max_answer_length=cfg["max_answer_length"])
+        kw = dict(window=FT.trained_window(cfg), max_answer_length=cfg["max_answer_length"])
         QM.predict_answers(model, tok, test[:16], **kw)  # warm-up (kernels, allocator)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
@@ -390,7 +390,7 @@ def table_worker(spec: dict) -> dict:
         infer_s = time.perf_counter() - t1
         out["inference"] = {
             "questions": len(answers),
-            "windows": len(QM.encode_windows(test, tok, cfg["max_length"], cfg["stride"])),
+            "windows": len(QM.encode_windows(test, tok, kw["window"])),
             "seconds": infer_s,
             "questions_per_s": len(answers) / infer_s,
             "batch_size": QM.default_eval_batch_size(QM.pick_device()),

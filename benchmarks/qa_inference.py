@@ -157,7 +157,7 @@ def window_lengths(model_dir: Path, records) -> np.ndarray:
 
     cfg = finetune.qa_config(model_dir)
     tok = QM.load_tokenizer(str(model_dir))
-    return QM.encode_windows(records, tok, cfg.get("max_length", 384), cfg.get("stride", 128)).lengths
+    return QM.encode_windows(records, tok, finetune.trained_window(cfg)).lengths
 
 
 def forward_flops(lengths, layers: int, hidden: int, intermediate: int) -> float:
@@ -400,7 +400,7 @@ def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
     "Milliseconds per window of ours at each batch size (the CPU default comes from this)."
     from indicipr import qa_model as QM
 
-    n_windows = len(QM.encode_windows(records, tok, kw["max_length"], kw["stride"]))
+    n_windows = len(QM.encode_windows(records, tok, kw["window"]))
     rows = []
     for bs in sizes:
         r = Ours(model, tok, kw | {"batch_size": bs}, engine, records, warmup=2)
@@ -526,14 +526,13 @@ def main(argv=None) -> int:
     model, tok, _ = finetune.load_finetuned(model_dir)
     model.eval()
     kw = dict(
-        max_length=cfg.get("max_length", 384),
-        stride=cfg.get("stride", 128),
+        window=finetune.trained_window(cfg),
         span_score=args.span_score,
         max_answer_length=mal,
         batch_size=bs,
         device="cpu",
     )
-    lengths = QM.encode_windows(records, tok, kw["max_length"], kw["stride"]).lengths
+    lengths = QM.encode_windows(records, tok, kw["window"]).lengths
     engine = QM.resolve_engine(args.engine, model, "cpu", int(lengths.sum()))
     print(f"ours' engine: {args.engine} -> {engine}", flush=True)
     sweep = None
@@ -549,7 +548,7 @@ def main(argv=None) -> int:
         for pbs in args.peer_batch_sizes:
             peer.run(pbs, mal, warmup=True)
         shape = model_shape(model_dir)
-        shapes = batch_shapes(lengths, bs, 8, kw["max_length"])
+        shapes = batch_shapes(lengths, bs, 8, kw["window"].max_length)
         floor = MatmulFloor(shapes, threads=args.threads, **shape)
         floor.run(limit=8)  # warm-up (pages, BLAS buffers)
         product_flops = products_flops(shapes, **shape)
@@ -635,12 +634,8 @@ def main(argv=None) -> int:
     logit_diff = None
     if engine != "torch":
         t0 = time.perf_counter()
-        lt = QM.window_logits(
-            model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine="torch"
-        )
-        lo = QM.window_logits(
-            model, tok, records[:n_check], kw["max_length"], kw["stride"], bs, device="cpu", engine=engine
-        )
+        lt = QM.window_logits(model, tok, records[:n_check], kw["window"], bs, device="cpu", engine="torch")
+        lo = QM.window_logits(model, tok, records[:n_check], kw["window"], bs, device="cpu", engine=engine)
         logit_diff = max_logit_difference(lt, lo)
         print(
             f"logit check: {len(lt)} windows of {n_check} questions, max |{engine} - torch| = {logit_diff:.2e} "

@@ -57,7 +57,7 @@ def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior
     return LengthPrior(float(logs.mean()), max(float(logs.std()), min_sigma))
 
 # %% ../notebooks/07c_boundary.ipynb #f3c264cb
-from .config import WINDOW  # the QA window: 384 tokens, stride 128
+from .config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,7 @@ def span_candidates(
     tokenizer,
     records,
     prior: LengthPrior,
-    max_length: int = WINDOW.max_length,
-    stride: int = WINDOW.stride,
+    window: Window = WINDOW,
     max_answer_length: int = 64,
     n_best: int = 20,
     reach: int = SNAP_REACH_TOKENS,
@@ -141,10 +140,8 @@ def span_candidates(
 ) -> list[Candidates]:
     "Step 1-4 for every record: one model pass, then the candidates of all its windows."
     records = list(records)
-    windows = encode_windows(records, tokenizer, max_length, stride)
-    logits = window_logits(
-        model, tokenizer, records, max_length, stride, batch_size, device=device, engine=engine, windows=windows
-    )
+    windows = encode_windows(records, tokenizer, window)
+    logits = window_logits(model, tokenizer, records, window, batch_size, device=device, engine=engine, windows=windows)
     per = [[] for _ in records]
     bounds = {}
     for w, (s, e) in enumerate(logits):

@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from . import basics, benchmark, core, predictions
+from . import basics, benchmark, config, core, predictions
 from .core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from indicipr.runner import (
@@ -229,6 +229,9 @@ def _add_encoder_commands(sub) -> None:
     t.add_argument("--epochs", type=float, help="training epochs (a shrink parameter; default: the profile's)")
     t.add_argument("--max-steps", type=int, help="cap on optimiser steps per run (a shrink parameter)")
     t.add_argument("--max-answer-length", type=int, help="tokens (default: from the training answers)")
+    t.add_argument(
+        "--workers", help="runs at once: a count, or 'auto' (a pool sized by a probe run; default: the profile's)"
+    )
     _flags(
         t,
         no_intermediate="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
@@ -539,6 +542,7 @@ def train_command(args) -> int:
         max_answer_length=args.max_answer_length,
         intermediate=False if args.no_intermediate else None,
         cpu_bf16=False if args.fp32 else None,
+        workers=args.workers,
     )
     if finetune.is_main_process():
         for r in rows:
@@ -620,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         benchmark.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
+        config.warn_replaced_env()  # a variable that is a setting elsewhere changes nothing: said once
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status

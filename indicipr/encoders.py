@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import benchmark, core, metrics, predictions, qa_files
-from .config import WINDOW
-from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_split, qa_config, train_encoder
+from .config import WINDOW, IntermediateTraining, Window
+from indicipr.finetune import (
+    checkpoint_dir,
+    is_main_process,
+    load_finetuned,
+    predict_split,
+    qa_config,
+    train_encoder,
+    trained_window,
+)
 from .pool import run_pool
 from indicipr.qa_model import (
     CARD_NAMES,
@@ -32,10 +40,10 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['CURVE_FILE', 'intermediate_dir', 'intermediate_records', 'rehearsal_records', 'train_intermediate',
-           'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve', 'shrink_note',
-           'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary', 'boundary_runs',
-           'boundary_table']
+__all__ = ['CURVE_FILE', 'intermediate_dir', 'intermediate_records', 'rehearsal_records', 'precision_options',
+           'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
+           'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary',
+           'boundary_runs', 'boundary_table']
 
 # %% ../notebooks/08_encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
@@ -71,14 +79,12 @@ def _digest(records) -> str:
     ).hexdigest()[:16]
 
 
-def intermediate_records(train_records, held_out, spec: dict) -> list[dict]:
+def intermediate_records(train_records, held_out, spec: IntermediateTraining) -> list[dict]:
     "Phase 1's synthetic questions by `spec` (`kinds`, `per_piece`, and `crop_words`: contexts cut to that many words around the answer)."
     from indicipr import clauses
 
-    synthetic = clauses.synthetic_records(
-        train_records, held_out, tuple(spec.get("kinds", clauses.SYNTHETIC_KINDS)), spec.get("per_piece", 2)
-    )
-    return [clauses.crop_context(r, spec["crop_words"]) for r in synthetic] if spec.get("crop_words") else synthetic
+    synthetic = clauses.synthetic_records(train_records, held_out, tuple(spec.kinds), spec.per_piece)
+    return [clauses.crop_context(r, spec.crop_words) for r in synthetic] if spec.crop_words else synthetic
 
 
 def rehearsal_records(synthetic, fraction: float, seed: int) -> list[dict]:
@@ -90,51 +96,37 @@ def rehearsal_records(synthetic, fraction: float, seed: int) -> list[dict]:
     return random.Random(seed).sample(list(synthetic), round(fraction * len(synthetic)))
 
 
-def train_intermediate(
-    model: str,
-    train_records,
-    held_out,
-    spec: dict,
-    output_dir,
-    max_answer_length: int,
-    extra_meta: dict | None = None,
-    callbacks=None,
-    synthetic: list[dict] | None = None,
-) -> tuple[Path, dict]:
-    """Phase 1: fine-tune `model` on synthetic questions from the contexts of `train_records` (none of `held_out`'s sections);
-    `spec` holds `kinds`, `per_piece`, `epochs`, `learning_rate`, `batch_size`, `seed` (and optionally `crop_words`,
-    `max_length`, `stride`, `freeze_embeddings`, `cpu_bf16`). Returns the checkpoint folder and `meta`, what phase 2 records
-    about it (so that a changed phase 1 retrains phase 2). `synthetic`: `intermediate_records(...)` when already built."""
-    from indicipr import clauses
+def precision_options(settings: EncodersSettings) -> dict:
+    "How both phases of `settings`' recipe train: `freeze_embeddings` and `cpu_bf16`, as `TrainConfig` fields."
+    return {"freeze_embeddings": settings.freeze_embeddings, "cpu_bf16": settings.cpu_bf16}
 
-    synthetic = synthetic if synthetic is not None else intermediate_records(train_records, held_out, spec)
+
+def train_intermediate(
+    model: str, synthetic: list[dict], settings: EncodersSettings, output_dir, **options
+) -> tuple[Path, dict]:
+    """Phase 1 of `settings`' two-phase recipe: `train_encoder` of `model` on `synthetic` (`intermediate_records`) with
+    the epochs, learning rate, batch size and seed of `settings.intermediate` and the `freeze_embeddings` and `cpu_bf16`
+    phase 2 trains with; `options` are `train_encoder`'s (`max_answer_length`, `callbacks`, and `extra_meta`, to which
+    phase 1 adds itself). Returns the checkpoint folder and `meta`, what phase 2 records about it (so that a changed
+    phase 1 retrains phase 2)."""
+    spec = settings.intermediate
     cfg = TrainConfig(
-        epochs=spec["epochs"],
-        learning_rate=spec["learning_rate"],
-        batch_size=spec["batch_size"],
-        max_length=spec.get("max_length", WINDOW.max_length),
-        stride=spec.get("stride", WINDOW.stride),
-        seed=spec.get("seed", 0),
-        freeze_embeddings=spec.get("freeze_embeddings", False),
-        cpu_bf16=spec.get("cpu_bf16", False),
+        epochs=spec.epochs,
+        learning_rate=spec.learning_rate,
+        batch_size=spec.batch_size,
+        seed=spec.seed,
+        **precision_options(settings),
     )
     meta = {
-        "kinds": list(spec.get("kinds", clauses.SYNTHETIC_KINDS)),
-        "per_piece": spec.get("per_piece", 2),
-        "crop_words": spec.get("crop_words"),
+        "kinds": list(spec.kinds),
+        "per_piece": spec.per_piece,
+        "crop_words": spec.crop_words,
         "questions": len(synthetic),
         "contexts": len({(core.record_act(r), qa_files.record_section(r)) for r in synthetic}),
         "digest": _digest(synthetic),
     }
-    out = train_encoder(
-        model,
-        synthetic,
-        cfg,
-        output_dir,
-        max_answer_length,
-        {**(extra_meta or {}), "phase": "intermediate", "synthetic": meta},
-        callbacks=callbacks,
-    )
+    extra_meta = {**(options.pop("extra_meta", None) or {}), "phase": "intermediate", "synthetic": meta}
+    out = train_encoder(model, synthetic, cfg, output_dir, extra_meta=extra_meta, **options)
     done = qa_config(out)
     meta.update(
         epochs=done.get("epochs"),
@@ -173,22 +165,21 @@ class F1Curve(TrainerCallback):
         every: int,
         max_answer_length: int,
         path,
-        max_length: int = WINDOW.max_length,
-        stride: int = WINDOW.stride,
+        window: Window = WINDOW,
     ):
-        self.records, self.tok, self.every, self.mal = (
+        self.records, self.tok, self.every, self.answer_cap = (
             list(records),
             tokenizer,
             max(1, int(every)),
             int(max_answer_length),
         )
-        self.path, self.max_length, self.stride, self.points = Path(path), max_length, stride, []
+        self.path, self.window, self.points = Path(path), window, []
 
     def _score(self, step: int, model) -> None:
         from indicipr import metrics
 
         was_training = model.training
-        answers = predict_answers(model, self.tok, self.records, self.max_length, self.stride, self.mal)
+        answers = predict_answers(model, self.tok, self.records, self.window, self.answer_cap)
         model.train(was_training)
         _, s = metrics.score_predictions(self.records, {r["id"]: a.text for r, a in zip(self.records, answers)})
         self.points.append({"step": int(step), "em": round(s["em"], 2), "f1": round(s["f1"], 2)})
@@ -249,7 +240,7 @@ def plot_learning_curve(curve, reference: dict[str, float] | None = None, title:
     return fig
 
 # %% ../notebooks/08_encoders.ipynb #76b89fbd
-from .config import EncodersSettings, as_dict, settings_for  # the stage's settings (config.ENCODERS)
+from .config import EncodersSettings, settings_for  # the stage's settings (config.ENCODERS)
 
 _SHRINK_PARAMETERS = ("epochs", "max_steps")  # what a CPU rehearsal may shrink; data and inference stay full size
 
@@ -359,28 +350,24 @@ def run_encoders(
         tok = load_tokenizer(model) if curve_set else None
 
         def curve(folder, tok=tok, answer_cap=answer_cap):
-            return (
-                [F1Curve(curve_set, tok, run_settings.curve_every, answer_cap, Path(folder) / CURVE_FILE)]
-                if curve_set
-                else None
-            )
+            if not curve_set:
+                return None
+            path = Path(folder) / CURVE_FILE
+            return [F1Curve(curve_set, tok, run_settings.curve_every, answer_cap, path, run_settings.window)]
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
-        recipe = {"freeze_embeddings": run_settings.freeze_embeddings, "cpu_bf16": run_settings.cpu_bf16}
         if run_settings.intermediate:
             folder = intermediate_dir(data_source, model)
-            spec = {**recipe, **as_dict(run_settings.intermediate)}
-            synthetic = intermediate_records(train, held_out, spec)  # phase 1's questions, and phase 2's rehearsal
+            # phase 1's questions, and phase 2's rehearsal
+            synthetic = intermediate_records(train, held_out, run_settings.intermediate)
             start, inter = train_intermediate(
                 model,
-                train,
-                held_out,
-                spec,
+                synthetic,
+                run_settings,
                 folder,
-                answer_cap,
-                {"data_source": tag},
+                max_answer_length=answer_cap,
+                extra_meta={"data_source": tag},
                 callbacks=curve(folder),
-                synthetic=synthetic,
             )
         for seed in run_settings.seeds:
             cfg = TrainConfig(
@@ -391,7 +378,7 @@ def run_encoders(
                 max_length=run_settings.max_length,
                 stride=run_settings.stride,
                 seed=seed,
-                **recipe,
+                **precision_options(run_settings),
                 **(train_options or {}),
             )
             out_dir, first = checkpoint_dir(data_source, model, seed), seed == run_settings.seeds[0]
@@ -544,8 +531,7 @@ def boundary_runs(data_source, rows, run_settings: dict, ds=None) -> list[dict]:
             priors[r["model"]] = boundary.fit_length_prior(train, tok)  # one per model: its tokenizer
         prior = priors[r["model"]]
         kw = {
-            "max_length": cfg.get("max_length", WINDOW.max_length),
-            "stride": cfg.get("stride", WINDOW.stride),
+            "window": trained_window(cfg),
             "max_answer_length": r["max_answer_length"],
         }
         tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
@@ -626,6 +612,6 @@ def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
     "Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than `predict_answers`."
     from indicipr import boundary
 
-    plain = predict_answers(model, tok, records, kw["max_length"], kw["stride"], kw["max_answer_length"])
+    plain = predict_answers(model, tok, records, kw["window"], kw["max_answer_length"])
     zero = boundary.boundary_decode(records, candidates, boundary.BoundaryParams())
     return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from . import basics, benchmark, core
-from .config import WINDOW
+from .config import WINDOW, Window
 from indicipr.qa_model import (
     MODEL_REGISTRY,
     encode_windows,
@@ -36,7 +36,7 @@ from indicipr.training import (
 
 # %% auto #0
 __all__ = ['checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned', 'check_finetuned',
-           'predict_as_trained', 'predict_split']
+           'trained_window', 'predict_as_trained', 'predict_split']
 
 # %% ../notebooks/07e_finetune.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -128,7 +128,7 @@ def train_encoder(
     core.seed_everything(cfg.seed)
     tok = load_tokenizer(model)
     qa_model = load_qa_model(model)
-    windows = encode_windows(train_records, tok, cfg.max_length, cfg.stride, labels=True)
+    windows = encode_windows(train_records, tok, Window(cfg.max_length, cfg.stride), labels=True)
     packed = PackedWindows(windows, tok.pad_token_id or 0, resolved_pad_multiple(cfg))
     t0 = time.perf_counter()
     trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
@@ -237,6 +237,11 @@ def _weight_names(weights: Path) -> list[str]:
     return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
 
 # %% ../notebooks/07e_finetune.ipynb #57936ae7
+def trained_window(cfg: dict) -> Window:
+    "The window a fine-tuned model was trained with (its `qa_config.json`; the QA window where that does not say)."
+    return Window(cfg.get("max_length", WINDOW.max_length), cfg.get("stride", WINDOW.stride))
+
+
 def predict_as_trained(model, tok, cfg: dict, records, batch_size=None, max_answer_length=None, **options) -> list:
     """`predict_answers` of a loaded fine-tuned model (`load_finetuned`) with the window it was trained with and its
     answer-length cap (`qa_config.json`; `max_answer_length` overrides the cap)."""
@@ -244,8 +249,7 @@ def predict_as_trained(model, tok, cfg: dict, records, batch_size=None, max_answ
         model,
         tok,
         records,
-        cfg.get("max_length", WINDOW.max_length),
-        cfg.get("stride", WINDOW.stride),
+        trained_window(cfg),
         max_answer_length or cfg.get("max_answer_length", 64),
         batch_size,
         **options,

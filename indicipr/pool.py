@@ -147,8 +147,8 @@ def _importable(fn) -> bool:
 
 
 def _pool_size(n_runs: int, workers) -> int | str:
-    "`workers` (or `$INDICIPR_TRAIN_WORKERS`) as a count, or 'auto'; 1 where a pool cannot help."
-    workers = workers if workers is not None else os.environ.get("INDICIPR_TRAIN_WORKERS") or "auto"
+    "`workers` as a count, or 'auto' (also for None); 1 where a pool cannot help."
+    workers = "auto" if workers is None else workers
     if n_runs <= 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return 1
     if workers == "auto":

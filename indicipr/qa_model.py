@@ -100,7 +100,7 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
             hf_logging.enable_progress_bar()
 
 # %% ../notebooks/07a_qa_model.ipynb #e52f0d37
-from .config import WINDOW  # the QA window: 384 tokens, stride 128
+from .config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 
 @dataclass
@@ -132,15 +132,13 @@ def _token_labels(offs: np.ndarray, start_char: int, end_char: int, cls_index: i
     return int(start), int(end)
 
 
-def encode_windows(
-    records, tokenizer, max_length: int = WINDOW.max_length, stride: int = WINDOW.stride, labels: bool = False
-) -> Windows:
-    "Sliding windows of `records` (question first, context second, as `run_qa.py`)."
+def encode_windows(records, tokenizer, window: Window = WINDOW, labels: bool = False) -> Windows:
+    "Sliding windows of `records` (question first, context second, as `run_qa.py`) of the reader's `window`."
     records = list(records)
     if not records:
         raise ValueError("no records to encode")
-    if stride >= max_length // 2:
-        raise ValueError(f"stride {stride} must be well below max_length {max_length}")
+    if window.stride >= window.max_length // 2:
+        raise ValueError(f"stride {window.stride} must be well below max_length {window.max_length}")
     pad_right = tokenizer.padding_side == "right"
     questions = [r["question"].lstrip() for r in records]
     contexts = [r["context"] for r in records]
@@ -148,8 +146,8 @@ def encode_windows(
         questions if pad_right else contexts,
         contexts if pad_right else questions,
         truncation="only_second" if pad_right else "only_first",
-        max_length=max_length,
-        stride=stride,
+        max_length=window.max_length,
+        stride=window.stride,
         return_overflowing_tokens=True,
         return_offsets_mapping=True,
         padding=False,
@@ -423,8 +421,7 @@ def _window_batches(
     model,
     tokenizer,
     records,
-    max_length,
-    stride,
+    window,
     batch_size,
     pad_multiple,
     device,
@@ -435,10 +432,10 @@ def _window_batches(
     "(windows, batches of window indices, device, iterator of each padded batch's (batch, start_logits, end_logits))."
     dev = pick_device(device)
     batch_size = batch_size or default_eval_batch_size(dev)
-    windows = windows if windows is not None else encode_windows(records, tokenizer, max_length, stride)
+    windows = windows if windows is not None else encode_windows(records, tokenizer, window)
     batches = _batches_by_length(windows.lengths, batch_size)
     pad_id = tokenizer.pad_token_id or 0
-    padded = (_pad_batch(windows, idx, pad_id, pad_multiple, max_length) for idx in batches)
+    padded = (_pad_batch(windows, idx, pad_id, pad_multiple, window.max_length) for idx in batches)
     if progress:
         from tqdm.auto import tqdm
 
@@ -466,8 +463,7 @@ def window_logits(
     model,
     tokenizer,
     records,
-    max_length: int = WINDOW.max_length,
-    stride: int = WINDOW.stride,
+    window: Window = WINDOW,
     batch_size: int | None = None,
     pad_multiple: int = 8,
     device: str | None = None,
@@ -475,9 +471,9 @@ def window_logits(
     windows: Windows | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes.
-    `windows`: the records' `encode_windows(records, tokenizer, max_length, stride)`, when the caller has them already."""
+    `windows`: the records' `encode_windows(records, tokenizer, window)`, when the caller has them already."""
     windows, batches, _, logits = _window_batches(
-        model, tokenizer, list(records), max_length, stride, batch_size, pad_multiple, device, engine, windows=windows
+        model, tokenizer, list(records), window, batch_size, pad_multiple, device, engine, windows=windows
     )
     out = [None] * len(windows)
     for idx, (_, s, e) in zip(batches, logits):
@@ -493,8 +489,7 @@ def predict_answers(
     model,
     tokenizer,
     records,
-    max_length: int = WINDOW.max_length,
-    stride: int = WINDOW.stride,
+    window: Window = WINDOW,
     max_answer_length: int = 64,
     batch_size: int | None = None,
     n_best: int = 1,
@@ -511,7 +506,7 @@ def predict_answers(
         raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
     records = list(records)
     windows, batches, dev, logits = _window_batches(
-        model, tokenizer, records, max_length, stride, batch_size, pad_multiple, device, engine, progress
+        model, tokenizer, records, window, batch_size, pad_multiple, device, engine, progress
     )
     best = [[] for _ in records]  # per example: (score, start_char, end_char)
     for idx, (batch, start_logits, end_logits) in zip(batches, logits):

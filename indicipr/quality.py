@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Iterable, Mapping, Sequence
 
@@ -20,10 +21,10 @@ from .human_audit import export_audit_kit, filled_sheets, score_sheets
 
 # %% auto #0
 __all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',
-           'JudgeScores', 'parse_judge_reply', 'judge_messages', 'judgment', 'judge_all', 'judgments_path',
-           'run_judges', 'judgments_frame', 'majority_vote', 'ensemble_frame', 'rater_scores', 'score_distribution',
-           'flagged_share', 'flagged_by_act', 'judge_agreement', 'distribution_figure', 'judge_human_agreement',
-           'audit_stage', 'judge_stage', 'judge_human_table']
+           'JudgeScores', 'parse_judge_reply', 'judge_messages', 'judgment', 'JudgeOptions', 'judge_all',
+           'judgments_path', 'run_judges', 'judgments_frame', 'majority_vote', 'ensemble_frame', 'rater_scores',
+           'score_distribution', 'flagged_share', 'flagged_by_act', 'judge_agreement', 'distribution_figure',
+           'judge_human_agreement', 'audit_stage', 'judge_stage', 'judge_human_table']
 
 # %% ../notebooks/12_quality.ipynb #2fd9f0ed
 JUDGE_CRITERIA = {
@@ -165,14 +166,18 @@ def _distinct_judges(judges: Iterable[Judge]) -> list[Judge]:
     return list(seen.values())
 
 
+@dataclass(frozen=True)
+class JudgeOptions:
+    "How the judges' requests run through `llm_runs.run_requests`."
+
+    cache: llm.ResponseCache | None = None  # replies are read from and written to it
+    concurrency: int = 1  # requests in flight
+    progress: bool = True  # a progress bar per round
+    confirm_cost: bool = False  # a paid run over the cost guard's limit goes ahead without asking
+
+
 def judge_all(
-    records: Sequence[dict],
-    judges: Sequence[Judge],
-    endpoints: Mapping,
-    cache=None,
-    concurrency: int = 1,
-    progress: bool = True,
-    confirm_cost: bool = False,
+    records: Sequence[dict], judges: Sequence[Judge], endpoints: Mapping, options: JudgeOptions = JudgeOptions()
 ) -> dict[str, list[dict]]:
     "Score every record with every judge (`endpoints`: judge model → Endpoint) → judgments per judge name, in record order."
     judges = _distinct_judges(judges)
@@ -186,13 +191,13 @@ def judge_all(
             llm_runs.run_requests(
                 None,
                 requests,
-                cache,
-                concurrency=concurrency,
+                options.cache,
+                concurrency=options.concurrency,
                 desc=desc,
                 validate=False,
-                progress=progress,
+                progress=options.progress,
                 record_request_errors=True,
-                confirm_cost=confirm_cost,
+                confirm_cost=options.confirm_cost,
             )
             if requests
             else []
@@ -228,15 +233,12 @@ def run_judges(
     judges: Sequence[Judge],
     data_source: str,
     config=None,
-    cache=None,
-    concurrency: int = 1,
-    confirm_cost: bool = False,
-    progress: bool = True,
+    options: JudgeOptions = JudgeOptions(),
 ) -> dict[str, list[dict]]:
     "Open the judges' endpoints (`config`: an `llm_servers.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
     judges = _distinct_judges(judges)
     with llm_servers.open_endpoints(config or llm_servers.llm_config(), [j.model for j in judges]) as endpoints:
-        out = judge_all(records, judges, endpoints, cache, concurrency, progress, confirm_cost)
+        out = judge_all(records, judges, endpoints, options)
     for j in judges:
         qa_files.write_jsonl(judgments_path(data_source, j), out[j.name])
     return out
@@ -478,7 +480,13 @@ def judge_stage(
     records: list[dict], settings: QualitySettings, data_source, llm_config, cache, confirm_cost: bool = False
 ) -> dict:
     "`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges on `records`."
-    judgments = run_judges(records, settings.judges, data_source, llm_config, cache, settings.concurrency, confirm_cost)
+    judgments = run_judges(
+        records,
+        settings.judges,
+        data_source,
+        llm_config,
+        JudgeOptions(cache, settings.concurrency, confirm_cost=confirm_cost),
+    )
     single, names = settings.judges[0], [j.name for j in settings.judges]
     smoke = " (smoke run of the code path: one local model under three names)" if settings.smoke else ""
     long = judgments_frame([r for rows in judgments.values() for r in rows])

@@ -9,7 +9,7 @@ import importlib.metadata as _md
 import json
 import platform
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -106,6 +106,7 @@ _RESULTS_ITEMS = (
     _item(
         "encoder_learning_curve", "Encoders: the learning curve", "encoder_learning_curve", nb="08_encoders", fold=True
     ),
+    _item("recipe_choice", "Encoders: the recipe, chosen on validation", "recipe_choice", nb="08_encoders", fold=True),
     _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb="08_encoders"),
     _item("llm_results", "Prompted LLMs", nb="09_llms", card="llms"),
     _item("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb="09a_grounded"),
@@ -458,18 +459,13 @@ def _expand_item(item: ReportItem, available: list[str], placed: set) -> list[tu
 
 
 def _report_entry(
-    name: str,
-    title: str,
-    tables_dir: Path,
-    figures: list[str],
-    notebook: str | None = None,
-    fold: bool = False,
-    card: tuple | None = None,
-    notebook_pages: dict | None = None,
+    item: ReportItem, tables_dir: Path, card: tuple | None = None, notebook_pages: dict | None = None
 ) -> dict:
-    "What the template needs to show one table: title, caption, cells, figures beside it, card values, its notebook."
+    """What the template needs to show the one table `item` names (its title and figures in full): title, caption, cells,
+    figures beside it, the card's values (`card`, a `card_table`), its notebook."""
     import pandas as pd
 
+    name, nb = item.table, item.notebook
     try:
         df, error = read_table(tables_dir / f"{name}.csv"), None
     except Exception as e:
@@ -480,15 +476,15 @@ def _report_entry(
     return {
         "id": f"t-{name}",
         "name": name,
-        "title": title,
+        "title": item.title,
         "caption": _table_caption(tables_dir / f"{name}.md"),
         "table": None if df is None else _table_view(df),
         "error": error,
         "rows": rows,
-        "folded": fold or rows > _FOLD_ROWS,
-        "figures": [{"name": f, "src": f"figures/{f}.png"} for f in figures],
+        "folded": item.fold or rows > _FOLD_ROWS,
+        "figures": [{"name": f, "src": f"figures/{f}.png"} for f in item.figures],
         "card": None if card is None else _table_view(pd.DataFrame([list(r) for r in card[1]], columns=list(card[0]))),
-        "notebook": {"name": notebook, "href": (notebook_pages or {}).get(notebook)} if notebook else None,
+        "notebook": {"name": nb, "href": (notebook_pages or {}).get(nb)} if nb else None,
     }
 
 
@@ -515,22 +511,11 @@ def report_sections(
                 ]
                 shown_figures.update(figs)
                 card = card_table(item.card) if official and item.card else None
-                entries.append(
-                    _report_entry(
-                        name,
-                        item.title + (f" ({tag})" if tag else ""),
-                        tables_dir,
-                        figs,
-                        item.notebook,
-                        item.fold,
-                        card,
-                        notebook_pages,
-                    )
-                )
+                title = item.title + (f" ({tag})" if tag else "")
+                entry = replace(item, table=name, title=title, figures=tuple(figs))
+                entries.append(_report_entry(entry, tables_dir, card, notebook_pages))
         out.append({"id": sec.id, "title": sec.title, "entries": entries})
-    others = [
-        _report_entry(n, n, tables_dir, [], None, False, None, notebook_pages) for n in available if n not in placed
-    ]
+    others = [_report_entry(ReportItem(n, n), tables_dir, None, notebook_pages) for n in available if n not in placed]
     other_figures = [{"name": f, "src": f"figures/{f}.png"} for f in figure_names if f not in shown_figures]
     return out, others, other_figures
 

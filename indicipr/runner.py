@@ -26,11 +26,11 @@ if TYPE_CHECKING:
     from indicipr.report import StageResult
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'SECRET_PARAMETER_ENV',
-           'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters',
-           'types_admit', 'parameters_for', 'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook',
-           'run_figures_dir', 'main_job_env', 'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir',
-           'tolerant_echo']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES',
+           'SECRET_PARAMETER_ENV', 'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types',
+           'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters', 'ensure_kernel',
+           'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env', 'remove_quiet_log', 'run_pipeline',
+           'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
 
 # %% ../notebooks/12d_runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -351,6 +351,20 @@ def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
         {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
     )
 
+# %% ../notebooks/12d_runner.ipynb #7d0c1e5b
+KERNEL_STOP_NOTES = ("KeyboardInterrupt caught in kernel",)  # ipykernel's line when it is interrupted on shutdown
+
+
+def remove_quiet_log(log: Path) -> bool:
+    "Remove `log` when it holds no line but `KERNEL_STOP_NOTES`; whether it was removed."
+    if not log.exists():
+        return False
+    lines = [s for s in log.read_text(encoding="utf-8", errors="replace").splitlines() if s.strip()]
+    if any(not any(note in s for note in KERNEL_STOP_NOTES) for s in lines):
+        return False
+    log.unlink()
+    return True
+
 # %% ../notebooks/12d_runner.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
@@ -373,8 +387,7 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         scrub_file(written, _secret_parts(parameters))
     if result.error:
         result.error = basics.mask_secrets(result.error)
-    if kernel_log.exists() and not kernel_log.stat().st_size:
-        kernel_log.unlink()
+    remove_quiet_log(kernel_log)
     result.timings = artifacts.read_timings(run_dir)[recorded_before:]
     return result
 

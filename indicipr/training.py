@@ -133,9 +133,7 @@ class TrainConfig:
     save_checkpoints: bool = True
     max_steps: int | None = None  # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
     engine: str = "loop"  # "loop": the project's training loop; "trainer": the Hugging Face Trainer
-    cuda_graphs: bool | None = (
-        None  # loop, one GPU: each length bucket's step as a CUDA graph (None: $INDICIPR_CUDA_GRAPHS=1)
-    )
+    cuda_graphs: bool | None = None  # loop, one GPU: each length bucket's step as a CUDA graph (None: off)
     freeze_embeddings: bool = (
         False  # the recipe: the embedding layer stays as pre-trained (no gradient, no optimiser state)
     )
@@ -156,8 +154,8 @@ def resolved_pad_multiple(cfg: TrainConfig) -> int:
 
 
 def resolved_cuda_graphs(cfg: TrainConfig) -> bool:
-    "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs`, else `INDICIPR_CUDA_GRAPHS=1` (off by default)."
-    return bool(cfg.cuda_graphs) if cfg.cuda_graphs is not None else os.environ.get("INDICIPR_CUDA_GRAPHS", "") == "1"
+    "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs` (None: off)."
+    return bool(cfg.cuda_graphs)
 
 
 def planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:

@@ -49,3 +49,19 @@ def statute_sections():
     from indicipr.statutes import read_sections_jsonl, statutes_jsonl_paths
 
     return read_sections_jsonl(statutes_jsonl_paths())
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
+    import torch
+    from helpers import tiny_bert_config
+    from transformers import BertForQuestionAnswering
+
+    from indicipr.qa_model import load_tokenizer
+
+    torch.manual_seed(0)
+    d = tmp_path_factory.mktemp("tiny_bert")
+    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(d)
+    load_tokenizer("minilm-l6").save_pretrained(d)
+    return str(d)

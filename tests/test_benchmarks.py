@@ -148,10 +148,11 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     import qa_inference
 
     from indicipr import qa_model as QM
+    from indicipr.config import Window
 
     tok = QM.load_tokenizer("minilm-l6")
     recs = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE))["test"]]
-    w = QM.encode_windows(recs, tok, 128, 32)
+    w = QM.encode_windows(recs, tok, Window(128, 32))
     want = [tuple(QM._pad_batch(w, idx, 0, 8, 128)["input_ids"].shape) for idx in QM._batches_by_length(w.lengths, 3)]
     assert qa_inference.batch_shapes(w.lengths, 3, 8, 128) == want
     assert len(set(want)) > 1

@@ -28,6 +28,7 @@ PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction
 LOCATIONS = {"statutes_path", "predictions_from", "audit_folder"}  # where inputs and outputs are
 ENDPOINTS = {"llm_endpoints", "confirm_cost"}  # which servers, and the consent to a paid run
 NOT_SETTINGS = {
+    "08_encoders": {"choose_recipe"},  # whether to run the recipe comparison, a job of its own (make recipe-choice)
     "02_generate": {"questions_per_context"},  # the card's prompt text ("up to 5"), the same in both profiles
     "11_errors": {"length_split"},  # the analysis' answer-length threshold (default: the benchmark's median)
     "12_quality": {"run_judge", "judge_models"},  # whether to call the judges; model names, made `judges` by
@@ -70,3 +71,28 @@ def test_the_config_module_sits_on_the_foundation_only():
     from test_import_graph import import_graph
 
     assert import_graph()["config"] <= {"basics", "core", "qa_files", "benchmark"}
+
+
+def test_a_replaced_environment_variable_changes_nothing_and_is_named_once(monkeypatch, caplog):
+    "A shell that exports a setting's former variable gets the profile's settings and one warning naming the parameter."
+    from indicipr import llm_servers, pool, training
+
+    for name in config.REPLACED_ENV:
+        monkeypatch.setenv(name, "2" if name == "INDICIPR_TRAIN_WORKERS" else "1")
+    config._warn_replaced.cache_clear()
+    with caplog.at_level("WARNING", logger="indicipr.config"):
+        assert config.settings_for("encoders", "paper") == config.ENCODERS["paper"]
+        assert config.settings_for("llm_qa", "offline") == config.LLM_QA["offline"]
+    said = [r.getMessage() for r in caplog.records]
+    assert all(sum(m.startswith(f"{name} ") for m in said) == 1 for name in config.REPLACED_ENV)
+    assert any("`qa_models`" in m for m in said)
+    assert llm_servers.role_models("qa") is None and llm_servers.role_model("generation") is None
+    assert not training.resolved_cuda_graphs(training.TrainConfig())
+    assert pool._pool_size(12, None) != 2  # 'auto' (1 on a CPU): never the variable's 2
+
+
+def test_no_module_but_config_names_a_replaced_variable():
+    for path in (ROOT / "indicipr").glob("*.py"):
+        if path.name not in ("config.py", "_modidx.py"):
+            text = path.read_text(encoding="utf-8")
+            assert not [k for k in config.REPLACED_ENV if k in text], path.name

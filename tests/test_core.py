@@ -291,7 +291,7 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     assert (
         "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00_core.kernel.log").read_text()
     )  # kept, in the run
-    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()  # empty: removed
+    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()  # quiet: removed
 
 
 def test_reproduce_unknown_only_exits_2_before_running(tmp_path):

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from helpers import tiny_bert_config
 
 from indicipr import benchmark, cli, config, metrics, predictions, qa_files  # noqa: E402
 from indicipr import encoders as E
 from indicipr import finetune as FT
 from indicipr import qa_model as QM
 from indicipr import training as TR
+from indicipr.config import Window
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -30,21 +30,9 @@ def tok():
     return QM.load_tokenizer("minilm-l6")
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, tok):
-    "A tiny random BERT with MiniLM's tokenizer, saved like a hub checkpoint."
-    from transformers import BertForQuestionAnswering
-
-    torch.manual_seed(0)
-    d = tmp_path_factory.mktemp("tiny_bert")
-    BertForQuestionAnswering(tiny_bert_config()).save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
-
-
 def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
     recs = splits["train"]
-    w = QM.encode_windows(recs, tok, max_length=96, stride=32, labels=True)
+    w = QM.encode_windows(recs, tok, Window(96, 32), labels=True)
     assert len(w) > len(recs)  # long contexts overflow at 96 tokens
     exact = holding = 0
     for i in range(len(w)):
@@ -66,7 +54,7 @@ def test_labels_decode_to_gold_in_every_window_that_holds_it(splits, tok):
 def test_inference_does_not_depend_on_batching_or_padding(splits, tiny_model_dir):
     model, tok, _ = FT.load_finetuned(tiny_model_dir)
     recs = splits["test"]
-    kw = dict(max_length=128, stride=32, max_answer_length=24)
+    kw = dict(window=Window(128, 32), max_answer_length=24)
     a = QM.predict_answers(model, tok, recs, batch_size=1, pad_multiple=1, **kw)
     b = QM.predict_answers(model, tok, recs, batch_size=16, pad_multiple=64, **kw)
     assert [x.text for x in a] == [x.text for x in b]
@@ -80,8 +68,8 @@ def test_window_probs_matches_a_brute_force_of_the_pipeline_rule(splits, tiny_mo
     "span_score='window_probs': softmax per window over context + [CLS], best p_start * p_end over all windows."
     model, tok, _ = FT.load_finetuned(tiny_model_dir)
     recs, M = splits["test"][:12], 8
-    got = QM.predict_answers(model, tok, recs, max_length=96, stride=32, max_answer_length=M, span_score="window_probs")
-    w = QM.encode_windows(recs, tok, max_length=96, stride=32)
+    got = QM.predict_answers(model, tok, recs, Window(96, 32), max_answer_length=M, span_score="window_probs")
+    w = QM.encode_windows(recs, tok, Window(96, 32))
     best = {}
     for i in range(len(w)):
         ids = torch.tensor(w.input_ids[i])[None]
@@ -137,7 +125,7 @@ def test_best_window_wins_across_windows(tok):
         "context": ctx,
         "answers": {"text": ["x"], "answer_start": [0]},
     }
-    ans = QM.predict_answers(Fake(), tok, [rec], max_length=64, stride=16, max_answer_length=10)[0]
+    ans = QM.predict_answers(Fake(), tok, [rec], Window(64, 16), max_answer_length=10)[0]
     assert ans.text == "Registrar shall keep a register"
 
 
@@ -146,7 +134,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
     "engine='openvino' (fp32): every window's logits within 1e-5 of torch's, so the answers (and EM/F1) are identical."
     pytest.importorskip("openvino")
     model, tok = QM.load_qa_model("minilm-l6"), QM.load_tokenizer("minilm-l6")
-    recs, kw = splits["test"][:16], dict(max_length=128, stride=32, batch_size=3)
+    recs, kw = splits["test"][:16], dict(window=Window(128, 32), batch_size=3)
     lt = QM.window_logits(model, tok, recs, engine="torch", **kw)
     lo = QM.window_logits(model, tok, recs, engine="openvino", **kw)
     assert len(lt) == len(lo) > len(recs) and [a[0].shape for a in lt] == [b[0].shape for b in lo]
@@ -156,7 +144,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
         b = QM.predict_answers(model, tok, recs, max_answer_length=24, span_score=rule, engine="openvino", **kw)
         assert [(x.start, x.end) for x in a] == [(y.start, y.end) for y in b]
         assert all(abs(x.score - y.score) < 1e-4 for x, y in zip(a, b))
-    n_tokens = int(QM.encode_windows(recs, tok, 128, 32).lengths.sum())
+    n_tokens = int(QM.encode_windows(recs, tok, Window(128, 32)).lengths.sum())
     assert QM.resolve_engine("auto", model, "cpu", n_tokens) == "openvino"  # compiled already: auto reuses it
 
 
@@ -185,12 +173,10 @@ def test_openvino_model_is_rebuilt_when_a_weight_changes(tiny_model_dir):
 
 def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir, monkeypatch):
     model, tok, _ = FT.load_finetuned(tiny_model_dir)
-    want = [
-        a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32, engine="torch")
-    ]
+    want = [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], Window(96, 32), engine="torch")]
     monkeypatch.setattr(QM, "openvino_available", lambda: False)
     assert QM.resolve_engine("auto", model, "cpu", 10**9) == "torch"
-    assert [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], max_length=96, stride=32)] == want
+    assert [a.text for a in QM.predict_answers(model, tok, splits["test"][:6], Window(96, 32))] == want
     with pytest.raises(ImportError, match=r"indicipr\[openvino\]"):
         QM.predict_answers(model, tok, splits["test"][:1], engine="openvino")
     with pytest.raises(ValueError, match="engine must be one of"):
@@ -199,7 +185,7 @@ def test_auto_engine_is_torch_without_the_openvino_extra(splits, tiny_model_dir,
 
 def test_auto_engine_runs_torch_when_openvino_cannot_compile_the_model(splits, tiny_model_dir, monkeypatch):
     model, tok, _ = FT.load_finetuned(tiny_model_dir)
-    recs, kw = splits["test"][:6], dict(max_length=96, stride=32)
+    recs, kw = splits["test"][:6], dict(window=Window(96, 32))
     want = [a.text for a in QM.predict_answers(model, tok, recs, engine="torch", **kw)]
 
     def fail(*a, **k):
@@ -263,7 +249,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp
             if state.global_step == self.stop_at:
                 raise KeyboardInterrupt("simulated interruption")
 
-    w = QM.encode_windows(recs, QM.load_tokenizer(tiny_model_dir), 128, 32, labels=True)
+    w = QM.encode_windows(recs, QM.load_tokenizer(tiny_model_dir), Window(128, 32), labels=True)
     steps_per_epoch = int(np.ceil(len(w) / 8))
     cb = Interrupt()
     cb.stop_at = steps_per_epoch + 1  # during epoch 2, after the epoch-1 checkpoint
@@ -444,11 +430,11 @@ def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir,
 
     model, tok = QM.load_qa_model(tiny_model_dir), QM.load_tokenizer(tiny_model_dir)
     recs = splits["validation"] + splits["test"]
-    w = QM.encode_windows(recs, tok, 64, 16)
+    w = QM.encode_windows(recs, tok, Window(64, 16))
     assert (np.bincount(w.example_index) > 1).mean() > 0.9  # nearly every context spans several windows
-    plain = QM.predict_answers(model, tok, recs, 64, 16, 30, batch_size=4, engine="torch")
+    plain = QM.predict_answers(model, tok, recs, Window(64, 16), 30, batch_size=4, engine="torch")
     cands = boundary.span_candidates(
-        model, tok, recs, boundary.LengthPrior(2.0, 1.0), 64, 16, 30, batch_size=4, engine="torch"
+        model, tok, recs, boundary.LengthPrior(2.0, 1.0), Window(64, 16), 30, batch_size=4, engine="torch"
     )
     zero = boundary.boundary_decode(recs, cands, boundary.BoundaryParams())
     assert zero == {r["id"]: a.text for r, a in zip(recs, plain)}

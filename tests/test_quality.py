@@ -173,7 +173,11 @@ def judge_server(reply, judges=("fake",), script=()):
 def run(fake, records, judges=(config.Judge("fake"),), cache=None):
     "The stage's path: run_judges with every model routed to the fake server (preflight included)."
     return q.run_judges(
-        records, judges, str(FIXTURE), llm_servers.llm_config({"*": fake.base_url}), cache, progress=False
+        records,
+        judges,
+        str(FIXTURE),
+        llm_servers.llm_config({"*": fake.base_url}),
+        q.JudgeOptions(cache, progress=False),
     )
 
 
@@ -247,7 +251,7 @@ def test_rejected_request_is_recorded_as_error(root, qa_test_records):
 def test_unreachable_server_stops_the_run(root, qa_test_records):
     ep = llm.Endpoint(f"http://127.0.0.1:{unused_port()}/v1", "x", timeout=1, max_retries=0)
     with pytest.raises(llm.LLMUnreachableError):
-        q.judge_all(qa_test_records[:1], [config.Judge("x")], {"x": ep}, progress=False)
+        q.judge_all(qa_test_records[:1], [config.Judge("x")], {"x": ep}, q.JudgeOptions(progress=False))
 
 
 def test_ensemble_tables_from_fake_judges(root, qa_test_records):
@@ -279,8 +283,8 @@ def test_local_smollm2_judge_returns_schema_valid_scores(root, qa_test_records):
     rec = min(qa_test_records, key=lambda r: len(r["context"]))  # the shortest context keeps this quick
     judge = config.settings_for("quality", "offline").judges[0]
     with llm_servers.local_llm_server(n_ctx=2048) as ep:
-        out = q.judge_all([rec], [judge], {judge.model: ep}, llm.ResponseCache(root / "c.jsonl"), progress=False)[
-            judge.name
-        ][0]
+        out = q.judge_all(
+            [rec], [judge], {judge.model: ep}, q.JudgeOptions(llm.ResponseCache(root / "c.jsonl"), progress=False)
+        )[judge.name][0]
     assert out["status"] == "ok" and out["attempts"] == 1, out  # grammar-constrained: valid on the first try
     assert all(out[c] in (1, 2, 3) for c in q.JUDGE_CRITERIA)

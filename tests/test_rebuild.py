@@ -53,7 +53,6 @@ def project(tmp_path, monkeypatch):
         "INDICIPR_LLM_ENDPOINTS",
         "INDICIPR_LLM_BASE_URL",
         "INDICIPR_LLM_API_KEY",
-        "INDICIPR_GENERATION_MODEL",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
     ):

@@ -27,6 +27,7 @@ from indicipr import pool as P
 from indicipr import predictions
 from indicipr import qa_model as QM
 from indicipr import training as TR
+from indicipr.config import Window
 
 # The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
 TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
@@ -72,7 +73,9 @@ def tiny_dirs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def packed(splits):
     tok = QM.load_tokenizer("minilm-l6")
-    return TR.PackedWindows(QM.encode_windows(splits["train"][:40], tok, 128, 32, labels=True), tok.pad_token_id, 8)
+    return TR.PackedWindows(
+        QM.encode_windows(splits["train"][:40], tok, Window(128, 32), labels=True), tok.pad_token_id, 8
+    )
 
 
 @pytest.fixture
@@ -258,7 +261,6 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
     pool = P.run_pool(_fake_gpu_run, list(range(5)), workers="auto")
     out = dict(pool)
     assert sorted(out) == list(range(5)) and [out[i]["job"] for i in range(5)] == list(range(5))
@@ -276,11 +278,11 @@ def test_the_auto_pool_starts_with_a_probe_and_keeps_to_its_plan(monkeypatch):
 
 
 def test_pool_size(monkeypatch):
-    monkeypatch.delenv("INDICIPR_TRAIN_WORKERS", raising=False)
     assert P._pool_size(1, 4) == 1 and P._pool_size(5, 3) == 3 and P._pool_size(2, 8) == 2
     assert P._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
-    monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")
-    assert P._pool_size(12, None) == 2
+    assert P._pool_size(12, "2") == 2  # `indicipr train --workers 2`
+    monkeypatch.setenv("INDICIPR_TRAIN_WORKERS", "2")  # not a setting: the count comes from `workers` only
+    assert P._pool_size(12, None) == ("auto" if torch.cuda.is_available() else 1)
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert P._pool_size(12, 4) == 1  # one run at a time, in step
     with pytest.raises(ValueError, match="workers must be"):

@@ -1,0 +1,51 @@
+"""The offline recipe's choice on the validation split (`indicipr.recipe_choice`): candidates kept apart, runs resumed."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from helpers import QA_SMALL
+
+from indicipr import benchmark, config, core, encoders, qa_files  # noqa: E402
+from indicipr import recipe_choice as rc
+
+PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
+CANDIDATES = (
+    rc.Candidate("plain", "phase 2 alone", None, 0.0, 0.5),
+    rc.Candidate("two phases", "phase 1, then phase 2 with rehearsal", PHASE1, 0.5, 0.5),
+)
+
+
+@pytest.mark.slow  # training, over 8 s on 2 cores
+def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root, monkeypatch):
+    ds = benchmark.load_benchmark(str(QA_SMALL), verbose=False)
+    base = config.settings_for(
+        "encoders", "offline", models=[tiny_model_dir], learning_rate=1e-3, max_length=128, stride=32
+    )
+    rows = rc.compare_recipes(ds, "qa_small", CANDIDATES, seeds=(0,), base=base)
+    assert [r["candidate"] for r in rows] == ["plain", "two phases"]
+    assert all(0.0 <= r["f1"] <= 100.0 for r in rows)
+    models = core.data_dir() / "models"
+    assert sorted(p.name for p in models.iterdir() if p.name.startswith("recipe_choice_")) == sorted(
+        {rc.group_tag(c.settings(base)) for c in CANDIDATES}
+    )  # each distinct phase 1 under its own tag, never the data source's own models
+    assert not (models / "qa_small").exists()
+    preds = next((core.data_dir() / "predictions" / "recipe_choice_none").glob("*.jsonl"))
+    scored = {r["id"] for r in qa_files.read_jsonl(preds) if "id" in r}
+    assert scored == {r["id"] for r in ds["validation"]}  # the validation split, never test
+    assert len(list(qa_files.read_jsonl(rc.runs_path()))) == 2
+
+    def no_training(*a, **k):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(encoders, "run_encoders", no_training)
+    assert rc.compare_recipes(ds, "qa_small", CANDIDATES, seeds=(0,), base=base) == rows
+    table = rc.recipe_table(rows, CANDIDATES)
+    assert table["chosen"].sum() >= 1
+    assert rc.chosen_recipe(table, CANDIDATES).name in {"plain", "two phases"}
+
+
+def test_the_test_split_takes_no_part(root):
+    with pytest.raises(core.InputError, match="validation"):
+        rc.compare_recipes({}, "qa_small", CANDIDATES, split="test")
