@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -16,7 +18,8 @@ from typing import Any, Iterable, Mapping
 # %% auto #0
 __all__ = ['SECRET_ENV', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
            'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'current_umask',
-           'new_file_mode', 'replace_atomic', 'write_text_atomic', 'in_jupyter_kernel', 'show_saved_figure']
+           'new_file_mode', 'replace_atomic', 'write_text_atomic', 'json_digest', 'in_jupyter_kernel',
+           'show_saved_figure']
 
 # %% ../notebooks/00_basics.ipynb #473527dd
 def write_target(path: str | os.PathLike) -> Path:
@@ -206,6 +209,12 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+# %% ../notebooks/00_basics.ipynb #acae54e3
+def json_digest(value: Any, length: int | None = None) -> str:
+    "The sha256 hex digest of `value` as JSON with sorted keys (`str` of what JSON cannot hold), its first `length` digits."
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 # %% ../notebooks/00_basics.ipynb #b7e1a004
 def in_jupyter_kernel() -> bool:

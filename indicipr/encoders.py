@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import benchmark, core, metrics, predictions, qa_files
+from . import basics, benchmark, core, metrics, predictions, qa_files
 from .config import WINDOW, IntermediateTraining, Window
 from indicipr.finetune import (
     checkpoint_dir,
@@ -72,11 +72,7 @@ def intermediate_dir(data_source, model: str) -> Path:
 
 
 def _digest(records) -> str:
-    import hashlib
-
-    return hashlib.sha256(
-        json.dumps([[r["context"], r["question"], r["answers"]] for r in records], sort_keys=True).encode()
-    ).hexdigest()[:16]
+    return basics.json_digest([[r["context"], r["question"], r["answers"]] for r in records], 16)
 
 
 def intermediate_records(train_records, held_out, spec: IntermediateTraining) -> list[dict]:

@@ -5,12 +5,10 @@
 # %% ../notebooks/08a_recipe_choice.ipynb #badd8065
 from __future__ import annotations
 
-import hashlib
-import json
 import statistics
 from dataclasses import dataclass, replace
 
-from . import core, qa_files
+from . import basics, core, qa_files
 from .config import EncodersSettings, IntermediateTraining, as_dict, settings_for
 
 # %% auto #0
@@ -75,14 +73,10 @@ RECIPE_CANDIDATES = (
 RUNS_FILE = "runs.jsonl"
 
 
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:10]
-
-
 def group_tag(settings: EncodersSettings) -> str:
     "The output tag of a candidate's runs: one per distinct phase 1 (`none` without one)."
     phase1 = recipe_of(settings)["intermediate"]
-    return f"recipe_choice_{_digest(phase1) if phase1 else 'none'}"
+    return f"recipe_choice_{basics.json_digest(phase1, 10) if phase1 else 'none'}"
 
 
 RUN_FIELDS = (*RECIPE_FIELDS, "models", "learning_rate", "batch_size", "freeze_embeddings", "cpu_bf16", "max_steps")
@@ -92,7 +86,7 @@ def run_key(settings: EncodersSettings, data_tag: str, seed: int) -> str:
     "What makes a finished run reusable: what it trains (`RUN_FIELDS`), the split it is scored on, the data source, the seed."
     recipe = recipe_of(settings)
     trained = {f: recipe[f] if f in RECIPE_FIELDS else getattr(settings, f) for f in RUN_FIELDS}
-    return _digest([trained, settings.split, data_tag, seed])
+    return basics.json_digest([trained, settings.split, data_tag, seed], 10)
 
 
 def runs_path():

@@ -133,7 +133,7 @@ class TrainConfig:
     save_checkpoints: bool = True
     max_steps: int | None = None  # a cap on optimiser steps (overrides `epochs`): a named shrink parameter
     engine: str = "loop"  # "loop": the project's training loop; "trainer": the Hugging Face Trainer
-    cuda_graphs: bool | None = None  # loop, one GPU: each length bucket's step as a CUDA graph (None: off)
+    cuda_graphs: bool = False  # loop, one GPU: each length bucket's step as a CUDA graph
     freeze_embeddings: bool = (
         False  # the recipe: the embedding layer stays as pre-trained (no gradient, no optimiser state)
     )
@@ -154,7 +154,7 @@ def resolved_pad_multiple(cfg: TrainConfig) -> int:
 
 
 def resolved_cuda_graphs(cfg: TrainConfig) -> bool:
-    "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs` (None: off)."
+    "Whether the loop may replay its steps as CUDA graphs: `cfg.cuda_graphs`."
     return bool(cfg.cuda_graphs)
 
 
