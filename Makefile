@@ -8,18 +8,27 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: recipe-choice setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
+.PHONY: llama-wheel recipe-choice setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
 
-$(STAMP): settings.ini setup.py
+# llama-cpp-python: the version pinned in constraints.txt, built with these CMake flags on every x86-64 machine
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_TAG := $(shell printf '%s' '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_WHEELS ?= $(HOME)/.cache/indicipr/wheels/llama-cpp-python-$(LLAMA_TAG)
+
+$(STAMP): settings.ini setup.py constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, on its own: here `torch==2.13.0` is a CPU wheel on disk (44 s); elsewhere pip
 	# takes the default build for your platform
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# everything else from settings.ini (llama-cpp-python compiles once, ~9 min on 2 cores; pip caches the wheel),
-	# with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
+	# llama.cpp compiled for one fixed x86-64 instruction set, never -march=native (see "Same numbers" in the README):
+	# the wheel is built once into a cache outside the checkout, keyed by its version and flags, and installed from there
+	$(MAKE) --no-print-directory llama-wheel
+	$(BIN)/python -m pip install -q --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	# everything else from settings.ini at the exact versions of constraints.txt, with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
-	$(BIN)/python -m pip install -q -e ".[dev,lm-eval,openvino]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.runner import ensure_kernel; ensure_kernel()"
 	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
 	# (indicipr.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12c_jupyter.ipynb)
@@ -28,6 +37,19 @@ $(STAMP): settings.ini setup.py
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# build the llama-cpp-python wheel (about 9 minutes on 2 cores) unless the cache already holds it; pip's own wheel cache
+# is bypassed because it keys a wheel by the source archive, not by the flags it was built with
+llama-wheel:
+	@if ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "llama-cpp-python $(LLAMA_VERSION): cached wheel in $(LLAMA_WHEELS)"; \
+	else \
+	  echo "llama-cpp-python $(LLAMA_VERSION): building for AVX2/FMA/F16C/BMI2 (fixed, not this CPU's own) into $(LLAMA_WHEELS)"; \
+	  mkdir -p $(LLAMA_WHEELS).tmp && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(BIN)/python -m pip wheel -q --no-deps --no-cache-dir \
+	    --no-binary llama-cpp-python -w $(LLAMA_WHEELS).tmp llama-cpp-python==$(LLAMA_VERSION) && \
+	  rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).tmp $(LLAMA_WHEELS); \
+	fi
 
 reproduce: setup
 	$(BIN)/indicipr reproduce $(ARGS)

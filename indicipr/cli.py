@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from . import basics, benchmark, config, core, predictions
+from . import basics, benchmark, config, core, numerics, predictions
 from .core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from indicipr.runner import (
@@ -33,7 +33,7 @@ __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD
            'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters', 'reproduce_command',
            'build_command', 'fetch_command', 'info_command', 'metrics_split_names', 'evaluate_command',
            'predict_command', 'check_model_reachable', 'train_command', 'audit_command', 'cleaner_check_command',
-           'main']
+           'doctor_command', 'main']
 
 # %% ../notebooks/12b_cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -267,6 +267,15 @@ def _add_quality_commands(sub) -> None:
         help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)",
     )
     c.add_argument("--show", type=int, default=20, help="findings to list per source (default 20)")
+    d = sub.add_parser(
+        "doctor",
+        help="the one-minute canary: does this machine reproduce the committed numbers? (exit 1 when not)",
+    )
+    _flags(
+        d,
+        record="write this machine's digests as the committed ones (figures/numerics_canary.json; pinned numerics only)",
+        no_llm="leave out SmolLM2 on llama.cpp (the tokens digest)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../notebooks/12b_cli.ipynb #8e8c5d4e
-RESULT_LINES = ("report: ", "done in ")
+RESULT_LINES = ("report: ", "done in ", "tables: ")
 
 
 def echo_result_or_progress(line: str) -> None:
@@ -596,6 +605,13 @@ def cleaner_check_command(args) -> int:
     return int(failed)
 
 # %% ../notebooks/12b_cli.ipynb #7b02a1dd
+def doctor_command(args) -> int:
+    "`indicipr doctor`: the canary of `indicipr.doctor`; 0 when this machine reproduces the committed digests, 1 when not."
+    from indicipr.doctor import run_doctor
+
+    return run_doctor(record=args.record, llm=not args.no_llm)
+
+
 COMMANDS = {
     "reproduce": reproduce_command,
     "build": build_command,
@@ -606,6 +622,7 @@ COMMANDS = {
     "train": train_command,
     "audit": audit_command,
     "cleaner-check": cleaner_check_command,
+    "doctor": doctor_command,
 }
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
 
@@ -625,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         benchmark.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
         config.warn_replaced_env()  # a variable that is a setting elsewhere changes nothing: said once
+        for problem in numerics.pin():  # before any command imports torch: the kernels and threads of the tables
+            print(f"indicipr {args.command}: warning: {problem}", file=sys.stderr)
         status = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status

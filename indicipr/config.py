@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from . import numerics
 from .core import CARD, PROFILE_NAMES, InputError
 
 _log = logging.getLogger("indicipr.config")
@@ -455,6 +456,8 @@ def run_context(
 
     if profile not in PROFILE_NAMES:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
+    for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here
+        _log.warning("%s", problem)
     return RunContext(
         data_source,
         source_tag(data_source),

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
+from . import numerics
 from .basics import mask_secrets
 from .core import CARD
 from .llm import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact
@@ -352,7 +353,8 @@ def local_llm_server(
     ]
     # half the cores for generation AND prompt processing: llama.cpp's default batch threads (all
     # cores) spin against each other on a busy 2-core machine (a 480-token judge prompt: 59 s vs 6-11 s)
-    threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+    # pinned numerics: a fixed count on every machine (numerics.LLAMA_THREADS)
+    threads = n_threads or (numerics.LLAMA_THREADS if numerics.pinned() else max(1, (os.cpu_count() or 2) // 2))
     cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     fd, log_name = tempfile.mkstemp(prefix="indicipr-llama-server-", suffix=".log")
     log_path = Path(log_name)

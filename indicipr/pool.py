@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from . import numerics
+
 # %% auto #0
 __all__ = ['plan_pool', 'PoolRun', 'run_pool']
 
@@ -229,7 +231,9 @@ def _pool_runs(pool: PoolRun):
     n_dev = torch.cuda.device_count() if cuda else 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     procs_n = min(n, max(1, cpus - 1)) if size == "auto" else size
-    threads = max(1, cpus // procs_n)
+    # pinned numerics: every worker runs numerics.WORKER_THREADS threads whatever the core count (its reductions, and so
+    # its weights, follow the thread count); native: the cores shared out
+    threads = numerics.WORKER_THREADS if numerics.pinned() else max(1, cpus // procs_n)
     tasks, results = ctx.Queue(), ctx.Queue()
     slots = [ctx.Semaphore(0) for _ in range(n_dev)]
     plan_ready = ctx.Event()

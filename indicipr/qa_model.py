@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import core
+from . import core, numerics
 
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
@@ -383,8 +383,8 @@ def resolve_engine(engine: str, model, device, n_tokens: int = 0) -> str:
         if not openvino_available():
             raise ImportError("engine='openvino' needs the openvino extra: pip install 'indicipr[openvino]'")
         return "openvino"
-    if engine == "torch" or not (cpu and openvino_available()):
-        return "torch"
+    if engine == "torch" or not (cpu and openvino_available()) or numerics.pinned():
+        return "torch"  # pinned numerics: OpenVINO picks its own kernels and precision by CPU, so `auto` is torch
     from transformers import PreTrainedModel
 
     if not isinstance(model, PreTrainedModel):

@@ -614,14 +614,29 @@ def _notebook_pages(results: list[StageResult], rep: Path) -> dict:
     return pages
 
 
+def _run_record_context(extra: dict) -> dict:
+    "The template's numerics and verdict: one line each, the caps and CPU flags, the moved numbers."
+    from indicipr import numerics, verdict
+
+    status, tables = extra.get("numerics"), extra.get("verdict")
+    return {
+        "numerics_line": numerics.status_line(status) if status else "",
+        "numerics_caps": {k: c["value"] or "not set" for k, c in status["caps"].items()} if status else {},
+        "verdict_line": verdict.verdict_line(tables) if tables and tables.get("compared") else "",
+        "verdict_rows": verdict.verdict_rows(tables) if tables else [],
+    }
+
+
 def write_report(
     run_dir: str | Path,
     results: list[StageResult],
     parameters: dict,
     duration: float,
     figures_dir: str | Path | None = None,
+    extra: dict | None = None,
 ) -> Path:
-    "Write `<run_dir>/report/index.html` (from the jinja2 template), `run.json` and one HTML page per executed notebook."
+    """Write `<run_dir>/report/index.html` (from the jinja2 template), `run.json` and one HTML page per executed notebook.
+    `extra`: the runner's `numerics` (`numerics.numerics_status` of its kernels) and `verdict` (`verdict.table_verdict`)."""
     import shutil
 
     import jinja2
@@ -659,6 +674,7 @@ def write_report(
         "versions": package_versions(),
         "explorers": explorers,
         "explorer_tables": EXPLORER_TABLES,
+        **_run_record_context(extra or {}),
     }
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
@@ -676,6 +692,7 @@ def write_report(
                 "duration_s": duration,
                 "results": [asdict(r) for r in results],
                 "timings": [{"notebook": r.name, **t} for r in results for t in r.timings],
+                **(extra or {}),
             },
             indent=2,
             default=str,

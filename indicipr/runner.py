@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import artifacts, basics, core
+from . import artifacts, basics, core, numerics, verdict
 from .core import InputError, figures_path, project_root
 
 # papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
@@ -373,7 +373,8 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
     t0, recorded_before = time.time(), len(artifacts.read_timings(run_dir))
     try:
-        with temporary_environ(**{artifacts.RUN_DIR_ENV: str(run_dir.resolve())}, **KERNEL_ENV):
+        kernel_env = {artifacts.RUN_DIR_ENV: str(run_dir.resolve()), **KERNEL_ENV, **numerics.child_environment()}
+        with temporary_environ(**kernel_env):
             run_notebook(nb, out, parameters, kernel, kernel_log)
         result = StageResult(nb.stem, "ok", time.time() - t0, str(out))
     except Exception as e:
@@ -390,6 +391,22 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
     remove_quiet_log(kernel_log)
     result.timings = artifacts.read_timings(run_dir)[recorded_before:]
     return result
+
+
+def _committed_for(parameters: dict) -> dict | None:
+    "The committed tables a run's tables are compared with: the offline run on the sample's (git's HEAD, else a snapshot)."
+    if parameters.get("profile") != "offline" or str(parameters.get("data_source")) != "sample":
+        return None
+    committed = verdict.committed_tables(project_root())
+    return committed if committed is not None else verdict.snapshot_tables(project_root() / verdict.TABLES)
+
+
+def _no_verdict(parameters: dict) -> str:
+    "Why a run's tables are not compared with the committed ones."
+    return basics.mask_secrets(
+        "tables: not compared (the committed tables are the offline profile's on the sample; this run is "
+        f"profile={parameters.get('profile')}, data_source={parameters.get('data_source')})"
+    )
 
 
 def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
@@ -431,6 +448,9 @@ def run_pipeline(
     if timings_file.exists():
         timings_file.unlink()  # this run's durations only
     kernel = ensure_kernel()
+    kernels = numerics.numerics_status(environ={**os.environ, **numerics.child_environment()})
+    echo(numerics.status_line(kernels))
+    committed = _committed_for(parameters)
     results, start, failure = [], time.time(), None
     echo(
         basics.mask_secrets(
@@ -455,8 +475,11 @@ def run_pipeline(
         echo(_stage_line(tag, result, nbs_dir, time.time() - start))
         results.append(result)
     duration = time.time() - start
+    tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"]), committed, since=start - 1)
+    run_record = {"numerics": kernels, "verdict": tables}
     if report:
-        echo(f"report: {write_report(run_dir, results, basics.mask_secrets(parameters), duration)}")
+        echo(f"report: {write_report(run_dir, results, basics.mask_secrets(parameters), duration, extra=run_record)}")
+    echo(verdict.verdict_line(tables) if committed is not None else _no_verdict(parameters))
     missing = [r.name for r in results if r.status == "missing"]
     echo(
         f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "

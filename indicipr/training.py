@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import numerics
 from .qa_model import Windows, round_up
 
 # %% auto #0
@@ -176,7 +177,10 @@ def cpu_bf16_native() -> bool:
 def _training_arguments(cfg: TrainConfig, output_dir, n_windows: int, **overrides) -> TrainingArguments:
     "`TrainingArguments` for `cfg`: precision and optimiser by device, warm-up in steps."
     cuda = torch.cuda.is_available()
-    bf16 = (cuda and torch.cuda.is_bf16_supported()) or (not cuda and cfg.cpu_bf16 and cpu_bf16_native())
+    # on a CPU, bf16 only with native numerics: pinned, oneDNN is capped at AVX2 and every machine trains in fp32
+    bf16 = (cuda and torch.cuda.is_bf16_supported()) or (
+        not cuda and cfg.cpu_bf16 and not numerics.pinned() and cpu_bf16_native()
+    )
     steps = planned_steps(cfg, n_windows, int(os.environ.get("WORLD_SIZE", "1")))
     kw = dict(
         output_dir=str(output_dir),

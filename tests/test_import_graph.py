@@ -120,7 +120,7 @@ def test_the_only_lazy_reexport_is_the_documented_one():
     assert benchmark.load_benchmark is benchmark.load_benchmark
 
 
-FOUNDATION = ("basics", "core", "qa_files", "benchmark", "artifacts")  # from the bottom up, notebooks 00–00d
+FOUNDATION = ("basics", "core", "numerics", "qa_files", "benchmark", "artifacts")  # from the bottom up
 
 
 def test_the_foundation_stands_on_the_foundation_only():
@@ -277,7 +277,7 @@ def test_the_generation_prompt_and_the_llm_client_live_apart():
     graph = import_graph()
     assert "generate" not in graph["quality"] | graph["llm_qa"] and "llm" in graph["quality"] & graph["llm_qa"]
     assert not graph["llm"] & {"llm_runs", "llm_servers"}  # the one-request client stands below the other two
-    foundation = {"basics", "core", "qa_files"}  # the client stands on the foundation alone
+    foundation = {"basics", "core", "numerics", "qa_files"}  # the client stands on the foundation alone
     for m in LLM_CLIENT:
         assert graph[m] <= foundation | set(LLM_CLIENT), (m, graph[m] - foundation - set(LLM_CLIENT))
 
