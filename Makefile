@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make reproduce   set up .venv and run the whole papermill pipeline (notebooks 00-12) offline
-#   make test        set up .venv (and Chromium for the report test) and run the test suite
+#   make test        set up .venv (and Chromium for the report test), check this machine (indicipr doctor) and run the test suite
 # and, while editing: make test-fast (sync check, lint, and pytest without the tests marked slow; no nbdev_test)
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: llama-wheel recipe-choice setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
+.PHONY: doctor llama-wheel recipe-choice setup reproduce test test-fast test-deps sync-check lint nbtest pytest pytest-fast rehearse clean-runs docs
 
 # llama-cpp-python: the version pinned in constraints.txt, built with these CMake flags on every x86-64 machine
 LLAMA_VERSION := 0.3.36
@@ -63,6 +63,10 @@ test-deps:
 sync-check: setup
 	PATH=$(abspath $(BIN)):$$PATH .ci/check_sync.sh
 
+# the one-minute canary: does this machine reproduce the committed numbers (figures/numerics_canary.json)?
+doctor: setup
+	$(BIN)/indicipr doctor
+
 nbtest: setup
 	$(BIN)/nbdev_test --path notebooks --n_workers 1
 
@@ -80,7 +84,7 @@ pytest: setup
 pytest-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow"
 
-test: setup test-deps sync-check lint nbtest pytest
+test: setup test-deps sync-check lint doctor nbtest pytest
 
 test-fast: setup sync-check lint pytest-fast
 

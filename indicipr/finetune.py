@@ -130,13 +130,16 @@ def train_encoder(
     qa_model = load_qa_model(model)
     windows = encode_windows(train_records, tok, Window(cfg.max_length, cfg.stride), labels=True)
     packed = PackedWindows(windows, tok.pad_token_id or 0, resolved_pad_multiple(cfg))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     trainer = fit(qa_model, packed, cfg, output_dir / "checkpoints", callbacks=callbacks)
     args, resume = trainer.args, trainer.resumed_from
     world = getattr(trainer, "world_size", None) or args.world_size
     meta.update(
         train_windows=len(packed),
         train_seconds=round(time.perf_counter() - t0, 1),
+        train_cpu_seconds=round(time.process_time() - cpu0, 1),  # this process's threads (benchmarks/main_job.py)
+        # tokens of the windows stepped through (their mean length × windows per step × steps): the work done
+        train_tokens=int(packed.lengths.sum() * trainer.state.global_step * cfg.batch_size / max(len(packed), 1)),
         resumed_from=Path(resume).name if resume else None,
         global_steps=trainer.state.global_step,
         planned_steps=planned_steps(cfg, len(packed), world),

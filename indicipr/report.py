@@ -33,6 +33,7 @@ class StageResult:
     output: str | None = None
     error: str | None = None
     timings: list = field(default_factory=list)  # what the notebook passed to `artifacts.record_timings`
+    cpu_seconds: float = 0.0  # CPU time of the notebook's kernel and the processes it waited for (workers, servers)
 
 
 def format_seconds(s: float) -> str:

@@ -371,7 +371,7 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
     from indicipr.report import StageResult
 
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
-    t0, recorded_before = time.time(), len(artifacts.read_timings(run_dir))
+    t0, recorded_before, cpu0 = time.time(), len(artifacts.read_timings(run_dir)), _children_cpu_seconds()
     try:
         kernel_env = {artifacts.RUN_DIR_ENV: str(run_dir.resolve()), **KERNEL_ENV, **numerics.child_environment()}
         with temporary_environ(**kernel_env):
@@ -390,7 +390,18 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         result.error = basics.mask_secrets(result.error)
     remove_quiet_log(kernel_log)
     result.timings = artifacts.read_timings(run_dir)[recorded_before:]
+    result.cpu_seconds = round(_children_cpu_seconds() - cpu0, 1)
     return result
+
+
+def _children_cpu_seconds() -> float:
+    "CPU seconds of this process's finished children (a kernel, once stopped, with the workers and servers it waited for)."
+    try:
+        import resource
+    except ImportError:  # not on a POSIX system
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _committed_for(parameters: dict) -> dict | None:

@@ -5,7 +5,11 @@ import copy
 import pytest
 from helpers import QA_SMALL
 
-from indicipr import benchmark, core
+from indicipr import numerics
+
+numerics.pin()  # the tests compute as the pipeline does (pinned kernels, fixed threads), set before torch is loaded
+
+from indicipr import benchmark, core  # noqa: E402
 
 
 @pytest.fixture

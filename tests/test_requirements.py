@@ -1,5 +1,6 @@
 """The declared version ranges are true: the environment the tests run in satisfies every one of them, and
-environment.yml declares exactly what settings.ini declares."""
+environment.yml declares exactly what settings.ini declares. The exact versions of constraints.txt lie within those
+ranges, pin every package that computes a number, are what is installed, and environment.yml installs with them."""
 
 import configparser
 import importlib.metadata as md
@@ -75,3 +76,50 @@ def test_each_optional_extra_is_a_setup_extra():
         assert names.get(key.removesuffix("_requirements").replace("_", "-")) == key, (
             f"setup.py's extras_require lacks {key}"
         )
+
+
+def constraints() -> dict[str, str]:
+    "`{name: version}` of constraints.txt (names normalised as pip does)."
+    out = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            req = Requirement(line)
+            (spec,) = list(req.specifier)
+            assert spec.operator == "==", f"constraints.txt: {line} is not an exact version"
+            out[_norm(req.name)] = spec.version
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_constraints_pin_every_declared_package_within_its_range():
+    pins = constraints()
+    for req in declared():
+        assert _norm(req.name) in pins, f"constraints.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[_norm(req.name)], prereleases=True), (
+            f"constraints.txt: {req.name}=={pins[_norm(req.name)]} is outside settings.ini's {req.specifier}"
+        )
+
+
+def test_constraints_pin_the_packages_that_compute_numbers_and_are_installed():
+    "The numerics' packages are pinned, and the environment the tests run in was installed at constraints.txt's versions."
+    from indicipr.numerics import NUMERIC_PACKAGES
+
+    pins = constraints()
+    assert {_norm(n) for n in NUMERIC_PACKAGES} <= set(pins)
+    drift = [
+        f"{name} {installed(name)} (constraints.txt: {version})"
+        for name, version in pins.items()
+        if installed(name) is not None and installed(name).split("+")[0] != version
+    ]
+    assert not drift, "installed versions differ from constraints.txt (run make setup in a fresh .venv): " + "; ".join(
+        drift
+    )
+
+
+def test_environment_yml_installs_with_the_constraints():
+    lines = [line.strip() for line in (ROOT / "environment.yml").read_text().splitlines()]
+    assert "- -c constraints.txt" in lines

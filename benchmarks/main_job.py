@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Benchmark: where the main job's time goes, stage by stage, against the arithmetic floor of its fine-tuning.
+
+    .venv/bin/python benchmarks/main_job.py --run            # one fresh main job in a temporary clone, then the table
+    .venv/bin/python benchmarks/main_job.py --from-run runs/20261202-102524   # the table of a finished main job
+
+For every stage notebook of the run: its wall time and CPU time (the kernel's, with the training workers and the
+llama.cpp server it waited for: `run.json`'s `cpu_seconds`), and the share of the machine's cores it kept busy. For
+the encoder stage (notebook 08), phase 1 and every phase-2 seed on a line of their own, from each checkpoint's
+`qa_config.json`: windows, tokens stepped through, tokens per second, and beside them the **floor**: the matrix
+products of the training steps (forward and backward: three times the forward's `2·m·k·n` of every linear layer and
+the two attention products, at the mean window length) divided by this machine's own matmul throughput at those
+shapes, measured here with the thread count the run used (one thread per training worker, the kernel's count for
+phase 1). No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the
+factor a faster loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
+cores they shared.
+
+The LLM stages get no floor: llama.cpp's quantised kernels are not torch's matmul, and the run does not record their
+token counts.
+
+`--run` clones the checkout's HEAD into a temporary folder (its `data/sample/` included; `../shared` named by
+`INDICIPR_SHARED`) and runs `indicipr reproduce` there with this venv, so nothing of the checkout is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from indicipr import numerics  # noqa: E402
+
+numerics.pin()  # the throughput is measured with the run's kernels
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+def run_fresh() -> Path:
+    "Run the main job in a temporary clone of HEAD; the clone's root (its `runs/` holds the run)."
+    tmp = Path(tempfile.mkdtemp(prefix="indicipr-mainjob-"))
+    clone = tmp / "indicipr"
+    subprocess.run(["git", "clone", "-q", "--local", str(ROOT), str(clone)], check=True)
+    shared = os.environ.get("INDICIPR_SHARED") or str(ROOT.parent / "shared")
+    env = {**os.environ, "PYTHONPATH": str(clone), "INDICIPR_ROOT": str(clone), "INDICIPR_SHARED": shared}
+    t0 = time.perf_counter()
+    subprocess.run([str(ROOT / ".venv" / "bin" / "indicipr"), "reproduce"], cwd=clone, env=env, check=True)
+    print(f"main job in {clone}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return clone
+
+
+def latest_run(root: Path) -> Path:
+    runs = sorted(p.parent.parent for p in (root / "runs").glob("*/report/run.json"))
+    full = [r for r in runs if len(json.loads((r / "report" / "run.json").read_text())["results"]) == 14]
+    if not full:
+        raise SystemExit(f"{root / 'runs'}: no finished main job (run one with --run)")
+    return full[-1]
+
+
+def checkpoints(root: Path) -> list[dict]:
+    "The qa_config.json of phase 1 and every phase-2 seed of the sample's encoder runs."
+    out = []
+    for path in sorted((root / "data" / "models").glob("**/qa_config.json")):
+        meta = json.loads(path.read_text())
+        if "train_tokens" in meta and "recipe_choice" not in path.parts:
+            out.append({"path": path, **meta})
+    return out
+
+
+def model_shape(meta: dict) -> dict:
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(str(Path(meta["path"]).parent))
+    return {
+        "layers": cfg.num_hidden_layers,
+        "hidden": cfg.hidden_size,
+        "intermediate": cfg.intermediate_size,
+    }
+
+
+def training_flops(tokens: int, mean_len: float, layers: int, hidden: int, intermediate: int) -> float:
+    "Forward and backward matrix products of `tokens` tokens in windows of `mean_len` (3 × the forward)."
+    per_token = layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 2 * 2 * mean_len * hidden)
+    return 3.0 * per_token * tokens
+
+
+def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, repeats: int) -> float:
+    "FLOP/s of the layer's linear products at `rows` tokens a batch on `threads` threads (median of `repeats`)."
+    import torch
+
+    torch.set_num_threads(threads)
+    shapes = [(hidden, hidden)] * 4 + [(hidden, intermediate), (intermediate, hidden)]
+    mats = [(torch.randn(rows, k), torch.randn(n, k)) for k, n in shapes]
+    flops = sum(2 * rows * k * n for k, n in shapes)
+    for a, w in mats:  # warm-up
+        torch.nn.functional.linear(a, w)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(5):
+            for a, w in mats:
+                torch.nn.functional.linear(a, w)
+        times.append((time.perf_counter() - t0) / 5)
+    torch.set_num_threads(numerics.THREADS)
+    return flops / statistics.median(times)
+
+
+def fmt_s(s: float | None) -> str:
+    return "—" if s is None else f"{s / 60:.0f}m{s % 60:04.1f}s" if s >= 60 else f"{s:.1f}s"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--run", action="store_true", help="run a fresh main job in a temporary clone first")
+    src.add_argument("--from-run", type=Path, help="a finished main job's run folder (default: the latest under runs/)")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose runs/ and data/models/ are read")
+    ap.add_argument("--repeats", type=positive_int, default=5, help="rounds of the matmul measurement (default 5)")
+    args = ap.parse_args(argv)
+    root = run_fresh() if args.run else args.root
+    run_dir = args.from_run or latest_run(root)
+    run_json = run_dir / "report" / "run.json"
+    if not run_json.is_file():
+        ap.exit(2, f"main_job.py: {run_json}: no run.json (is {run_dir} a run folder of indicipr reproduce?)\n")
+    run = json.loads(run_json.read_text())
+    status = numerics.numerics_status()
+    cores = status["cpu"]["cores"]
+    print(f"# The main job, stage by stage ({run_dir})")
+    print(f"{numerics.status_line(status)}")
+    print(f"run numerics: {run.get('numerics', {}).get('mode', 'not recorded')}; duration {fmt_s(run['duration_s'])}\n")
+    print("| stage | wall | CPU | cores busy | work | tokens/s | floor | wall / floor |")
+    print("|---|---|---|---|---|---|---|---|")
+    total_wall = total_cpu = 0.0
+    for r in run["results"]:
+        wall, cpu = r.get("seconds") or 0.0, r.get("cpu_seconds")
+        total_wall += wall
+        total_cpu += cpu or 0.0
+        busy = f"{cpu / wall:.2f} of {cores}" if cpu and wall else "—"
+        print(f"| {r['name']} | {fmt_s(wall)} | {fmt_s(cpu)} | {busy} | | | | |")
+    print(
+        f"| **all** | {fmt_s(total_wall)} | {fmt_s(total_cpu)} | {total_cpu / max(total_wall, 1e-9):.2f} of {cores} | | | | |"
+    )
+
+    metas = checkpoints(root)
+    if not metas:
+        print(f"\n{root / 'data' / 'models'}: no checkpoint records tokens (a run of this version writes them)")
+        return 0
+    shape = model_shape(metas[0])
+    print("\n## Notebook 08, phase by phase and seed by seed (training only)\n")
+    print("| run | threads | windows | steps | tokens | wall | CPU | tokens/s | floor | wall / floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    seeds_flops, seeds_wall, tp1 = 0.0, [], None
+    for m in metas:
+        phase1 = "intermediate" in Path(m["path"]).parts or "intermediate" in str(m["path"])
+        threads = numerics.THREADS if phase1 else numerics.WORKER_THREADS
+        rows = max(int(m["train_tokens"] / max(m["global_steps"], 1)), 1)  # tokens of one step's batch
+        mean_len = rows / m["batch_size"]
+        tp = matmul_throughput(rows, shape["hidden"], shape["intermediate"], threads, args.repeats)
+        flops = training_flops(m["train_tokens"], mean_len, **shape)
+        floor = flops / tp
+        if not phase1:
+            seeds_flops += flops
+            seeds_wall.append(m["train_seconds"])
+            tp1 = tp
+        name = "phase 1" if phase1 else f"phase 2, seed {m['seed']}"
+        print(
+            f"| {name} | {threads} | {m['train_windows']} | {m['global_steps']} | {m['train_tokens']:,} | "
+            f"{fmt_s(m['train_seconds'])} | {fmt_s(m.get('train_cpu_seconds'))} | "
+            f"{m['train_tokens'] / max(m['train_seconds'], 1e-9):,.0f} | {fmt_s(floor)} | "
+            f"{m['train_seconds'] / floor:.2f} |"
+        )
+    if seeds_wall and tp1:
+        group_floor = seeds_flops / (min(cores, len(seeds_wall)) * tp1)
+        print(
+            f"| phase 2, the {len(seeds_wall)} seeds at once | {numerics.WORKER_THREADS} each | | | | "
+            f"{fmt_s(max(seeds_wall))} | | | {fmt_s(group_floor)} | {max(seeds_wall) / group_floor:.2f} |"
+        )
+    print(
+        f"\nfloor: {shape['layers']} layers of width {shape['hidden']} (feed-forward {shape['intermediate']}), fp32, "
+        f"this machine's matmul throughput at each run's batch of tokens, {args.repeats} rounds"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
