@@ -440,12 +440,12 @@ PARAMETER_RANGES = {
             "audit_pairs",
             "batch_size",
             "eval_batch_size",
-            "curve_every",
         ),
         _COUNT,
     ),
     **dict.fromkeys(("epochs", "length_split", "learning_rate"), Range(0, above=True)),
     "ratios": Range(0),
+    "curve_every": Range(0),  # 0: no learning curve
 }
 _ITEMWISE = ("seeds", "ratios")  # a list, each item in range
 
