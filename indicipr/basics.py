@@ -124,7 +124,7 @@ def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
 _SECRET_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]+:/{1,2})(?P<userinfo>[^\s/]*)@")
 _SECRET_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#?;\s\"']+)=)(?P<value>[^&#\s\"']*)")
 _CREDENTIAL_NAME = re.compile(
-    r"(?i)key|token|secret|passw|pwd|auth|credential|session|signature|(?:^|[-_.])sig(?:$|[-_.])|(?:^|[-_.])pass$"
+    r"(?i)key|token|secret|passw|pwd|auth|credential|session|signature|(?:^|[-_.])sigs?(?:$|[-_.])|(?:^|[-_.])pass$"
 )
 _SECRET_WORDS = re.compile(
     r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"

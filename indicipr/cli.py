@@ -170,9 +170,7 @@ def train_options(args) -> dict:
         try:
             values["workers"] = int(values["workers"])
         except ValueError:
-            raise RunnerUsageError(
-                f"--workers {values['workers']}: give a count of runs at once (≥ 1) or 'auto'"
-            ) from None
+            raise RunnerUsageError(f"--workers {values['workers']}: give a count of runs (≥ 1) or 'auto'") from None
     config.check_parameter_ranges(values, flags=True)
     return values
 
@@ -212,9 +210,7 @@ def _add_data_commands(sub) -> None:
         "indicipr fetch",
         "indicipr fetch --dest runs/benchmark",
     )
-    f.add_argument(
-        "--dest", help="folder for the four official files (default: data/benchmark/; never data/sample/ or figures/)"
-    )
+    f.add_argument("--dest", help="folder for the four official files (default: data/benchmark/)")
     i = _command(
         sub,
         "info",
@@ -431,7 +427,7 @@ def reproduce_command(args) -> int:
                 echo=echo_result_or_progress,
             )
     except PipelineError as e:
-        print(f"indicipr reproduce: stopped: {e}", file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
@@ -472,7 +468,7 @@ def build_command(args) -> int:
         )
         return 0
     except PipelineError as e:
-        print(f"indicipr build: stopped: {e}", file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr build: stopped: {e}"), file=sys.stderr)
         return 1
 
 
@@ -532,7 +528,7 @@ def evaluate_command(args) -> int:
     )
     print(report)
     if page:
-        print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
+        print(basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr)
     return 0
 
 
@@ -585,7 +581,8 @@ def predict_command(args) -> int:
         )
     _, summary = metrics.score_predictions(records, preds)
     print(
-        f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
+        f"{basics.mask_secrets(str(path))}: {len(preds)} predictions; "
+        f"EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
     )
     return 0
 
@@ -652,8 +649,10 @@ def audit_command(args) -> int:
         records = benchmark.load_benchmark(data_source)[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
-            f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
-            f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
+            basics.mask_secrets(
+                f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
+                f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
+            )
         )
         return 0
     if args.figures_dir:

@@ -262,7 +262,7 @@ def test_a_parameter_is_in_range_or_named_in_one_sentence(name, value):
 
 @FUZZ
 @given(
-    lead=st.sampled_from(["", "x-", "hf_", "X-Amz-", "client_", "my.", "access"]),
+    lead=st.sampled_from(["", "x-", "hf_", "X-Amz-", "client_", "my.", "access_"]),
     word=st.sampled_from(["key", "token", "Secret", "auth", "password", "pwd", "sig", "Signature", "credential"]),
     tail=st.sampled_from(["", "_id", "-v2", "s"]),
     value=st.from_regex(r"[A-Za-z0-9_\-]{8,24}", fullmatch=True),

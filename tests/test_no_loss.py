@@ -879,3 +879,12 @@ def test_a_key_in_a_url_like_path_is_never_printed(argv):
     rc, out, err = run_cli(*argv, env=clean_env(HF_HUB_OFFLINE="1"))
     assert rc == 2 and "Traceback" not in err, err
     assert KEY not in out + err and "***" in err, err
+
+
+def test_a_key_in_a_url_like_out_is_masked_in_what_is_printed(tmp_path):
+    "A URL given where a folder belongs is kept as a (strange) local path, but what is printed about it is masked."
+    rc, out, err = run_cli(
+        "audit", "export", "--data-source", QA_SMALL, "-n", 4, "--out", f"http://user:{KEY}@h/kit", cwd=tmp_path
+    )
+    assert rc == 0, err
+    assert KEY not in out + err and "http:/user:***@h/kit" in out, out
