@@ -675,6 +675,9 @@ def test_a_char_device_out_stays_a_device(tmp_path, capsys):
     assert rc == 0, err
     assert stat.S_ISCHR(os.stat(null).st_mode) and os.stat(null).st_rdev == os.makedev(1, 3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null", "p.jsonl"]  # no temporary file left
+    # only now, with our own device kept, the machine's: a regression must not turn the real /dev/null into a file
+    basics.write_text_atomic("/dev/null", "nothing")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
 def test_a_socket_out_is_a_sentence(tmp_path):
