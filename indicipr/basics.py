@@ -11,15 +11,20 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 # %% auto #0
-__all__ = ['SECRET_ENV', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
+__all__ = ['SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
            'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'current_umask',
-           'new_file_mode', 'replace_atomic', 'write_text_atomic', 'json_digest', 'in_jupyter_kernel',
-           'show_saved_figure']
+           'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json',
+           'in_jupyter_kernel', 'show_saved_figure']
+
+# %% ../notebooks/00_basics.ipynb #f2caf7ef
+class InputError(ValueError):
+    "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
 
 # %% ../notebooks/00_basics.ipynb #473527dd
 def write_target(path: str | os.PathLike) -> Path:
@@ -116,10 +121,10 @@ def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 # %% ../notebooks/00_basics.ipynb #cac2ed3d
-_SECRET_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/]*)@")
-_SECRET_QUERY = re.compile(
-    r"(?i)(?P<lead>[?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth[_-]?token|secret|"
-    r"client[_-]?secret|password|passwd|sig|signature)=)[^&#\s\"']*"
+_SECRET_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]+:/{1,2})(?P<userinfo>[^\s/]*)@")
+_SECRET_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#?;\s\"']+)=)(?P<value>[^&#\s\"']*)")
+_CREDENTIAL_NAME = re.compile(
+    r"(?i)key|token|secret|passw|pwd|auth|credential|session|signature|(?:^|[-_.])sigs?(?:$|[-_.])|(?:^|[-_.])pass$"
 )
 _SECRET_WORDS = re.compile(
     r"(?P<lead>(?i:authorization:\s*(?:bearer|basic|token)\s+)|\bBearer\s+)[A-Za-z0-9._~+/=\-]{8,}"
@@ -133,21 +138,26 @@ def _mask_userinfo(m: re.Match) -> str:
     return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
 
 
-def mask_secrets(value: Any) -> Any:
+def _secret_query(m: re.Match, every_query: bool) -> bool:
+    "Whether a query parameter's value is masked: its name looks like a credential's, or `every_query` (and it has a value)."
+    return bool(m["value"]) and (every_query or bool(_CREDENTIAL_NAME.search(m["name"])))
+
+
+def mask_secrets(value: Any, every_query: bool = False) -> Any:
     """`value` with every secret masked: strings, and the strings inside lists, tuples and dicts (their keys too);
-    anything else as it is."""
+    anything else as it is. `every_query`: every query value of a URL too (for what is stored of an endpoint URL)."""
     if isinstance(value, str):
         text = _SECRET_URL.sub(_mask_userinfo, value)
-        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***", text)
+        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***" if _secret_query(m, every_query) else m[0], text)
         text = _SECRET_WORDS.sub(lambda m: f"{m['lead']}***" if m["lead"] else "sk-***", text)
         for name in SECRET_ENV:
             if len(secret := os.environ.get(name) or "") >= 6:
                 text = text.replace(secret, "***")
         return text
     if isinstance(value, Mapping):
-        return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
+        return {mask_secrets(k, every_query): mask_secrets(v, every_query) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(mask_secrets(v) for v in value)
+        return type(value)(mask_secrets(v, every_query) for v in value)
     return value
 
 
@@ -157,7 +167,7 @@ def secret_parts(text: str) -> set[str]:
         (m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
         for m in _SECRET_URL.finditer(text)
     }
-    parts |= {m.group(0)[len(m["lead"]) :] for m in _SECRET_QUERY.finditer(text)}
+    parts |= {m["value"] for m in _SECRET_QUERY.finditer(text) if _secret_query(m, False)}
     parts |= {m.group(0)[len(m["lead"] or "") :] for m in _SECRET_WORDS.finditer(text)}
     return {p for p in parts if len(p) >= 4}
 
@@ -185,36 +195,81 @@ def new_file_mode(path: str | os.PathLike) -> int:
         return 0o666 & ~current_umask()
 
 
+def special_file(path: str | os.PathLike) -> bool:
+    "Whether `path` is there and is neither a regular file nor a folder: a device (`/dev/null`), a FIFO, a socket."
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_into(path: Path, data: bytes) -> Path:
+    "Write `data` into the special file `path` (a device, a FIFO) as a plain write does: it stays what it is."
+    if stat.S_ISSOCK(os.stat(path).st_mode):
+        raise InputError(f"{path}: a socket, not a file; give a file name (nothing was written)")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _named(e: OSError, path: Path) -> OSError:
+    "The error of a failed write, naming the file it was for (not its temporary file), with the same errno and class."
+    return type(e)(e.errno, f"{e.strerror or e}; nothing was written (an earlier file there is kept)", str(path))
+
+
 def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
-    "Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a symlink's target)."
+    """Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a
+    symlink's target). A `path` that is a device or a FIFO is written into instead (and `tmp` removed): a rename would
+    put a regular file in its place."""
     path = write_target(path)
+    if special_file(path):
+        try:
+            return _write_into(path, Path(tmp).read_bytes())
+        finally:
+            os.unlink(tmp)
     os.chmod(tmp, new_file_mode(path))
     os.replace(tmp, path)
     return Path(path)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    "Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give)."
+    """Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give); into a
+    device or a FIFO directly. A failed write (no space left, a read-only folder) raises its `OSError` naming `path` and
+    leaves what was there."""
     path = write_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
+    if special_file(path):
+        return _write_into(path, text.encode("utf-8"))
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temps(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         return replace_atomic(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except OSError as e:
+        raise _named(e, path) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
 
 # %% ../notebooks/00_basics.ipynb #acae54e3
 def json_digest(value: Any, length: int | None = None) -> str:
     "The sha256 hex digest of `value` as JSON with sorted keys (`str` of what JSON cannot hold), its first `length` digits."
     text = json.dumps(value, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+# %% ../notebooks/00_basics.ipynb #27ef97f4
+def loads_json(text: str | bytes, **kwargs) -> Any:
+    "`json.loads`, with JSON nested deeper than the parser recurses a `json.JSONDecodeError` like any other bad JSON."
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
 
 # %% ../notebooks/00_basics.ipynb #b7e1a004
 def in_jupyter_kernel() -> bool:

@@ -490,8 +490,16 @@ def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
     `dest` are carried over)."""
     import shutil
 
-    dest = Path(dest) if dest else data_dir() / "benchmark"
+    dest = (
+        Path(os.path.abspath(dest)) if dest else data_dir() / "benchmark"
+    )  # `..` spelled out: the download sits beside it
     check_output(dest, {}, option="--dest", folder=True)
+    for held in (Path.cwd(), project_root()):  # a folder swapped as a whole that holds these would be copied whole
+        here, there = Path(os.path.realpath(held)), Path(os.path.realpath(dest))
+        if there == here or there in here.parents:
+            raise InputError(
+                f"--dest {dest}: holds {held}; give a folder of its own for the four official files (nothing was written)"
+            )
     if not hub_reachable():
         raise BenchmarkUnavailable(_hub_help())
     dest.parent.mkdir(parents=True, exist_ok=True)

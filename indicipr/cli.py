@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -29,17 +30,17 @@ from indicipr.runner import (
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'data_source_files', 'check_device',
-           'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters', 'reproduce_command',
-           'build_command', 'fetch_command', 'info_command', 'metrics_split_names', 'evaluate_command',
-           'predict_command', 'check_model_reachable', 'train_command', 'audit_command', 'cleaner_check_command',
-           'doctor_command', 'main']
+           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
+           'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
+           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
+           'evaluate_command', 'predict_command', 'check_model_reachable', 'train_command', 'audit_command',
+           'cleaner_check_command', 'doctor_command', 'main']
 
 # %% ../notebooks/12b_cli.ipynb #f1987682
 def parse_parameter_value(v: str):
     "Papermill-style value parsing for `-p key value`: JSON if it parses, else the string."
     try:
-        return json.loads(v)
+        return basics.loads_json(v)
     except ValueError:
         return v
 
@@ -70,8 +71,26 @@ def _flags(parser, **texts: str) -> None:
         parser.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
 
 
+def _command(sub, name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
+    "A subcommand whose `--help` starts with its one-line `summary` and ends with its `examples` (two or three)."
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def _add_reproduce(sub) -> None:
-    r = sub.add_parser("reproduce", help="run notebooks 00-12 in order with papermill and write the HTML report")
+    r = _command(
+        sub,
+        "reproduce",
+        "run notebooks 00-12 in order with papermill and write the HTML report",
+        "indicipr reproduce                                  # the main job: all notebooks, offline, on the sample",
+        "indicipr reproduce --only 06_metrics,10 --run-dir runs/metrics",
+        "indicipr reproduce --profile paper --data-source hub -p llm_endpoints '*=http://gpu1:8000/v1'",
+    )
     _data_source_option(r)
     _profile_option(r, "offline (default): everything local, on the embedded sample; paper: the card's models and data")
     r.add_argument(
@@ -90,10 +109,13 @@ def _add_reproduce(sub) -> None:
 
 
 def _add_build(sub) -> None:
-    b = sub.add_parser(
+    b = _command(
+        sub,
         "build",
-        help="rebuild a benchmark from statutes: notebooks 01-04 with rebuild=True; the four "
+        "rebuild a benchmark from statutes: notebooks 01-04 with rebuild=True; the four "
         "official files go to data/build/<tag>/ (never data/sample/)",
+        "indicipr build --tag mine                           # offline: the sample's statutes, SmolLM2",
+        "indicipr build --tag pdfs --statutes data/statutes/pdf --profile paper --yes --then-score",
     )
     b.add_argument("--tag", required=True, help="name of the build: data/build/<tag>/ (letters, digits, . _ -)")
     b.add_argument(
@@ -112,11 +134,12 @@ def _add_build(sub) -> None:
 
 # %% ../notebooks/12b_cli.ipynb #810a33a5
 _PATH_PARAMETERS = ("figures_dir", "data_source", "statutes_path", "audit_folder")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+://")  # a URL in any scheme: kept as written, masked when shown
 
 
 def user_path(value):
     "A path given on the command line, absolute from the user's directory (`sample`, `hub`, `None` and non-strings as they are)."
-    if not isinstance(value, str) or value in ("sample", "hub", "") or value.startswith(("http://", "https://")):
+    if not isinstance(value, str) or value in ("sample", "hub", "") or _URL.match(value):
         return value
     p = Path(value).expanduser()
     if p.is_absolute():
@@ -140,40 +163,50 @@ def check_count(option: str, value: int | None, low: int = 1, high: int | None =
         raise RunnerUsageError(f"{option} {value}: give a number {bound}{' ' + what if what else ''}")
 
 
+def train_options(args) -> dict:
+    "The numbers of `indicipr train` as notebook 08's parameters (`--workers` a count or 'auto'), each in its range."
+    values = {name: getattr(args, name) for name in ("seeds", "epochs", "max_steps", "max_answer_length", "workers")}
+    if values["workers"] not in (None, "auto"):
+        try:
+            values["workers"] = int(values["workers"])
+        except ValueError:
+            raise RunnerUsageError(f"--workers {values['workers']}: give a count of runs (≥ 1) or 'auto'") from None
+    config.check_parameter_ranges(values, flags=True)
+    return values
+
+
 def data_source_files(data_source) -> list[Path]:
     "The official files of a local data source (to keep an output off them); none for the hub."
     kind, folder = benchmark.resolve_source(data_source)
     return [] if folder is None else [folder / n for n in core.OFFICIAL_FILES.values()]
 
-
-def check_device(device: str | None) -> None:
-    "Refuse a `--device` torch cannot use here, with one sentence."
-    if device is None:
-        return
-    import torch
-
-    try:
-        d = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise RunnerUsageError(f"--device {device!r}: not a device (cpu, cuda, cuda:N, mps)") from None
-    if d.type == "cuda" and (not torch.cuda.is_available() or (d.index or 0) >= torch.cuda.device_count()):
-        raise RunnerUsageError(
-            f"--device {device}: no such CUDA device on this machine "
-            f"({torch.cuda.device_count()} visible); use --device cpu or leave it out"
-        )
-    if d.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise RunnerUsageError(f"--device {device}: MPS is not available here; use --device cpu or leave it out")
-    if d.type not in ("cpu", "cuda", "mps"):
-        raise RunnerUsageError(f"--device {device}: use cpu, cuda, cuda:N or mps")
-
 # %% ../notebooks/12b_cli.ipynb #5c775493
 def _add_data_commands(sub) -> None:
-    f = sub.add_parser("fetch", help="download the official files to data/benchmark/ and verify them")
+    f = _command(
+        sub,
+        "fetch",
+        "download the official files to data/benchmark/ and verify them",
+        "indicipr fetch",
+        "indicipr fetch --dest runs/benchmark",
+    )
     f.add_argument("--dest", help="folder for the four official files (default: data/benchmark/)")
-    i = sub.add_parser("info", help="show what a data source holds")
+    i = _command(
+        sub,
+        "info",
+        "show what a data source holds",
+        "indicipr info",
+        "indicipr info --data-source data/benchmark --strict",
+    )
     _data_source_option(i)
     _flags(i, strict="any problem record is an error (default: listed on stderr)")
-    e = sub.add_parser("evaluate", help="score predictions exactly as the IndicIPR-QA paper does")
+    e = _command(
+        sub,
+        "evaluate",
+        "score predictions exactly as the IndicIPR-QA paper does",
+        "indicipr evaluate --gold test --pred runs/mine.jsonl",
+        "indicipr evaluate --gold validation --pred runs/a.jsonl --against runs/b.jsonl --out runs/a_vs_b.md",
+        "indicipr evaluate --gold test --pred runs/mine.jsonl --out runs/explorer.html",
+    )
     e.add_argument(
         "--gold", required=True, help="split name (train, validation, test, merged) or an official-format JSONL file"
     )
@@ -202,7 +235,13 @@ def _add_data_commands(sub) -> None:
 
 
 def _add_encoder_commands(sub) -> None:
-    p = sub.add_parser("predict", help="predict a split with a fine-tuned QA encoder")
+    p = _command(
+        sub,
+        "predict",
+        "predict a split with a fine-tuned QA encoder",
+        "indicipr predict --model data/models/sample/minilm-l6_seed0",
+        "indicipr predict --model data/models/sample/minilm-l6_seed0 --split validation --out runs/val.jsonl",
+    )
     p.add_argument(
         "--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)"
     )
@@ -218,9 +257,12 @@ def _add_encoder_commands(sub) -> None:
     )
     p.add_argument("--max-answer-length", type=int, help="tokens (default: the model's qa_config.json)")
     p.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: a GPU when there is one, else the CPU)")
-    t = sub.add_parser(
+    t = _command(
+        sub,
         "train",
-        help="notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)",
+        "notebook 08's fine-tuning without the notebook (also under `accelerate launch -m indicipr.cli train`)",
+        "indicipr train --seeds 0 --epochs 1",
+        "indicipr train --models minilm-l6 --max-steps 50 --workers 1 --no-intermediate",
     )
     _data_source_option(t)
     _profile_option(t, "whose models, seeds and recipe (default: offline, MiniLM-L6; paper: the card's four encoders)")
@@ -240,11 +282,21 @@ def _add_encoder_commands(sub) -> None:
 
 # %% ../notebooks/12b_cli.ipynb #352caec9
 def _add_quality_commands(sub) -> None:
-    a = sub.add_parser(
-        "audit", help="the human-audit kit (card: Human Quality Audit): export blank sheets, score filled ones"
+    a = _command(
+        sub,
+        "audit",
+        "the human-audit kit (card: Human Quality Audit): export blank sheets, score filled ones",
+        "indicipr audit export --out runs/audit-kit",
+        "indicipr audit score runs/audit-kit/filled/A.csv runs/audit-kit/filled/B.csv",
     )
     asub = a.add_subparsers(dest="audit_command", required=True)
-    e = asub.add_parser("export", help="draw test pairs stratified by Act and write one blank sheet per annotator")
+    e = _command(
+        asub,
+        "export",
+        "draw test pairs stratified by Act and write one blank sheet per annotator",
+        "indicipr audit export                               # into data/audit/<source>/",
+        "indicipr audit export -n 50 --annotators ann1 ann2 --out runs/audit-kit",
+    )
     _data_source_option(e, "sample | hub | folder with the official files")
     _split_option(e, "the split the pairs are drawn from (default: test)")
     e.add_argument("-n", "--n", type=int, default=core.CARD["audit"]["test_pairs"], help="pairs to draw (all if fewer)")
@@ -252,14 +304,24 @@ def _add_quality_commands(sub) -> None:
     e.add_argument(
         "--annotators", nargs="+", default=["A", "B"], help="annotator names, one blank sheet each (default: A B)"
     )
-    e.add_argument("--out", help="kit folder (default data/audit/<source>/)")
-    s = asub.add_parser("score", help="validate two filled sheets and compute the audit table")
+    e.add_argument("--out", help="kit folder (default data/audit/<source>/): a new or empty one, unless --force")
+    _flags(e, force="write the kit into a folder that already holds files (the kit's own names are replaced)")
+    s = _command(
+        asub,
+        "score",
+        "validate two filled sheets and compute the audit table",
+        "indicipr audit score A.csv B.csv",
+        "indicipr audit score A.csv B.csv --json --figures-dir runs/audit-tables",
+    )
     s.add_argument("sheets", nargs=2, metavar="SHEET", help="the two annotators' filled sheets (CSV)")
     s.add_argument("--figures-dir", help="also save the table under <figures_dir>/tables")
     _flags(s, json="print the statistics as JSON")
-    c = sub.add_parser(
+    c = _command(
+        sub,
         "cleaner-check",
-        help="the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)",
+        "the statute cleaner: editorial leftovers and lost statutory words per Act (exit 1 when any)",
+        "indicipr cleaner-check",
+        "indicipr cleaner-check data/sample/statutes --show 5",
     )
     c.add_argument(
         "sources",
@@ -267,9 +329,13 @@ def _add_quality_commands(sub) -> None:
         help="section JSONL files or folders of <act>.pdf (default: every statute source the project holds)",
     )
     c.add_argument("--show", type=int, default=20, help="findings to list per source (default 20)")
-    d = sub.add_parser(
+    d = _command(
+        sub,
         "doctor",
-        help="the one-minute canary: does this machine reproduce the committed numbers? (exit 1 when not)",
+        "the one-minute canary: does this machine reproduce the committed numbers? (exit 1 when not)",
+        "indicipr doctor",
+        "indicipr doctor --no-llm",
+        "indicipr doctor --record",
     )
     _flags(
         d,
@@ -353,7 +419,7 @@ def reproduce_command(args) -> int:
                 echo=echo_result_or_progress,
             )
     except PipelineError as e:
-        print(f"indicipr reproduce: stopped: {e}", file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
@@ -394,7 +460,7 @@ def build_command(args) -> int:
         )
         return 0
     except PipelineError as e:
-        print(f"indicipr build: stopped: {e}", file=sys.stderr)
+        print(basics.mask_secrets(f"indicipr build: stopped: {e}"), file=sys.stderr)
         return 1
 
 
@@ -454,7 +520,7 @@ def evaluate_command(args) -> int:
     )
     print(report)
     if page:
-        print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
+        print(basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr)
     return 0
 
 
@@ -482,6 +548,8 @@ def predict_command(args) -> int:
     "`indicipr predict`: a fine-tuned encoder's predictions of a split, written as a predictions file, with its scores."
     check_count("--batch-size", args.batch_size, 1, 1_000_000)
     check_count("--max-answer-length", args.max_answer_length, 1, 100_000)
+    from indicipr.qa_model import check_device  # torch: only for the commands that compute
+
     check_device(args.device)
     model_dir, data_source = Path(user_path(args.model)), user_path(args.data_source)
     if args.out:
@@ -507,7 +575,8 @@ def predict_command(args) -> int:
         )
     _, summary = metrics.score_predictions(records, preds)
     print(
-        f"{path}: {len(preds)} predictions; EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
+        f"{basics.mask_secrets(str(path))}: {len(preds)} predictions; "
+        f"EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
     )
     return 0
 
@@ -537,6 +606,7 @@ def check_model_reachable(name: str) -> None:
 
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
+    options = train_options(args)  # before torch is imported and the models are looked for
     from indicipr import encoders, finetune
 
     for name in args.models or []:
@@ -545,13 +615,9 @@ def train_command(args) -> int:
         user_path(args.data_source),
         args.profile,
         models=args.models,
-        seeds=args.seeds,
-        epochs=args.epochs,
-        max_steps=args.max_steps,
-        max_answer_length=args.max_answer_length,
         intermediate=False if args.no_intermediate else None,
         cpu_bf16=False if args.fp32 else None,
-        workers=args.workers,
+        **options,
     )
     if finetune.is_main_process():
         for r in rows:
@@ -565,14 +631,22 @@ def audit_command(args) -> int:
 
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
+        check_count("--seed", args.seed, 0, 2**32 - 1)
         data_source = user_path(args.data_source)
         out = Path(user_path(args.out)) if args.out else human_audit.audit_dir(data_source)
         core.check_output(out, {"--data-source": data_source_files(data_source)}, option="--out", folder=True)
+        if out.is_dir() and any(out.iterdir()) and not args.force:
+            raise RunnerUsageError(
+                f"--out {out}: already holds files; give a new or empty folder, or add --force to write the kit "
+                "there, replacing its files of the same names (nothing was written)"
+            )
         records = benchmark.load_benchmark(data_source)[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
-            f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
-            f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
+            basics.mask_secrets(
+                f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
+                f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
+            )
         )
         return 0
     if args.figures_dir:
@@ -593,6 +667,7 @@ def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
     from indicipr import corpus, statutes
 
+    check_count("--show", args.show, 0, None, "of findings to list")
     failed = False
     for src in [user_path(s) for s in args.sources] or corpus.project_statute_sources():
         try:
@@ -625,6 +700,12 @@ COMMANDS = {
     "doctor": doctor_command,
 }
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
+FULL_DISK = (
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EFBIG,
+)  # the machine's, not the input's: exit 1, one sentence
 
 
 def _bad_input_message(e: BaseException) -> str:
@@ -650,10 +731,18 @@ def main(argv: list[str] | None = None) -> int:
     except BAD_INPUT as e:
         print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 2
+    except RecursionError:  # a reader the JSON guard does not cover: still one sentence
+        print(f"indicipr {args.command}: an input is nested too deeply to read", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `indicipr … | head`: the reader left; not an error of ours
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        if e.errno not in FULL_DISK:
+            raise
+        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli":

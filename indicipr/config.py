@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -20,11 +21,12 @@ _log = logging.getLogger("indicipr.config")
 
 # %% auto #0
 __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODERS', 'LLM_QA', 'GROUNDED', 'SIGNIFICANCE',
-           'QUALITY', 'REPLACED_ENV', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present', 'as_dict',
-           'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings', 'BM25Settings',
-           'IntermediateTraining', 'EncodersSettings', 'LLMSettings', 'DenseFinetune', 'GroundedSettings',
-           'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings', 'warn_replaced_env',
-           'settings_for', 'RunContext', 'run_context']
+           'QUALITY', 'REPLACED_ENV', 'PARAMETER_RANGES', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present',
+           'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
+           'BM25Settings', 'IntermediateTraining', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
+           'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
+           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'settings_for', 'RunContext',
+           'run_context']
 
 # %% ../notebooks/00g_config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -395,6 +397,79 @@ def warn_replaced_env(environ: Mapping = os.environ) -> list[str]:
         _warn_replaced(name)
     return names
 
+# %% ../notebooks/00g_config.ipynb #b0d6b9c3
+@dataclass(frozen=True)
+class Range:
+    "The numbers a parameter takes: from `low` (`above`: greater than it) to `high` (None: no bound), finite."
+
+    low: float
+    high: float | None = None
+    above: bool = False
+
+    def admits(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        return (value > self.low if self.above else value >= self.low) and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        if self.high is not None:
+            return f"from {self.low:,} to {self.high:,}"
+        return f"{'>' if self.above else '≥'} {self.low:g}"
+
+
+_SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
+_COUNT = Range(1)
+PARAMETER_RANGES = {
+    **dict.fromkeys(("seed", "seeds", "focus_seed", "audit_seed", "shot_seed"), _SEED),
+    **dict.fromkeys(
+        (
+            "max_context_words",
+            "live_contexts",
+            "questions_per_context",
+            "concurrency",
+            "max_per_context",
+            "top_n_openings",
+            "max_steps",
+            "max_answer_length",
+            "workers",
+            "max_questions",
+            "max_tokens",
+            "reader_k",
+            "llm_k",
+            "n_resamples",
+            "judge_pairs",
+            "audit_pairs",
+            "batch_size",
+            "eval_batch_size",
+        ),
+        _COUNT,
+    ),
+    **dict.fromkeys(("epochs", "length_split", "learning_rate"), Range(0, above=True)),
+    "ratios": Range(0),
+    "curve_every": Range(0),  # 0: no learning curve
+}
+_ITEMWISE = ("seeds", "ratios")  # a list, each item in range
+
+
+def parameter_problem(name: str, value, label: str | None = None) -> str | None:
+    "The sentence that refuses `value` for the parameter `name` (shown as `label`), or None when it is in range."
+    rng = PARAMETER_RANGES.get(name)
+    if rng is None or value is None or (name == "workers" and value == "auto"):
+        return None
+    items = value if name in _ITEMWISE and isinstance(value, (list, tuple)) else [value]
+    if all(rng.admits(v) for v in items):
+        return None
+    what = rng.words() + (" (each)" if name in _ITEMWISE else "") + (", 'auto'" if name == "workers" else "")
+    return f"{label or 'parameter ' + name} must be {what}{'' if label else ' or None'}, got {value!r}"
+
+
+def check_parameter_ranges(values: Mapping[str, Any], flags: bool = False) -> None:
+    """Refuse (`InputError`, one sentence) the first of `values` (`{parameter: value}`) out of its range, named as the
+    parameter or (`flags`) as the command line's flag of the same name (`max_steps`: `--max-steps`)."""
+    for name, value in values.items():
+        if problem := parameter_problem(name, value, "--" + name.replace("_", "-") if flags else None):
+            raise InputError(problem)
+
 # %% ../notebooks/00g_config.ipynb #8e76fd2a
 STAGE_SETTINGS = {
     "corpus": CORPUS,
@@ -421,6 +496,7 @@ def settings_for(stage: str, profile: str = "offline", **overrides) -> StageSett
         raise InputError(
             f"{stage} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(sorted(known))}"
         )
+    check_parameter_ranges(overrides)
     warn_replaced_env()
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -12,19 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .basics import flat_paths, same_file
+from .basics import InputError, flat_paths, same_file
 
 # %% auto #0
 __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
-           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'InputError', 'project_root', 'data_dir',
-           'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path',
-           'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
+           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path',
+           'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path', 'Act',
+           'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
            'seed_everything', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
-           'check_output']
-
-# %% ../notebooks/00_core.ipynb #662f42ed
-class InputError(ValueError):
-    "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
+           'check_output', 'protected_outputs', 'check_not_protected']
 
 # %% ../notebooks/00_core.ipynb #d3a3fef0
 def _has_settings(folder: Path) -> bool:
@@ -460,6 +456,28 @@ def check_output(
             raise InputError(f"{option} {out}: {parent} is a file, not a folder")
     if not folder and out.is_dir():
         raise InputError(f"{option} {out}: a folder; give a file name")
+    return check_not_protected(out, option, folder)
+
+
+def protected_outputs() -> tuple[Path, ...]:
+    "The folders only the main job writes: `data/sample/` (the sample's own rebuild publishes it) and `figures/`."
+    return (data_dir() / "sample", project_root() / "figures")
+
+
+def check_not_protected(out: str | os.PathLike, option: str = "--out", folder: bool = False) -> Path:
+    """Refuse (`InputError`) an output `out` inside one of `protected_outputs()` (through symlinks), or, for a folder
+    output (`folder=True`), one that holds them; in the main job anything goes."""
+    out = Path(out)
+    if main_job():
+        return out
+    real = Path(os.path.realpath(out))
+    for kept in protected_outputs():
+        top = Path(os.path.realpath(kept))
+        if real == top or top in real.parents or (folder and real in top.parents):
+            raise InputError(
+                f"{option} {out}: {'lies in' if real == top or top in real.parents else 'holds'} {kept}, which only the "
+                "sample's own rebuild (indicipr reproduce, the main job) writes; give another folder (nothing was written)"
+            )
     return out
 
 # %% ../notebooks/00_core.ipynb #419abcb2

@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['KINDS', 'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachableError', 'LLMRequestError', 'ReplayMissError',
-           'mask_url', 'Endpoint', 'strip_code_fence', 'parse_json_reply', 'request_key', 'messages_key',
-           'ResponseCache', 'redact', 'replay_endpoint', 'ChatResult', 'chat_json']
+           'mask_url', 'Endpoint', 'url_credentials', 'strip_code_fence', 'parse_json_reply', 'request_key',
+           'messages_key', 'ResponseCache', 'redact', 'replay_endpoint', 'ChatResult', 'chat_json']
 
 # %% ../notebooks/00a_llm.ipynb #2cfc1638
+import base64
 import hashlib
 import json
 import logging
@@ -15,12 +16,13 @@ import os
 import re
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from .basics import mask_secrets
+from .basics import loads_json, mask_secrets
 from .qa_files import JSONLError, append_jsonl, read_jsonl
 
 _log = logging.getLogger("indicipr.llm")
@@ -111,6 +113,11 @@ class Endpoint:
     def shown_url(self) -> str:
         return mask_url(self.base_url)
 
+    @property
+    def stored_url(self) -> str:
+        "The URL as files keep it (run records, prediction metadata): the user part's key and every query value masked."
+        return mask_secrets(self.base_url, every_query=True)
+
     def api_key(self) -> str:
         "The key from the environment at call time (a placeholder for servers without keys)."
         if self.api_key_env is None:
@@ -122,6 +129,21 @@ class Endpoint:
                 f"export it to use {self.shown_url} (model {self.model})"
             )
         return value
+
+# %% ../notebooks/00a_llm.ipynb #dc9c8318
+def url_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """`(url without its user part, {"Authorization": ...})` for a URL with `user:key@` (HTTP Basic) or `key@` (Bearer)
+    before its host, percent-escapes decoded; `(url, {})` for a URL without one."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, colon, key = (urllib.parse.unquote(p) for p in userinfo.partition(":"))
+    if colon:
+        auth = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode("ascii")
+    else:
+        auth = f"Bearer {user}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), {"Authorization": auth}
 
 # %% ../notebooks/00a_llm.ipynb #02f94169
 def _response_format_for(endpoint: Endpoint, schema: dict | None, name: str = "reply") -> dict | None:
@@ -201,7 +223,7 @@ def _complete_json_prefix(text: str) -> Any:
         if pattern is not None:
             body = pattern.sub("", body)
         try:
-            return json.loads(body + tail, strict=False)
+            return loads_json(body + tail, strict=False)
         except json.JSONDecodeError:
             continue
     return None
@@ -210,7 +232,7 @@ def _complete_json_prefix(text: str) -> Any:
 def _loads_lenient(text: str) -> Any:
     "JSON with raw control characters (a line break) inside strings allowed, a cut-off prefix completed; None if neither works."
     try:
-        return json.loads(text, strict=False)
+        return loads_json(text, strict=False)
     except json.JSONDecodeError:
         return _complete_json_prefix(text)
 
@@ -240,11 +262,11 @@ def parse_json_reply(
         return None, "empty reply"
     text = strip_code_fence(raw).strip()
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except json.JSONDecodeError as first:
         start, end = text.find("{"), text.rfind("}")
         try:
-            obj = json.loads(text[start : end + 1]) if 0 <= start < end else None
+            obj = loads_json(text[start : end + 1]) if 0 <= start < end else None
         except json.JSONDecodeError:
             obj = None
         if obj is None and partial:
@@ -420,8 +442,9 @@ def _openai_transport(endpoint: Endpoint):
     "`(send, close)` for OpenAI and OpenAI-compatible servers (llama.cpp, vLLM, Ollama's /v1)."
     import openai
 
+    url, auth = url_credentials(endpoint.base_url)  # the URL's own credentials replace the Bearer key header
     client = openai.OpenAI(
-        base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=endpoint.timeout, max_retries=0
+        base_url=url, api_key=endpoint.api_key(), timeout=endpoint.timeout, max_retries=0, default_headers=auth or None
     )
 
     def send(messages, schema, params):
@@ -504,9 +527,10 @@ def _ollama_transport(endpoint: Endpoint):
     "`(send, close)` for Ollama's native chat API."
     import httpx
 
+    base, auth = url_credentials(endpoint.base_url)
     headers = {"Authorization": f"Bearer {endpoint.api_key()}"} if endpoint.api_key_env else {}
-    client = httpx.Client(timeout=endpoint.timeout, headers=headers)
-    url = _ollama_api_url(endpoint.base_url, "chat")
+    client = httpx.Client(timeout=endpoint.timeout, headers={**headers, **auth})
+    url = _ollama_api_url(base, "chat")
 
     def send(messages, schema, params):
         try:

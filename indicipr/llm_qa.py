@@ -256,7 +256,7 @@ def run_llm_baselines(
                         temperature=0,
                         max_tokens=run_settings.max_tokens,
                         system_prompt=QA_SYSTEM,
-                        base_url=ep.shown_url if ep.kind != "replay" else "replay",
+                        base_url=ep.stored_url if ep.kind != "replay" else "replay",
                     )
                     _, summ = metrics.score_predictions(records, preds)
                     rows.append(

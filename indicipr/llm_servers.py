@@ -12,7 +12,6 @@ __all__ = ['OPENAI_BASE_URL', 'OLLAMA_BASE_URL', 'LOCAL', 'LOCAL_MODEL', 'OPENAI
 # %% ../notebooks/00f_llm_servers.ipynb #61f35de9
 import fnmatch
 import importlib.util
-import json
 import logging
 import math
 import os
@@ -30,9 +29,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from . import numerics
-from .basics import mask_secrets
+from .basics import loads_json, mask_secrets
 from .core import CARD
-from .llm import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact
+from .llm import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact, url_credentials
 
 _log = logging.getLogger("indicipr.llm_servers")
 
@@ -203,12 +202,15 @@ def list_models(
     base_url: str, api_key: str | None = None, timeout: float = PREFLIGHT_TIMEOUT_S
 ) -> tuple[list[str] | None, str | None]:
     "`(model ids, None)` from `<base_url>/models`, or `(None, why not)`."
+    url, auth = url_credentials(
+        base_url
+    )  # a `user:key@` in the URL goes as the Authorization header, as the client sends it
     req = urllib.request.Request(
-        f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+        f"{url.rstrip('/')}/models", headers={**({"Authorization": f"Bearer {api_key}"} if api_key else {}), **auth}
     )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return [m.get("id") for m in json.load(r).get("data", [])], None
+            return [m.get("id") for m in loads_json(r.read()).get("data", [])], None
     except urllib.error.HTTPError as e:
         return None, f"the server answered {e.code} to GET /models"
     except (OSError, ValueError, urllib.error.URLError) as e:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .basics import write_text_atomic
+from .basics import loads_json, write_text_atomic
 from .benchmark import load_benchmark, problem_lines, source_tag, strict_mode
 from .core import InputError, data_dir
 from .qa_files import JSONLError, QAFormatError, json_or_jsonl, load_qa_file, read_jsonl, read_text, write_jsonl
@@ -90,7 +90,7 @@ def read_prediction_meta(path: str | os.PathLike) -> dict:
     "The `<system>.meta.json` beside a predictions file (`{'system': stem}` when absent)."
     path = Path(path)
     meta_path = path.with_name(path.name.rsplit(".", 1)[0] + ".meta.json")
-    return json.loads(read_text(meta_path)) if meta_path.exists() else {"system": path.stem}
+    return loads_json(read_text(meta_path)) if meta_path.exists() else {"system": path.stem}
 
 # %% ../notebooks/06a_predictions.ipynb #ff80fa6c
 PREDICTION_FORMS = (
@@ -174,7 +174,7 @@ def _any_prediction_pairs(path: Path, lm_eval_filter: str | None = None) -> Iter
         return
     first_line = next((line for line in text.split("\n") if line.strip()), "")
     try:
-        first = json.loads(first_line)
+        first = loads_json(first_line)
     except json.JSONDecodeError:
         first = None
     if _is_lm_eval_sample(first):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .basics import write_text_atomic
+from .basics import loads_json, write_text_atomic
 from .core import InputError
 
 # %% auto #0
@@ -65,7 +65,7 @@ def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[An
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = loads_json(line)
                 except json.JSONDecodeError as e:
                     raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
                 if not isinstance(obj, dict):
@@ -229,7 +229,7 @@ def json_or_jsonl(path: Path, text: str) -> tuple[str, Any]:
     if not text.strip():
         return "jsonl", None
     try:
-        return "json", json.loads(text)
+        return "json", loads_json(text)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             return "jsonl", None  # JSONL, whatever the file is called
@@ -244,7 +244,7 @@ def _jsonl_records(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError as e:
             yield f"{path}:{line_no}", _Unreadable(f"malformed JSON: {e.msg} (column {e.colno})")
             continue

@@ -18,9 +18,9 @@ from . import core, numerics
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
            'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
-           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'round_up',
-           'default_eval_batch_size', 'openvino_available', 'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer',
-           'window_logits', 'predict_answers']
+           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'check_device',
+           'round_up', 'default_eval_batch_size', 'openvino_available', 'OpenVINOQA', 'openvino_model',
+           'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
 
 # %% ../notebooks/07a_qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -239,6 +239,27 @@ def pick_device(device: str | None = None) -> torch.device:
     if device:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def check_device(device: str | None) -> None:
+    "Refuse a `--device` torch cannot use here, with one sentence (an `InputError`: the command line exits 2)."
+    if device is None:
+        return
+    import torch
+
+    try:
+        d = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise core.InputError(f"--device {device!r}: not a device (cpu, cuda, cuda:N, mps)") from None
+    if d.type == "cuda" and (not torch.cuda.is_available() or (d.index or 0) >= torch.cuda.device_count()):
+        raise core.InputError(
+            f"--device {device}: no such CUDA device on this machine "
+            f"({torch.cuda.device_count()} visible); use --device cpu or leave it out"
+        )
+    if d.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise core.InputError(f"--device {device}: MPS is not available here; use --device cpu or leave it out")
+    if d.type not in ("cpu", "cuda", "mps"):
+        raise core.InputError(f"--device {device}: use cpu, cuda, cuda:N or mps")
 
 
 def round_up(n: int, multiple: int) -> int:

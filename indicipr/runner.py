@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import artifacts, basics, core, numerics, verdict
+from . import artifacts, basics, config, core, numerics, verdict
 from .core import InputError, figures_path, project_root
 
 # papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
@@ -178,8 +178,9 @@ COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir
 
 
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
-    """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored) and a value of
-    the wrong type for a notebook that declares it (it would fail in a cell minutes later)."""
+    """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored), a value of
+    the wrong type for a notebook that declares it (it would fail in a cell minutes later), a number out of its range
+    (`config.check_parameter_ranges`) and an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds."""
     declared = {nb: notebook_parameter_types(nb) for nb in notebooks}
     names = set(COMMON_PARAMETERS).union(*declared.values())
     unknown = sorted(set(parameters) - names)
@@ -196,6 +197,14 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
                     f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
                     f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
                 )
+    from indicipr.llm import LLMConfigError
+    from indicipr.llm_servers import request_timeout
+
+    try:
+        config.check_parameter_ranges(parameters)
+        request_timeout()
+    except (InputError, LLMConfigError) as e:
+        raise RunnerUsageError(str(e)) from None
 
 # %% ../notebooks/12d_runner.ipynb #4d691612
 KERNEL_NAME = "indicipr"
@@ -449,6 +458,14 @@ def run_pipeline(
     names = select_notebooks(notebooks)  # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
     check_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
+    outputs = {
+        "--figures-dir": parameters["figures_dir"],
+        "--run-dir": run_dir,
+        "-p audit_folder": parameters.get("audit_folder"),
+    }
+    for option, path in outputs.items():
+        if path:  # data/sample/ and figures/ are the main job's
+            core.check_not_protected(path, option, folder=True)
     echo = tolerant_echo(echo)
     run_dir = (
         Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
@@ -489,7 +506,8 @@ def run_pipeline(
     tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"]), committed, since=start - 1)
     run_record = {"numerics": kernels, "verdict": tables}
     if report:
-        echo(f"report: {write_report(run_dir, results, basics.mask_secrets(parameters), duration, extra=run_record)}")
+        shown = basics.mask_secrets(parameters, every_query=True)
+        echo(f"report: {write_report(run_dir, results, shown, duration, extra=run_record)}")
     echo(verdict.verdict_line(tables) if committed is not None else _no_verdict(parameters))
     missing = [r.name for r in results if r.status == "missing"]
     echo(
@@ -536,10 +554,12 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
     papermill_translators.register(KERNEL_NAME, _masking_translator())
     shown, env = {}, {}
     for name, value in parameters.items():
-        if not basics.has_secret(value):
+        masked = basics.mask_secrets(
+            value, every_query=True
+        )  # a URL's query values too: a server may take its key under any name
+        if masked == value:
             shown[name] = value
             continue
-        masked = basics.mask_secrets(value)
         shown[name] = _SecretParameter(masked if isinstance(masked, str) else json.dumps(masked))
         shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
         env[shown[name].env] = json.dumps(value)

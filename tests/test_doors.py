@@ -141,6 +141,57 @@ def test_every_option_has_a_help_string():
     assert missing == [], missing
 
 
+def subcommand_parsers(p, words=()):
+    "Every subcommand's parser (subcommands of subcommands too) with its words, e.g. `('audit', 'export')`."
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                yield (*words, name), sub
+                yield from subcommand_parsers(sub, (*words, name))
+
+
+def test_every_subcommand_help_starts_with_a_line_and_ends_with_examples():
+    "`indicipr X --help`: usage, a one-line description, the options, then two or three examples of `indicipr X`."
+    found = dict(subcommand_parsers(cli.build_parser()))
+    assert {" ".join(w) for w in found} >= {"reproduce", "build", "fetch", "info", "evaluate", "predict", "train"} | {
+        "audit",
+        "audit export",
+        "audit score",
+        "cleaner-check",
+    }
+    for words, parser in found.items():
+        text = parser.format_help()
+        description = text.split("\n\n")[1]
+        assert description.strip() and "\n" not in description.strip(), (words, description)
+        head, _, examples = text.rstrip().rpartition("\nexamples:\n")
+        lines = examples.splitlines()
+        assert head and 2 <= len(lines) <= 3, (words, text[-400:])
+        assert all(line.startswith(f"  indicipr {' '.join(words)}") for line in lines), (words, lines)
+    out = subprocess.run([str(BIN / "indicipr"), "audit", "export", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.rstrip().splitlines()[-1].startswith("  indicipr audit export")
+
+
+def test_the_readme_keeps_papermill_under_runs_and_nbdev_docs_behind_make_docs():
+    "The README's papermill line writes under runs/ (gitignored); nbdev's docs tools are reached through `make docs` only."
+    text = (ROOT / "README.md").read_text()
+    block = text.split("### Every notebook on its own", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    outputs = [  # the word after the notebook: papermill's output path
+        words[i + 1]
+        for words in map(str.split, block.splitlines())
+        for i, w in enumerate(words)
+        if w.startswith("notebooks/")
+    ]
+    assert outputs and all(o.startswith("runs/") for o in outputs if not o.startswith("#")), outputs
+    assert "make docs" in text and "pip install -e" in text
+    for bare in ("nbdev_docs", "nbdev_proc_nbs", "nbdev_preview"):
+        assert f"`{bare}`" in text.split("nbdev's docs site has one door, `make docs`", 1)[1][:1200], bare
+    assert not [
+        line
+        for line in text.splitlines()
+        if line.lstrip().startswith((".venv/bin/nbdev_docs", "nbdev_docs", "nbdev_proc_nbs"))
+    ]
+
+
 def test_version():
     from indicipr import __version__
 

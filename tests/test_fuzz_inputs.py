@@ -15,7 +15,7 @@ from helpers import QA_SMALL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indicipr import cli, core, predictions, qa_files, runner
+from indicipr import basics, cli, config, core, predictions, qa_files, runner
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GOLD_RECORDS = qa_files.load_qa_file(QA_SMALL / "test_squad.jsonl", strict=True).records
@@ -39,8 +39,14 @@ qa_like = st.fixed_dictionaries(
         for k in ("id", "title", "context", "question", "answers", "prediction_text", "answer", "answer_start")
     },
 )
+deep_json = st.one_of(  # nested deeper than the parser recurses: a RecursionError unless read as bad JSON
+    st.integers(1_000, 60_000).map(lambda n: ("[" * n + "]" * n).encode()),
+    st.integers(1_000, 60_000).map(lambda n: ('{"id": "x", "answers": ' + "[" * n + "]" * n + "}\n").encode()),
+    st.integers(1_000, 60_000).map(lambda n: ('{"a": ' * n + "1" + "}" * n).encode()),
+)
 file_bytes = st.one_of(
     st.binary(max_size=400),
+    deep_json,
     st.lists(qa_like, max_size=5).map(lambda rs: "".join(json.dumps(r) + "\n" for r in rs).encode()),
     st.lists(qa_like, max_size=5).map(lambda rs: json.dumps(rs).encode()),
     st.dictionaries(st.sampled_from(IDS + ["x", ""]), json_scalars, max_size=5).map(lambda d: json.dumps(d).encode()),
@@ -216,3 +222,52 @@ def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
         rc, _, stderr = _main(["reproduce", "--only", only, "-p", name, value, "--run-dir", run])
         assert rc == 2 and stderr.strip() and "Traceback" not in stderr, (rc, stderr)
         assert not run.exists()
+
+
+numbers = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, -1, 1, 2**32, float("nan")]),
+)
+
+
+@FUZZ
+@given(
+    seeds=st.lists(st.integers(-5, 2**33), min_size=1, max_size=3),
+    epochs=numbers,
+    max_steps=st.one_of(st.none(), st.integers(-5, 10**6)),
+    workers=st.one_of(st.none(), st.sampled_from(["auto", "abc", "0", "-2", "3", "1.5", ""])),
+)
+def test_train_options_are_in_range_or_a_sentence(seeds, epochs, max_steps, workers):
+    "`indicipr train`'s numbers (notebook 08's parameters) come back in range or are refused, before any training."
+    argv = ["train", "--seeds", *map(str, seeds), f"--epochs={epochs}"]  # `=`: argparse reads -inf as an option
+    argv += ["--max-steps", str(max_steps)] if max_steps is not None else []
+    argv += ["--workers", workers] if workers is not None else []
+    try:
+        values = cli.train_options(cli.build_parser().parse_args(argv))
+    except core.InputError as e:
+        assert str(e).startswith(("--seeds", "--epochs", "--max-steps", "--workers")), str(e)
+        return
+    assert all(0 <= s < 2**32 for s in values["seeds"]) and values["epochs"] > 0
+    assert values["max_steps"] is None or values["max_steps"] >= 1
+    assert values["workers"] in (None, "auto") or values["workers"] >= 1
+
+
+@FUZZ
+@given(name=st.sampled_from(sorted(config.PARAMETER_RANGES)), value=st.one_of(json_values, numbers))
+def test_a_parameter_is_in_range_or_named_in_one_sentence(name, value):
+    problem = config.parameter_problem(name, value)
+    assert problem is None or (problem.startswith(f"parameter {name} must be ") and "\n" not in problem)
+
+
+@FUZZ
+@given(
+    lead=st.sampled_from(["", "x-", "hf_", "X-Amz-", "client_", "my.", "access_"]),
+    word=st.sampled_from(["key", "token", "Secret", "auth", "password", "pwd", "sig", "Signature", "credential"]),
+    tail=st.sampled_from(["", "_id", "-v2", "s"]),
+    value=st.from_regex(r"[A-Za-z0-9_\-]{8,24}", fullmatch=True),
+)
+def test_a_query_value_under_a_credential_name_never_shows(lead, word, tail, value):
+    url = f"https://host/v1?model=gpt&{lead}{word}{tail}={value}#f"
+    assert value not in basics.mask_secrets(url) and "model=gpt" in basics.mask_secrets(url)
+    assert value not in basics.mask_secrets(f"https://host/v1?region={value}", every_query=True)

@@ -4,6 +4,7 @@ API keys that never leak, Ollama's native API with a context window sized for th
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
 parser; and the real local llama.cpp server when it is installed."""
 
+import base64
 import importlib.util
 import io
 import json
@@ -439,3 +440,23 @@ def test_local_llm_server_answers_under_a_schema_and_stops(tmp_path):
             assert res.error is None and isinstance(res.parsed["answer"], str), res
             raise RuntimeError("body failed")  # the server must stop on exceptions too
     assert not port_open(port)
+
+
+@pytest.mark.parametrize(
+    "userinfo, header",
+    [
+        ("user:SECRET%40KEY@", "Basic " + base64.b64encode(b"user:SECRET@KEY").decode()),
+        ("SECRETKEY@", "Bearer SECRETKEY"),
+    ],
+)
+def test_credentials_in_the_url_are_sent_as_the_client_sends_them(userinfo, header, caplog, no_llm_api_key):
+    "`http://user:key@host/v1` reaches the server (no DNS lookup of `user:key@host`), with the key in the header only."
+    caplog.set_level(logging.DEBUG)
+    with OpenAIStandIn([MODEL], reply=constant(OK), authorization=header) as fake:
+        url = fake.base_url.replace("http://", f"http://{userinfo}")
+        assert chat_json(Endpoint(url, MODEL, timeout=5, max_retries=0), MSGS, SCHEMA).parsed == {"items": [1, 2]}
+        check_models_available(llm_config({"*": url}), [MODEL])  # the preflight's GET /models too
+        ollama = Endpoint(url, MODEL, kind="ollama", timeout=5, max_retries=0)
+        assert chat_json(ollama, MSGS, SCHEMA).parsed == {"items": [1, 2]}
+    assert [r["auth"] for r in fake.requests] == [header, header] and fake.gets == ["/v1/models"]
+    assert "SECRET" not in caplog.text

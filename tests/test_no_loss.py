@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -641,3 +642,252 @@ def test_a_bootstrap_too_large_for_memory_is_refused(tmp_path, monkeypatch):
         error_analysis.evaluate_files(GOLD, pred, [other], n_resamples=101)
     assert "--resamples 101: 35 questions allow at most 100 resamples" in str(e.value)
     assert "Paired bootstrap" in error_analysis.evaluate_files(GOLD, pred, [other], n_resamples=100)
+
+
+# ------------------------------------------------------------------ 6. outputs that are not regular files; kept folders
+def test_a_fifo_out_is_written_into_not_replaced(tmp_path, capsys):
+    "`--out FIFO`: the report goes through the pipe to its reader; the FIFO stays a FIFO (no rename over it)."
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    rc, out, err = run_main(
+        capsys, "evaluate", "--gold", GOLD, "--pred", write_preds(tmp_path / "p.jsonl"), "--out", fifo
+    )
+    reader.join(30)
+    assert rc == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got == [out.rstrip("\n") + "\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "pipe.md"]
+
+
+def test_a_char_device_out_stays_a_device(tmp_path, capsys):
+    "`--out /dev/null` as root: a rename would turn the device into a regular file. Checked on a /dev/null of our own."
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("cannot make a device node here (not root, or no CAP_MKNOD)")
+    basics.write_text_atomic(null, "nothing")
+    rc, _, err = run_main(
+        capsys, "evaluate", "--gold", GOLD, "--pred", write_preds(tmp_path / "p.jsonl"), "--out", null
+    )
+    assert rc == 0, err
+    assert stat.S_ISCHR(os.stat(null).st_mode) and os.stat(null).st_rdev == os.makedev(1, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null", "p.jsonl"]  # no temporary file left
+    # only now, with our own device kept, the machine's: a regression must not turn the real /dev/null into a file
+    basics.write_text_atomic("/dev/null", "nothing")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_socket_out_is_a_sentence(tmp_path):
+    import socket
+
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(core.InputError, match="a socket, not a file"):
+            basics.write_text_atomic(path, "x")
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+
+
+def _failing(monkeypatch, errno_: int, where: str = "fsync"):
+    "Make the atomic writer's `where` (fsync: the disk fills; mkstemp: the folder is read-only) fail with `errno_`."
+    import tempfile
+
+    def fail(*a, **k):
+        raise (
+            OSError(errno_, os.strerror(errno_))
+            if where == "fsync"
+            else PermissionError(errno_, os.strerror(errno_), str(a[0] if a else k.get("dir")))
+        )
+
+    if where == "fsync":
+        monkeypatch.setattr(basics.os, "fsync", fail)
+    else:
+        monkeypatch.setattr(tempfile, "mkstemp", fail)
+
+
+def test_a_full_disk_is_one_sentence_and_keeps_the_old_report(tmp_path, capsys, monkeypatch):
+    import errno
+
+    report = tmp_path / "report.md"
+    report.write_text("the earlier report\n")
+    pred = write_preds(tmp_path / "p.jsonl")
+    _failing(monkeypatch, errno.ENOSPC)
+    rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", report)
+    assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"{report}: No space left on device" in err and "nothing was written" in err
+    assert report.read_text() == "the earlier report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "report.md"]  # no temporary file left
+
+
+def test_a_read_only_out_folder_is_a_sentence_naming_the_out(tmp_path, capsys, monkeypatch):
+    import errno
+
+    pred = write_preds(tmp_path / "p.jsonl")
+    _failing(monkeypatch, errno.EACCES, "mkstemp")
+    rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", tmp_path / "ro" / "r.md")
+    refused(rc, err, f"{tmp_path / 'ro' / 'r.md'}: Permission denied")
+    assert ".tmp" not in err
+
+
+def test_audit_export_keeps_a_folder_that_holds_files(tmp_path, capsys):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    (kit / "README.md").write_text("my notes")
+    args = ("audit", "export", "--data-source", QA_SMALL, "-n", 4, "--out", kit)
+    rc, _, err = run_main(capsys, *args)
+    refused(rc, err, f"--out {kit}: already holds files", "--force")
+    assert [p.name for p in kit.iterdir()] == ["README.md"] and (kit / "README.md").read_text() == "my notes"
+    rc, _, err = run_main(capsys, *args, "--force")
+    assert rc == 0, err
+    assert (kit / "blank").is_dir() and (kit / "README.md").read_text() != "my notes"
+    rc, _, err = run_main(capsys, "audit", "export", "--data-source", QA_SMALL, "-n", 4, "--out", tmp_path / "new")
+    assert rc == 0 and (tmp_path / "new" / "manifest.json").is_file(), err
+
+
+def test_no_command_writes_the_committed_sample_or_figures(tmp_path, capsys, monkeypatch):
+    "`data/sample/` and `figures/` are the main job's: every output option refuses them, through a symlink too."
+    monkeypatch.delenv(core.MAIN_JOB_ENV, raising=False)
+    sample, figures = core.data_dir() / "sample", core.project_root() / "figures"
+    (tmp_path / "link").symlink_to(sample)
+    before = {p: p.read_bytes() for d in (sample, figures) for p in d.rglob("*") if p.is_file()}
+    pred = write_preds(tmp_path / "p.jsonl")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    for argv in [
+        ("fetch", "--dest", sample),
+        ("fetch", "--dest", tmp_path / "link"),
+        ("fetch", "--dest", core.data_dir()),  # holds data/sample/
+        ("audit", "export", "--data-source", QA_SMALL, "--out", sample / "statutes", "--force"),
+        ("evaluate", "--gold", GOLD, "--pred", pred, "--out", figures / "tables" / "x.md"),
+        ("evaluate", "--gold", GOLD, "--pred", pred, "--out", tmp_path / "link" / "report.md"),
+        ("predict", "--model", model, "--data-source", QA_SMALL, "--out", sample / "test.jsonl"),
+        ("audit", "score", pred, pred, "--figures-dir", figures),
+        ("reproduce", "--only", "06_metrics", "--run-dir", figures / "run"),
+        ("reproduce", "--only", "06_metrics", "--figures-dir", sample / "figs", "--run-dir", tmp_path / "r"),
+        ("build", "--tag", "t", "--figures-dir", figures, "--run-dir", tmp_path / "b"),
+    ]:
+        rc, _, err = run_main(capsys, *argv)
+        refused(rc, err, "which only the sample's own rebuild (indicipr reproduce, the main job) writes")
+    assert {p: p.read_bytes() for d in (sample, figures) for p in d.rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "r").exists() and not (tmp_path / "b").exists()
+
+
+def test_fetch_into_a_folder_above_the_working_folder_is_a_sentence(tmp_path, capsys, monkeypatch):
+    here = tmp_path / "a" / "b"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    _fake_hub(monkeypatch, QA_SMALL)
+    for dest in ("..", ".", str(tmp_path)):
+        rc, _, err = run_main(capsys, "fetch", "--dest", dest)
+        refused(rc, err, "--dest", f"holds {here}", "a folder of its own")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b"]
+
+
+# ------------------------------------------------------------------ 7. inputs no reader expects; numbers out of range
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("form", ["pred json", "pred jsonl", "gold jsonl", "gold json", "data source"])
+def test_deeply_nested_json_is_a_sentence(tmp_path, capsys, form):
+    pred = write_preds(tmp_path / "p.jsonl")
+    gold = shutil.copy(GOLD, tmp_path / "gold.jsonl")
+    bad = tmp_path / ("x.json" if form.endswith("json") else "x.jsonl")
+    bad.write_text(DEEP if form.endswith("json") else Path(GOLD).read_text().splitlines()[0] + "\n" + DEEP + "\n")
+    if form == "data source":
+        bench = shutil.copytree(QA_SMALL, tmp_path / "bench")
+        (bench / "test_squad.jsonl").write_text(bad.read_text())
+        rc, _, err = run_main(capsys, "info", "--data-source", bench, "--strict")
+        name = "test_squad.jsonl:2: malformed JSON: nested too deeply to read"
+    else:
+        argv = ["--gold", bad, "--pred", pred] if form.startswith("gold") else ["--gold", gold, "--pred", bad]
+        rc, _, err = run_main(capsys, "evaluate", *argv)
+        name = bad.name
+    refused(rc, err, name)
+    assert "RecursionError" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["audit", "export", "--seed", "-1"], "--seed -1"),
+        (["train", "--seeds", "-1"], "--seeds must be from 0"),
+        (["train", "--seeds", "0", "-1"], "--seeds must be from 0"),
+        (["train", "--epochs", "-1"], "--epochs must be > 0, got -1.0"),
+        (["train", "--epochs", "nan"], "--epochs must be > 0, got nan"),
+        (["train", "--max-steps", "0"], "--max-steps must be ≥ 1, got 0"),
+        (["train", "--max-answer-length", "-4"], "--max-answer-length must be ≥ 1, got -4"),
+        (["train", "--workers", "abc"], "--workers abc: give a count"),
+        (["train", "--workers", "0"], "--workers must be ≥ 1, 'auto'"),
+        (["cleaner-check", "--show", "-1"], "--show -1"),
+        (
+            ["reproduce", "--only", "09_llms", "-p", "max_questions", "-3"],
+            "parameter max_questions must be ≥ 1 or None",
+        ),
+        (["reproduce", "--only", "08", "-p", "max_steps", "0"], "parameter max_steps must be ≥ 1 or None"),
+        (["reproduce", "--only", "08", "-p", "seeds", "[0, -2]"], "parameter seeds must be from 0"),
+        (["reproduce", "--only", "08", "-p", "workers", "0"], "parameter workers must be ≥ 1, 'auto' or None"),
+        (["reproduce", "--only", "12", "-p", "audit_pairs", "-1"], "parameter audit_pairs must be ≥ 1 or None"),
+    ],
+)
+def test_numbers_out_of_range_are_refused_before_any_work(tmp_path, capsys, monkeypatch, argv, needle):
+    monkeypatch.setattr(runner, "ensure_kernel", lambda *a: pytest.fail("a kernel was started"))
+    extra = ["--run-dir", tmp_path / "run"] if argv[0] == "reproduce" else []
+    extra += ["--out", tmp_path / "kit"] if argv[:2] == ["audit", "export"] else []
+    t0 = time.time()
+    rc, _, err = run_main(capsys, *argv, *extra)
+    refused(rc, err, needle)
+    assert time.time() - t0 < 30 and not (tmp_path / "run").exists() and not (tmp_path / "kit").exists()
+
+
+def test_a_negative_llm_timeout_is_refused_before_a_kernel_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("INDICIPR_LLM_TIMEOUT", "-5")
+    monkeypatch.setattr(runner, "ensure_kernel", lambda *a: pytest.fail("a kernel was started"))
+    rc, _, err = run_main(capsys, "reproduce", "--only", "09_llms", "--run-dir", tmp_path / "run")
+    refused(rc, err, "INDICIPR_LLM_TIMEOUT", "'-5'")
+    assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ 8. keys in query names and in URL-like paths
+@pytest.mark.parametrize(
+    "name",
+    ["hf_token", "auth", "x-api-key", "access_token", "sig", "X-Amz-Signature", "client_secret", "pwd", "apiKey"],
+)
+def test_a_key_under_any_credential_query_name_is_masked(name):
+    url = f"http://host/v1?model=m&{name}={KEY}&x=1"
+    assert KEY not in basics.mask_secrets(url) and "model=m" in basics.mask_secrets(url)
+    assert KEY in {p for p in basics.secret_parts(url)}
+
+
+def test_what_is_stored_of_an_endpoint_masks_every_query_value():
+    ep = llm.Endpoint(f"http://host/v1?deployment=gpt&opaque={KEY}", "m")
+    assert KEY not in ep.stored_url and "deployment=***" in ep.stored_url
+    shown, env = runner.kernel_parameters({"llm_endpoints": f"m=http://h/v1?opaque={KEY}"})
+    assert KEY not in str(shown) and KEY in json.dumps(env)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["info", "--data-source", f"http://user:{KEY}@127.0.0.1:9/data"],
+        ["evaluate", "--gold", GOLD, "--pred", f"http://user:{KEY}@127.0.0.1:9/p.jsonl"],
+        ["predict", "--model", f"http://user:{KEY}@127.0.0.1:9/model"],
+        ["evaluate", "--gold", GOLD, "--pred", f"http:/user:{KEY}@127.0.0.1:9/p.jsonl"],
+    ],
+)
+def test_a_key_in_a_url_like_path_is_never_printed(argv):
+    rc, out, err = run_cli(*argv, env=clean_env(HF_HUB_OFFLINE="1"))
+    assert rc == 2 and "Traceback" not in err, err
+    assert KEY not in out + err and "***" in err, err
+
+
+def test_a_key_in_a_url_like_out_is_masked_in_what_is_printed(tmp_path):
+    "A URL given where a folder belongs is kept as a (strange) local path, but what is printed about it is masked."
+    rc, out, err = run_cli(
+        "audit", "export", "--data-source", QA_SMALL, "-n", 4, "--out", f"http://user:{KEY}@h/kit", cwd=tmp_path
+    )
+    assert rc == 0, err
+    assert KEY not in out + err and "http:/user:***@h/kit" in out, out

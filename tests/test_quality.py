@@ -49,14 +49,11 @@ def fill(blank: Path, dest: Path, scores: dict, edit=None) -> Path:
     return dest
 
 
-def export(tmp_path, capsys, n=N, seed=3):
+def export(tmp_path, capsys, n=N, seed=3, again=False):
+    "`indicipr audit export` into `tmp_path/kit` (`again`: over the kit there, which takes --force)."
     kit = tmp_path / "kit"
-    assert (
-        cli.main(
-            ["audit", "export", "--data-source", str(FIXTURE), "-n", str(n), "--seed", str(seed), "--out", str(kit)]
-        )
-        == 0
-    )
+    argv = ["audit", "export", "--data-source", str(FIXTURE), "-n", str(n), "--seed", str(seed), "--out", str(kit)]
+    assert cli.main(argv + (["--force"] if again else [])) == 0
     assert "wrote 2 sheets" in capsys.readouterr().out
     return kit
 
@@ -74,9 +71,9 @@ def test_export_draws_stratified_full_context_sheets(tmp_path, capsys, qa_test_r
     assert a.equals(b) and a["pair_id"].tolist() == man["ids"]
     for row in a.to_dict("records"):  # never truncated
         assert row["context"] == recs[row["pair_id"]]["context"] and row["answer"] in row["context"]
-    again = json.loads((export(tmp_path, capsys) / "manifest.json").read_text())
+    again = json.loads((export(tmp_path, capsys, again=True) / "manifest.json").read_text())
     assert again["ids"] == man["ids"]  # seeded
-    other = json.loads((export(tmp_path, capsys, seed=4) / "manifest.json").read_text())
+    other = json.loads((export(tmp_path, capsys, seed=4, again=True) / "manifest.json").read_text())
     assert other["ids"] != man["ids"]
 
 

@@ -343,10 +343,12 @@ class OpenAIStandIn(LoopbackServer):
         reply=None,
         delay: float = 0.0,
         keep_requests: bool = True,
+        authorization: str | None = None,
     ):
         self.models = list(models)
         self.faults = faults or Faults()
         self.api_key = api_key
+        self.authorization = authorization  # the whole Authorization header every request must carry (e.g. "Basic ...")
         self.host, self.port = host, port
         self.script = list(script)  # the actions of the next chat requests (module docstring)
         self.reply = reply  # body -> message content; None: `reply_for` the request's kind
@@ -377,9 +379,10 @@ class OpenAIStandIn(LoopbackServer):
 
         class Handler(JSONHandler):
             def _authorized(self) -> bool:
-                if srv.api_key is None:
-                    return True
-                if self.headers.get("Authorization") == f"Bearer {srv.api_key}":
+                if srv.authorization is not None:
+                    if self.headers.get("Authorization") == srv.authorization:
+                        return True
+                elif srv.api_key is None or self.headers.get("Authorization") == f"Bearer {srv.api_key}":
                     return True
                 self._send(401, error_body("Incorrect API key provided.", "invalid_api_key"))
                 return False
