@@ -11,7 +11,8 @@ threads; the peer runs in its own virtual environment because transformers 5 rem
 
 The systems, each timed over all questions (tokenising, forward passes and decoding):
 - **ours**: `indicipr.qa_model.predict_answers` with `engine="auto"` (OpenVINO fp32 when the
-  `openvino` extra is installed, else torch; `--engine` picks one), batch 4;
+  `openvino` extra is installed and the numerics are native, `INDICIPR_NUMERICS=native`; else torch; `--engine`
+  picks one), batch 4;
 - **ours-torch**: the same call with `engine="torch"` (eager torch, all threads);
 - **peer**: the pipeline at each `--peer-batch-sizes` (kept running in its own process: model
   loaded and warmed once, then asked for one timed pass at a time);

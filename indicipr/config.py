@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import numerics
-from .core import CARD, PROFILE_NAMES, InputError
+from .core import CARD, PROFILE_NAMES, InputError, check_not_protected
 
 _log = logging.getLogger("indicipr.config")
 
@@ -534,6 +534,8 @@ def run_context(
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
     for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here
         _log.warning("%s", problem)
+    if figures_dir:  # a notebook run by hand (papermill -p figures_dir figures) never writes the committed outputs
+        check_not_protected(figures_dir, option="parameter figures_dir", folder=True)
     return RunContext(
         data_source,
         source_tag(data_source),

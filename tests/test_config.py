@@ -67,10 +67,10 @@ def test_the_train_commands_flags_are_the_encoder_settings():
 
 
 def test_the_config_module_sits_on_the_foundation_only():
-    "The settings and the run context need paths, the card and the benchmark's loader, nothing of a stage."
+    "The settings and the run context need paths, the card, the numerics and the benchmark's loader, nothing of a stage."
     from test_import_graph import import_graph
 
-    assert import_graph()["config"] <= {"basics", "core", "qa_files", "benchmark"}
+    assert import_graph()["config"] <= {"basics", "core", "numerics", "qa_files", "benchmark"}
 
 
 def test_a_replaced_environment_variable_changes_nothing_and_is_named_once(monkeypatch, caplog):
