@@ -21,6 +21,7 @@ from indicipr.runner import (
     NOTEBOOKS,
     PipelineError,
     RunnerUsageError,
+    StagesSkipped,
     main_job_env,
     run_pipeline,
     select_notebooks,
@@ -330,7 +331,8 @@ def build_parameters(
 
 # %% ../notebooks/12b_cli.ipynb #c5075990
 def reproduce_command(args) -> int:
-    "`indicipr reproduce`: 0 when every notebook ran, 1 when one failed or is missing, 2 for a usage error (nothing ran)."
+    """`indicipr reproduce`: 0 when every notebook ran, 1 when one failed, is missing or skipped every input it was given,
+    2 for a usage error (nothing ran)."""
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
     try:
@@ -343,6 +345,9 @@ def reproduce_command(args) -> int:
                 notebooks=select_notebooks(args.only),
                 echo=echo_result_or_progress,
             )
+    except StagesSkipped as e:
+        print(f"indicipr reproduce: {e}", file=sys.stderr)
+        return 1
     except PipelineError as e:
         print(f"indicipr reproduce: stopped: {e}", file=sys.stderr)
         return 1
@@ -487,6 +492,8 @@ def predict_command(args) -> int:
 
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
+    if not records:
+        raise InputError(f"--data-source {data_source}: its {args.split} split has no usable QA record to predict")
     preds = finetune.predict_split(
         model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
     )

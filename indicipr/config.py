@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .core import CARD, PROFILE_NAMES, InputError
+from .core import CARD, PROFILE_NAMES, SPLITS, InputError
 
 _log = logging.getLogger("indicipr.config")
 
@@ -22,7 +22,7 @@ __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODE
            'QUALITY', 'REPLACED_ENV', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present', 'as_dict',
            'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings', 'BM25Settings',
            'IntermediateTraining', 'EncodersSettings', 'LLMSettings', 'DenseFinetune', 'GroundedSettings',
-           'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings', 'warn_replaced_env',
+           'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings', 'warn_replaced_env', 'option_name',
            'settings_for', 'RunContext', 'run_context']
 
 # %% ../notebooks/00g_config.ipynb #4e7d84d3
@@ -408,8 +408,21 @@ STAGE_SETTINGS = {
 }
 
 
-def settings_for(stage: str, profile: str = "offline", **overrides) -> StageSettings:
-    "The `profile`'s settings of `stage` with the non-`None` `overrides` applied (a new frozen object)."
+def option_name(field_name: str, names: str = "parameter") -> str:
+    "How a setting is named to its user: `parameter tune_split` (a notebook's) or `--tune-split` (`names='flag'`)."
+    return f"--{field_name.replace('_', '-')}" if names == "flag" else f"parameter {field_name}"
+
+
+def _split_problem(name: str, value, names: str) -> str | None:
+    "Why a split field's value names no split (None when it does, or when it is None: no split)."
+    if value is None or value in SPLITS:
+        return None
+    return f"{option_name(name, names)}: {value!r} is not one of {', '.join(SPLITS)}"
+
+
+def settings_for(stage: str, profile: str = "offline", names: str = "parameter", **overrides) -> StageSettings:
+    """The `profile`'s settings of `stage` with the non-`None` `overrides` applied (a new frozen object); `names`: how
+    a bad value is named (`option_name`)."""
     if stage not in STAGE_SETTINGS:
         raise InputError(f"unknown stage {stage!r}; expected one of {sorted(STAGE_SETTINGS)}")
     if profile not in STAGE_SETTINGS[stage]:
@@ -420,6 +433,10 @@ def settings_for(stage: str, profile: str = "offline", **overrides) -> StageSett
         raise InputError(
             f"{stage} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(sorted(known))}"
         )
+    for name, value in overrides.items():
+        if name == "split" or name.endswith("_split"):
+            if problem := _split_problem(name, value, names):
+                raise InputError(problem)
     warn_replaced_env()
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
