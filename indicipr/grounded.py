@@ -38,9 +38,9 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
 # %% auto #0
 __all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk', 'tune_lambda',
            'lambda_simplicity', 'lambda_choice', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun',
-           'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'recall_curve',
-           'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure', 'grounded_stage',
-           'protocol_table']
+           'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'retriever_tie',
+           'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure',
+           'grounded_stage', 'protocol_table']
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
@@ -292,13 +292,24 @@ def retrieval_tests(runs: dict, gold: np.ndarray, n_resamples: int | None = None
     return pd.concat(frames, ignore_index=True)
 
 
-def best_retriever(runs: dict, tune_gold: np.ndarray, variant: str = "text") -> str:
-    "The retriever of `variant` with the best validation MRR@10 (the first in run order on ties)."
-    mrr = {
+def _validation_mrr(runs: dict, tune_gold: np.ndarray, variant: str) -> dict:
+    return {
         n: retrieval_per_query(gold_ranks(sc["tune"], tune_gold))["MRR@10"].mean()
         for n, sc in runs[variant].scores.items()
     }
-    return max(mrr, key=lambda n: (mrr[n], -list(mrr).index(n)))
+
+
+def best_retriever(runs: dict, tune_gold: np.ndarray, variant: str = "text") -> str:
+    """The retriever of `variant` with the best validation MRR@10; on ties the first in run order, the simplest
+    (BM25 before dense retrieval, a single retriever before a fusion)."""
+    mrr = _validation_mrr(runs, tune_gold, variant)
+    return core.simplest_best(mrr, list(mrr).index)[0]
+
+
+def retriever_tie(runs: dict, tune_gold: np.ndarray, name: str, variant: str = "text") -> str:
+    "What the end-to-end table says of `best_retriever`'s choice: `''`, or the retrievers that tie with it."
+    mrr = _validation_mrr(runs, tune_gold, variant)
+    return core.tie_note(core.best_ties(mrr), name, "retrievers", f"validation MRR@10 {100 * mrr[name]:.2f}")
 
 
 def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame":
@@ -428,8 +439,10 @@ def reader_stage(
                     "choice": "the LLM's own (contexts in retrieval order)",
                 }
                 timing[f"reader {short}"] = time.perf_counter() - t0
+    chosen_tie = retriever_tie(runs, tg, name) if run_settings["reader_retriever"] == "best" else ""
     return {
         "retriever": name,
+        "retriever_tie": chosen_tie,
         "readers": readers,
         "seconds": timing,
         "gold among k": {

@@ -157,6 +157,14 @@ def test_tied_validation_choices_take_the_simplest_and_say_so(sample):
         "tie: lexical weights 0, 0.1, 0.2, 0.3, 0.4, … (11 in all) all reach validation MRR@10 100.00; "
         "the simplest, 1, is taken"
     )
+    run = gr.RetrievalRun(
+        "text", {n: {"tune": lex, "test": lex} for n in ("BM25 (rank-bm25)", "BM25 (bm25s)")}, w, mrr, {}
+    )
+    assert gr.best_retriever({"text": run}, vg) == "BM25 (rank-bm25)"  # the readers' retriever: the tie is said
+    assert gr.retriever_tie({"text": run}, vg, "BM25 (rank-bm25)") == (
+        "tie: retrievers BM25 (rank-bm25), BM25 (bm25s) all reach validation MRR@10 100.00; "
+        "the simplest, BM25 (rank-bm25), is taken"
+    )
     # the grounded reader's λ and the boundary-aware decoding's weights follow the same rule
     cands = [{0: ("ten years", 1.0)}]
     lam, f1 = gr.tune_lambda(
