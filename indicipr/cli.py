@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -437,21 +438,36 @@ def evaluate_command(args) -> int:
     )  # the error explorer instead of Markdown
     from indicipr import error_analysis  # after the option checks: it imports pandas, scipy and statsmodels
 
-    report = error_analysis.evaluate_files(
-        gold,
-        args.pred,
-        args.against,
-        None if page else args.out,
-        data_source,
-        args.resamples,
-        args.seed,
-        args.char_f1,
-        strict=args.strict or None,
-    )
-    print(report)
-    if page:
-        print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as held:
+        if page:  # the report and the page both read the predictions; a pipe can be read once only
+            args.pred, args.against = _read_once(args.pred, held), [_read_once(p, held) for p in args.against]
+        report = error_analysis.evaluate_files(
+            gold,
+            args.pred,
+            args.against,
+            None if page else args.out,
+            data_source,
+            args.resamples,
+            args.seed,
+            args.char_f1,
+            strict=args.strict or None,
+        )
+        print(report)
+        if page:
+            print(f"error explorer: {_evaluate_explorer(args, gold, data_source)}", file=sys.stderr)
     return 0
+
+
+def _read_once(path, folder):
+    """`path` when it is a regular file; else (a pipe: `--pred <(cat f)`, `/dev/stdin`) its predictions, read once,
+    held in `folder` under the pipe's own name for the readers that follow."""
+    if Path(path).is_file():
+        return path
+    from indicipr import qa_files
+
+    held = Path(folder) / f"{predictions.system_name(path)}.jsonl"
+    preds = predictions.read_predictions(path)
+    return qa_files.write_jsonl(held, ({"id": k, "prediction_text": v} for k, v in preds.items()))
 
 
 def _evaluate_explorer(args, gold, data_source) -> Path:

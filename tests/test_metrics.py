@@ -380,6 +380,16 @@ def test_a_pipe_is_read_once(tmp_path):
     )
     assert proc.returncode == 0 and "no predictions" not in proc.stderr, proc.stderr[-2000:]
     assert "100.00" in proc.stdout  # every gold answer, scored
+    page = tmp_path / "page.html"  # the report and the error explorer: two readers of the one stream
+    proc = subprocess.run(
+        [str(BIN / "indicipr"), "evaluate", "--gold", str(QA_SMALL / "test_squad.jsonl"), "--pred", "/dev/stdin"]
+        + ["--out", str(page)],
+        input=body,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and page.stat().st_size > 0, proc.stderr[-2000:]
 
 
 def test_a_gold_record_with_an_empty_id_is_a_problem_naming_file_and_line(tmp_path, capsys):
