@@ -49,3 +49,15 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
 def test_the_test_split_takes_no_part(root):
     with pytest.raises(core.InputError, match="validation"):
         rc.compare_recipes({}, "qa_small", CANDIDATES, split="test")
+
+
+def test_a_tie_of_recipes_takes_the_first_listed_and_says_so():
+    "Equal mean validation F1: the first candidate listed (the simplest) is taken, and the note names the tie."
+    rows = [
+        {"candidate": c.name, "seed": s, "em": 10.0, "f1": 30.0 + s} for c in rc.RECIPE_CANDIDATES[:2] for s in (0, 1)
+    ]
+    table = rc.recipe_table(rows)
+    assert rc.chosen_recipe(table).name == rc.RECIPE_CANDIDATES[0].name
+    note = rc.recipe_choice_note(config.settings_for("encoders", "offline"), table)
+    names = ", ".join(c.name for c in rc.RECIPE_CANDIDATES[:2])
+    assert f"tie: candidates {names} all reach mean F1 30.50; the simplest, {rc.RECIPE_CANDIDATES[0].name}" in note
