@@ -210,7 +210,11 @@ def _add_encoder_commands(sub) -> None:
     )
     _split_option(p, "the split to predict (default: test)")
     _data_source_option(p, "'sample', 'hub' or a folder with the official files")
-    p.add_argument("--out", help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
+    p.add_argument(
+        "--out",
+        help="predictions JSONL (default: runs/interactive/predictions/<source>/<model dir name>.jsonl; "
+        "data/predictions/ holds the main job's)",
+    )
     p.add_argument("--batch-size", type=int, help="windows per batch (default: 4 on CPU, 64 on GPU)")
     p.add_argument(
         "--span-score",
