@@ -14,9 +14,12 @@ rank-bm25 is timed on fewer queries (`--peer-queries`) because each takes long a
 rank-bm25's p50 over bm25s's, and the share of the peer's queries where the two top-20 sets agree (exactly, and up to
 documents tied with the 20th: synthetic contexts repeat sentences, so ties at the cut are common). The dense index uses random unit vectors (search cost does not depend on their values);
 the encoder's own cost, embedding a query with the offline MiniLM (`--encoder`, default on), is measured once and
-printed beside, since a real query pays it too.
+printed beside, since a real query pays it too. The run uses a fixed number of threads (`--threads`, default 2:
+torch's and, through threadpoolctl, numpy's BLAS), printed in its header, so that runs on machines with other core
+counts time the same work.
 
-    python benchmarks/retrieval.py [--sizes 1000 10000 100000] [--queries 200] [--peer-queries 20] [--k 20] [--no-encoder]
+    python benchmarks/retrieval.py [--sizes 1000 10000 100000] [--queries 200] [--peer-queries 20] [--k 20]
+                                   [--threads 2] [--no-encoder]
 """
 
 import argparse
@@ -173,6 +176,39 @@ def encoder_costs(sentences, queries, n_docs: int = 64) -> dict:
     return {"query_latency": percentiles(lat), "contexts_per_s": n_docs / (time.perf_counter() - t)}
 
 
+DEFAULT_THREADS = 2  # the CI machine's cores: the README's figures were measured there
+
+
+def check_options(ap: argparse.ArgumentParser, args) -> None:
+    "Refuse, with one sentence and exit 2 (argparse's `error`), a count that would trace back or time nothing."
+    for flag, values, what in (
+        ("--sizes", args.sizes, "a number of contexts"),
+        ("--queries", [args.queries], "the queries timed per size"),
+        ("--peer-queries", [args.peer_queries], "the queries timed per size for rank-bm25"),
+        ("--k", [args.k], "the length of the top-k list searched"),
+        ("--threads", [args.threads], "the threads torch and numpy use"),
+    ):
+        bad = [v for v in values if v < 1]
+        if bad:
+            ap.error(f"{flag} {bad[0]}: {what}, at least 1")
+    if args.peer_queries > args.queries:
+        ap.error(f"--peer-queries {args.peer_queries}: at most --queries ({args.queries}), the first of the same list")
+
+
+def pin_threads(n: int) -> int:
+    "Use `n` threads in torch and in numpy's BLAS (threadpoolctl, when installed); the count torch reports."
+    import torch
+
+    torch.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:
+        pass
+    return torch.get_num_threads()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -184,16 +220,22 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--threads", type=int, default=DEFAULT_THREADS, help=f"threads of torch and numpy (default {DEFAULT_THREADS})"
+    )
     ap.add_argument("--no-encoder", action="store_true", help="skip the MiniLM query-embedding cost")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
+    check_options(ap, args)
     import os
 
+    threads = pin_threads(args.threads)
     sentences = statute_sentences(statute_files())
     queries = synthetic_queries(sentences, args.queries, args.seed + 1)
     print(
         f"{len(sentences)} distinct statute sentences from {len(statute_files())} files; {len(queries)} queries of "
-        f"{np.mean([len(q.split()) for q in queries]):.1f} words; top-{args.k}; {os.cpu_count()} CPUs\n"
+        f"{np.mean([len(q.split()) for q in queries]):.1f} words; top-{args.k}; {threads} threads on "
+        f"{os.cpu_count()} CPUs\n"
     )
     rows = []
     for n in args.sizes:
@@ -235,7 +277,8 @@ def main(argv=None) -> int:
             f"contexts embedded: {enc['contexts_per_s']:.1f}/s (so a dense index of N contexts takes N / that many seconds to build)"
         )
     if args.json:
-        basics.write_text_atomic(Path(args.json), json.dumps({"rows": rows, "encoder": enc}, indent=1))
+        out = {"rows": rows, "encoder": enc, "threads": threads}
+        basics.write_text_atomic(Path(args.json), json.dumps(out, indent=1))
     return 0
 
 

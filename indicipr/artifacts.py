@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from .core import figures_path, tables_path
 from .qa_files import append_jsonl, read_jsonl
 
 # %% auto #0
-__all__ = ['RUN_DIR_ENV', 'TIMINGS_FILE', 'timing_columns', 'save_table', 'save_figure', 'record_timings', 'read_timings']
+__all__ = ['RUN_DIR_ENV', 'TIMINGS_FILE', 'SKIPPED_FILE', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
+           'read_timings', 'record_skipped', 'read_skipped']
 
 # %% ../notebooks/00d_artifacts.ipynb #aabcd99a
 _TIMING_COLUMN = re.compile(
@@ -97,4 +99,24 @@ def record_timings(stage: str, **seconds: float | None) -> Path | None:
 def read_timings(run_dir: str | os.PathLike) -> list[dict]:
     "The durations the stages of a run recorded (empty when none)."
     path = Path(run_dir) / TIMINGS_FILE
+    return list(read_jsonl(path)) if path.exists() else []
+
+# %% ../notebooks/00d_artifacts.ipynb #afb53801
+SKIPPED_FILE = "skipped.jsonl"
+
+
+def record_skipped(stage: str, reason: str) -> Path | None:
+    "Say that `stage` skipped every input it was given: a line of the runner's `skipped.jsonl`, else `reason` on stderr."
+    run_dir = os.environ.get(RUN_DIR_ENV)
+    if not run_dir:
+        print(f"{stage}: skipped every input it was given: {reason}", file=sys.stderr)
+        return None
+    path = Path(run_dir) / SKIPPED_FILE
+    append_jsonl(path, {"stage": stage, "reason": reason})
+    return path
+
+
+def read_skipped(run_dir: str | os.PathLike) -> list[dict]:
+    "The `{stage, reason}` the stages of a run recorded with `record_skipped` (empty when none)."
+    path = Path(run_dir) / SKIPPED_FILE
     return list(read_jsonl(path)) if path.exists() else []

@@ -13,12 +13,14 @@ import numpy as np
 import torch
 
 from .clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, snap_targets
+from .core import best_ties, simplest_best, tie_note
 from .metrics import token_f1
 from .qa_model import answer_token_lengths, best_spans, encode_windows, window_logits
 
 # %% auto #0
 __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'BoundaryParams', 'Candidates', 'window_candidates',
-           'span_candidates', 'rescore', 'pick_boundary_span', 'boundary_decode', 'tune_boundary_weights']
+           'span_candidates', 'rescore', 'pick_boundary_span', 'boundary_decode', 'tune_boundary_weights',
+           'weights_simplicity', 'boundary_tie']
 
 # %% ../notebooks/07c_boundary.ipynb #3c5af050
 def token_boundary_flags(
@@ -212,5 +214,22 @@ def tune_boundary_weights(
         preds = boundary_decode(records, candidates, params)
         f1 = float(np.mean([token_f1(preds[r["id"]], r["answers"]["text"]) for r in records])) * 100
         rows.append({**dict(zip(keys, values)), "f1": f1})
-    best = max(rows, key=lambda r: (round(r["f1"], 9), *(-r[k] for k in keys)))
-    return BoundaryParams(**{**asdict(base), **{k: best[k] for k in keys}}), rows
+    best, _ = simplest_best({tuple(r[k] for k in keys): r["f1"] for r in rows}, weights_simplicity)
+    return BoundaryParams(**{**asdict(base), **dict(zip(keys, best))}), rows
+
+
+def weights_simplicity(weights: tuple) -> tuple:
+    "How simple a grid point's rescoring is (lower: simpler): fewer non-zero weights, then a smaller sum."
+    return (sum(w != 0 for w in weights), sum(weights), weights)
+
+
+def _weights_text(weights: tuple) -> str:
+    return "(" + ", ".join(f"{w:g}" for w in weights) + ")"
+
+
+def boundary_tie(rows: list[dict], params: BoundaryParams, keys: tuple = tuple(GRID)) -> str:
+    "What a table says of `tune_boundary_weights`' choice: `''`, or the grid points that tie with it."
+    scores = {tuple(r[k] for k in keys): r["f1"] for r in rows}
+    chosen = tuple(getattr(params, k) for k in keys)
+    reach = f"validation F1 {scores[chosen]:.2f}"
+    return tie_note(best_ties(scores), chosen, "weights (start, end, length)", reach, _weights_text)

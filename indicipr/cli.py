@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from indicipr.runner import (
     NOTEBOOKS,
     PipelineError,
     RunnerUsageError,
+    StagesSkipped,
     main_job_env,
     run_pipeline,
     select_notebooks,
@@ -33,8 +35,8 @@ __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD
            'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
            'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
            'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
-           'evaluate_command', 'predict_command', 'check_model_reachable', 'train_command', 'audit_command',
-           'cleaner_check_command', 'doctor_command', 'main']
+           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
+           'doctor_command', 'main']
 
 # %% ../notebooks/12b_cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -247,7 +249,11 @@ def _add_encoder_commands(sub) -> None:
     )
     _split_option(p, "the split to predict (default: test)")
     _data_source_option(p, "'sample', 'hub' or a folder with the official files")
-    p.add_argument("--out", help="predictions JSONL (default: data/predictions/<source>/<model dir name>.jsonl)")
+    p.add_argument(
+        "--out",
+        help="predictions JSONL (default: runs/interactive/predictions/<source>/<model dir name>.jsonl; "
+        "data/predictions/ holds the main job's)",
+    )
     p.add_argument("--batch-size", type=int, help="windows per batch (default: 4 on CPU, 64 on GPU)")
     p.add_argument(
         "--span-score",
@@ -405,7 +411,8 @@ def build_parameters(
 
 # %% ../notebooks/12b_cli.ipynb #c5075990
 def reproduce_command(args) -> int:
-    "`indicipr reproduce`: 0 when every notebook ran, 1 when one failed or is missing, 2 for a usage error (nothing ran)."
+    """`indicipr reproduce`: 0 when every notebook ran, 1 when one failed, is missing or skipped every input it was given,
+    2 for a usage error (nothing ran)."""
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
     try:
@@ -418,6 +425,9 @@ def reproduce_command(args) -> int:
                 notebooks=select_notebooks(args.only),
                 echo=echo_result_or_progress,
             )
+    except StagesSkipped as e:
+        print(f"indicipr reproduce: {e}", file=sys.stderr)
+        return 1
     except PipelineError as e:
         print(basics.mask_secrets(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
@@ -507,20 +517,28 @@ def evaluate_command(args) -> int:
     )  # the error explorer instead of Markdown
     from indicipr import error_analysis  # after the option checks: it imports pandas, scipy and statsmodels
 
-    report = error_analysis.evaluate_files(
-        gold,
-        args.pred,
-        args.against,
-        None if page else args.out,
-        data_source,
-        args.resamples,
-        args.seed,
-        args.char_f1,
-        strict=args.strict or None,
-    )
-    print(report)
-    if page:
-        print(basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr)
+    with tempfile.TemporaryDirectory() as held:
+        if page:  # the report and the page both read the predictions; a pipe can be read once only
+            args.pred, args.against = (
+                predictions.read_once(args.pred, held),
+                [predictions.read_once(p, held) for p in args.against],
+            )
+        report = error_analysis.evaluate_files(
+            gold,
+            args.pred,
+            args.against,
+            None if page else args.out,
+            data_source,
+            args.resamples,
+            args.seed,
+            args.char_f1,
+            strict=args.strict or None,
+        )
+        print(report)
+        if page:
+            print(
+                basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr
+            )
     return 0
 
 
@@ -564,6 +582,8 @@ def predict_command(args) -> int:
 
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
+    if not records:
+        raise InputError(f"--data-source {data_source}: its {args.split} split has no usable QA record to predict")
     preds = finetune.predict_split(
         model_dir, records, args.batch_size, args.max_answer_length, args.device, span_score=args.span_score
     )
@@ -581,33 +601,11 @@ def predict_command(args) -> int:
     return 0
 
 
-def check_model_reachable(name: str) -> None:
-    "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
-    from indicipr import qa_model
-
-    ref = qa_model.MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:") or Path(ref).is_dir():
-        return
-    if Path(name).exists() or name.startswith((".", "/")):
-        raise RunnerUsageError(f"--models {name}: not a model folder (no config.json there)")
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        if isinstance(try_to_load_from_cache(ref, "config.json"), str):
-            return
-    except Exception:
-        pass
-    if not benchmark.hub_reachable():
-        raise RunnerUsageError(
-            f"--models {name}: not a registry name ({', '.join(qa_model.MODEL_REGISTRY)}), a model folder or a "
-            f"cached hub model, and the hub ({basics.mask_secrets(benchmark.hub_endpoint())}) cannot be reached"
-        )
-
-
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     options = train_options(args)  # before torch is imported and the models are looked for
     from indicipr import encoders, finetune
+    from indicipr.qa_model import check_model_reachable
 
     for name in args.models or []:
         check_model_reachable(name)

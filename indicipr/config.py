@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import numerics
-from .core import CARD, PROFILE_NAMES, InputError, check_not_protected
+from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected
 
 _log = logging.getLogger("indicipr.config")
 
@@ -25,8 +25,8 @@ __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODE
            'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
            'BM25Settings', 'IntermediateTraining', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
-           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'settings_for', 'RunContext',
-           'run_context']
+           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name', 'settings_for',
+           'RunContext', 'run_context']
 
 # %% ../notebooks/00g_config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -484,8 +484,21 @@ STAGE_SETTINGS = {
 }
 
 
-def settings_for(stage: str, profile: str = "offline", **overrides) -> StageSettings:
-    "The `profile`'s settings of `stage` with the non-`None` `overrides` applied (a new frozen object)."
+def option_name(field_name: str, names: str = "parameter") -> str:
+    "How a setting is named to its user: `parameter tune_split` (a notebook's) or `--tune-split` (`names='flag'`)."
+    return f"--{field_name.replace('_', '-')}" if names == "flag" else f"parameter {field_name}"
+
+
+def _split_problem(name: str, value, names: str) -> str | None:
+    "Why a split field's value names no split (None when it does, or when it is None: no split)."
+    if value is None or value in SPLITS:
+        return None
+    return f"{option_name(name, names)}: {value!r} is not one of {', '.join(SPLITS)}"
+
+
+def settings_for(stage: str, profile: str = "offline", names: str = "parameter", **overrides) -> StageSettings:
+    """The `profile`'s settings of `stage` with the non-`None` `overrides` applied (a new frozen object); `names`: how
+    a bad value is named (`option_name`)."""
     if stage not in STAGE_SETTINGS:
         raise InputError(f"unknown stage {stage!r}; expected one of {sorted(STAGE_SETTINGS)}")
     if profile not in STAGE_SETTINGS[stage]:
@@ -496,7 +509,11 @@ def settings_for(stage: str, profile: str = "offline", **overrides) -> StageSett
         raise InputError(
             f"{stage} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(sorted(known))}"
         )
-    check_parameter_ranges(overrides)
+    check_parameter_ranges(overrides, flags=names == "flag")
+    for name, value in overrides.items():
+        if name == "split" or name.endswith("_split"):
+            if problem := _split_problem(name, value, names):
+                raise InputError(problem)
     warn_replaced_env()
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -19,8 +19,8 @@ __all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CA
            'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path',
            'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path', 'Act',
            'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
-           'seed_everything', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
-           'check_output', 'protected_outputs', 'check_not_protected']
+           'seed_everything', 'best_ties', 'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample',
+           'construction_plan', 'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected']
 
 # %% ../notebooks/00_core.ipynb #d3a3fef0
 def _has_settings(folder: Path) -> bool:
@@ -360,6 +360,28 @@ def seed_everything(seed: int) -> int:
     except ImportError:
         pass
     return seed
+
+# %% ../notebooks/00_core.ipynb #cac2618c
+def best_ties(scores: Mapping) -> list:
+    "The keys of `scores` (candidate → validation score) that reach the best score (equal to 9 decimals), in their order."
+    best = max(round(float(v), 9) for v in scores.values())
+    return [k for k, v in scores.items() if round(float(v), 9) == best]
+
+
+def simplest_best(scores: Mapping, simplicity) -> tuple[Any, list]:
+    """`(chosen, tied)`: the candidate of `scores` with the best score, the simplest (lowest `simplicity(key)`) when
+    several tie, and every tied candidate (one when there is no tie)."""
+    tied = best_ties(scores)
+    return min(tied, key=simplicity), tied
+
+
+def tie_note(tied: list, chosen, what: str, reach: str, fmt=str, shown: int = 6) -> str:
+    "`''` for one best candidate, else `tie: <what> a, b, c all reach <reach>; the simplest, b, is taken`."
+    if len(tied) < 2:
+        return ""
+    names = [fmt(t) for t in tied]
+    listed = ", ".join(names if len(names) <= shown else [*names[: shown - 1], f"… ({len(names)} in all)"])
+    return f"tie: {what} {listed} all reach {reach}; the simplest, {fmt(chosen)}, is taken"
 
 # %% ../notebooks/00_core.ipynb #bf052b09
 PROFILE_NAMES = ("offline", "paper")

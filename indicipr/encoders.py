@@ -565,6 +565,7 @@ def boundary_runs(data_source, rows, run_settings: dict, ds=None) -> list[dict]:
                 "length_weight": params.length_weight,
                 "tune_f1_plain": plain_tune,
                 "tune_f1": max(g["f1"] for g in grid),
+                "tune_tie": boundary.boundary_tie(grid, params),
                 "em": summary["em"],
                 "f1": summary["f1"],
                 "char_f1": summary["char_f1"],
@@ -598,6 +599,7 @@ def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") 
                 f"{split} Char-F1": r["char_f1"],
                 f"{tune_split} answers ≠ plain at weights 0": r.get("zero_differs_tune"),
                 f"{split} answers ≠ plain at weights 0": r.get("zero_differs"),
+                f"{tune_split} tie": r.get("tune_tie", ""),
             }
             for r in b_rows
         ]

@@ -35,8 +35,8 @@ from indicipr.training import (
 )
 
 # %% auto #0
-__all__ = ['checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned', 'check_finetuned',
-           'trained_window', 'predict_as_trained', 'predict_split']
+__all__ = ['ENCODER_MODEL_TYPES', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
+           'check_finetuned', 'trained_window', 'predict_as_trained', 'predict_split']
 
 # %% ../notebooks/07e_finetune.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -172,6 +172,30 @@ def qa_config(model_dir) -> dict:
 
 
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+# the encoder families whose QA head scores a start and an end per token of a fast tokenizer with character offsets
+ENCODER_MODEL_TYPES = (
+    "albert",
+    "bert",
+    "camembert",
+    "deberta",
+    "deberta-v2",
+    "distilbert",
+    "electra",
+    "modernbert",
+    "mpnet",
+    "roberta",
+    "xlm-roberta",
+)
+_QA_CONFIG_INTS = ("max_length", "stride", "max_answer_length")  # what inference reads of qa_config.json
+
+
+def _nonfinite_weight(model) -> str | None:
+    "The name of the first weight of `model` holding NaN or an infinity (None when all are finite)."
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return name
+    return None
 
 
 def load_finetuned(model_dir) -> tuple:
@@ -180,17 +204,25 @@ def load_finetuned(model_dir) -> tuple:
 
     model_dir = check_finetuned(model_dir)
     try:
-        return load_qa_model(str(model_dir)), load_tokenizer(str(model_dir)), qa_config(model_dir)
+        model, tok = load_qa_model(str(model_dir)), load_tokenizer(str(model_dir))
     except Exception as e:  # safetensors, torch and transformers raise their own kinds for a bad file
         raise InputError(
             f"{model_dir}: cannot be loaded as a question-answering model ({type(e).__name__}: "
             f"{(str(e).splitlines() or [''])[0][:300]})"
         ) from None
+    if bad := _nonfinite_weight(model):
+        raise InputError(
+            f"{model_dir}: its weight {bad} holds NaN or infinite values (a diverged or damaged run): "
+            "its answers would be arbitrary; train it again"
+        )
+    return model, tok, qa_config(model_dir)
 
 
 def check_finetuned(model_dir) -> Path:
-    """The checks of `load_finetuned` that need no model loaded: a folder with a readable `config.json`, weights that can
-    be read, and a question-answering head in them (a base model's folder has none: its answers would be random)."""
+    """The checks of `load_finetuned` that need no model loaded: a folder with a readable `config.json` of an encoder
+    model type, a `qa_config.json` (when present) whose window and cap are positive integers, the tokenizer's files,
+    weights that can be read, and a question-answering head in them (a base model's folder has none: its answers would
+    be random)."""
     from indicipr.core import InputError
 
     model_dir = Path(model_dir)
@@ -200,12 +232,15 @@ def check_finetuned(model_dir) -> Path:
         )
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a saved model (no config.json)")
+    found = {}
     for name in ("config.json", _QA_CONFIG):
         if (model_dir / name).is_file():
             try:
-                json.loads((model_dir / name).read_text(encoding="utf-8"))
+                found[name] = json.loads((model_dir / name).read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
+            if not isinstance(found[name], dict):
+                raise InputError(f"{model_dir / name}: a JSON {type(found[name]).__name__}, not an object")
     if not any((model_dir / w).is_file() for w in _WEIGHTS):
         raise InputError(
             f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?"
@@ -224,6 +259,20 @@ def check_finetuned(model_dir) -> Path:
         raise InputError(
             f"{model_dir}: not a fine-tuned QA model (its weights have no question-answering head, qa_outputs): "
             f"train it with `indicipr train` (or notebook 08) and predict with the folder it writes"
+        )
+    model_type = found["config.json"].get("model_type")
+    if model_type not in ENCODER_MODEL_TYPES:
+        raise InputError(
+            f"{model_dir / 'config.json'}: model_type {model_type!r} is not an encoder question-answering model "
+            f"({', '.join(ENCODER_MODEL_TYPES)}); predict with a folder that `indicipr train` (or notebook 08) wrote"
+        )
+    for key, value in found.get(_QA_CONFIG, {}).items():
+        if key in _QA_CONFIG_INTS and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise InputError(f"{model_dir / _QA_CONFIG}: {key} should be a positive integer, got {value!r}")
+    if not any((model_dir / t).is_file() for t in _TOKENIZER_FILES):
+        raise InputError(
+            f"{model_dir}: no tokenizer files ({', '.join(_TOKENIZER_FILES)}): another tokenizer would split the "
+            "questions into other tokens than the model was trained on; copy the whole folder `indicipr train` wrote"
         )
     return model_dir
 

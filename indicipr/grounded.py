@@ -36,10 +36,11 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk', 'tune_lambda', 'rag_records',
-           'answer_provision', 'retrieval_tax', 'RetrievalRun', 'retrieval_stage', 'retrieval_table', 'bm25_agreement',
-           'retrieval_tests', 'best_retriever', 'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table',
-           'recall_figure', 'tax_figure', 'grounded_stage', 'protocol_table']
+__all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk', 'tune_lambda',
+           'lambda_simplicity', 'lambda_choice', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun',
+           'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'retriever_tie',
+           'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure',
+           'grounded_stage', 'protocol_table']
 
 # %% ../notebooks/09a_grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
@@ -87,15 +88,26 @@ def read_topk(
 
 
 def tune_lambda(cands, positions, scores, records, k: int, lambdas=READER_LAMBDAS) -> tuple[float, dict]:
-    "The λ with the best F1 on `records` (validation), the lower on ties, and each λ's F1."
+    "The λ with the best F1 on `records` (validation), the simplest on ties (`lambda_simplicity`), and each λ's F1."
     from indicipr.metrics import score_predictions
 
     f1 = {}
     for lam in lambdas:
         _, answers = read_topk(cands, positions, scores, lam, k)
         f1[lam] = score_predictions(records, {r["id"]: a for r, a in zip(records, answers)})[1]["f1"]
-    best = max(f1.values())
-    return min(line for line, v in f1.items() if v == best), f1
+    return core.simplest_best(f1, lambda_simplicity)[0], f1
+
+
+def lambda_simplicity(lam: float) -> tuple:
+    """How simple the answer choice of a λ is (lower: simpler): one signal before a mixture, the reader's span score
+    alone (0) before the retrieval order alone (∞), then the lower λ."""
+    return (0 if lam == 0 else 1 if math.isinf(lam) else 2, lam)
+
+
+def lambda_choice(f1: dict, lam: float) -> str:
+    "What the end-to-end table says of `tune_lambda`'s choice: λ, its validation F1 and, on a tie, the tied λs."
+    tie = core.tie_note(core.best_ties(f1), lam, "λ", f"validation F1 {f1[lam]:.2f}", "{:g}".format)
+    return f"λ = {lam:g} (validation F1 {f1[lam]:.2f}" + (f"; {tie})" if tie else ")")
 
 # %% ../notebooks/09a_grounded.ipynb #b98079df
 def rag_records(records, corpus: OpenCorpus, positions: np.ndarray, k: int) -> list[dict]:
@@ -280,13 +292,24 @@ def retrieval_tests(runs: dict, gold: np.ndarray, n_resamples: int | None = None
     return pd.concat(frames, ignore_index=True)
 
 
-def best_retriever(runs: dict, tune_gold: np.ndarray, variant: str = "text") -> str:
-    "The retriever of `variant` with the best validation MRR@10 (the first in run order on ties)."
-    mrr = {
+def _validation_mrr(runs: dict, tune_gold: np.ndarray, variant: str) -> dict:
+    return {
         n: retrieval_per_query(gold_ranks(sc["tune"], tune_gold))["MRR@10"].mean()
         for n, sc in runs[variant].scores.items()
     }
-    return max(mrr, key=lambda n: (mrr[n], -list(mrr).index(n)))
+
+
+def best_retriever(runs: dict, tune_gold: np.ndarray, variant: str = "text") -> str:
+    """The retriever of `variant` with the best validation MRR@10; on ties the first in run order, the simplest
+    (BM25 before dense retrieval, a single retriever before a fusion)."""
+    mrr = _validation_mrr(runs, tune_gold, variant)
+    return core.simplest_best(mrr, list(mrr).index)[0]
+
+
+def retriever_tie(runs: dict, tune_gold: np.ndarray, name: str, variant: str = "text") -> str:
+    "What the end-to-end table says of `best_retriever`'s choice: `''`, or the retrievers that tie with it."
+    mrr = _validation_mrr(runs, tune_gold, variant)
+    return core.tie_note(core.best_ties(mrr), name, "retrievers", f"validation MRR@10 {100 * mrr[name]:.2f}")
 
 
 def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame":
@@ -322,7 +345,7 @@ def reader_stage(
 ) -> dict:
     """The readers on the contexts of `run_settings['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
-    `data/predictions/<source>/grounded/` (outside the folder notebook 10 compares)."""
+    `predictions.predictions_dir(data_source)/grounded/` (outside the folder notebook 10 compares)."""
     from indicipr import encoders, finetune, llm, llm_qa, llm_servers, metrics
 
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
@@ -361,7 +384,7 @@ def reader_stage(
             "open": metrics.score_predictions(test, open_preds)[0],
             "k": k,
             "wrong provision": float(np.mean(np.array(chosen) != g) * 100),
-            "choice": f"λ = {lam:g} (validation F1 {lam_f1[lam]:.2f})",
+            "choice": lambda_choice(lam_f1, lam),
         }
         timing[f"reader {model}"] = time.perf_counter() - t0
     if run_settings["qa_models"] and run_settings["llm_k"]:
@@ -416,8 +439,10 @@ def reader_stage(
                     "choice": "the LLM's own (contexts in retrieval order)",
                 }
                 timing[f"reader {short}"] = time.perf_counter() - t0
+    chosen_tie = retriever_tie(runs, tg, name) if run_settings["reader_retriever"] == "best" else ""
     return {
         "retriever": name,
+        "retriever_tie": chosen_tie,
         "readers": readers,
         "seconds": timing,
         "gold among k": {

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['SCORE_COLUMNS', 'SCORE_NAMES', 'normalize_answer', 'exact_match', 'token_f1', 'char_f1', 'score_question',
-           'score_predictions', 'mean_scores', 'per_act_table', 'unknown_act_ids', 'score_runs',
+           'score_predictions', 'mean_scores', 'per_act_table', 'unknown_act_ids', 'score_runs', 'no_runs_reason',
            'same_length_elsewhere', 'constructed_predictions', 'metric_examples_table']
 
 # %% ../notebooks/06_metrics.ipynb #87975085
@@ -220,6 +220,16 @@ def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: b
         meta = read_prediction_meta(path)
         runs[name] = {"frame": frame, "summary": summary, "meta": meta, "group": system_group(name), "path": path}
     return runs
+
+
+def no_runs_reason(files: list, split: str, folder) -> str:
+    "Why `score_runs` scored nothing: no prediction file in `folder`, or every file answers another split."
+    if not files:
+        return f"no prediction files in {folder} to compare on the {split} split: run notebooks 07-09 first"
+    return (
+        f"none of the {len(files)} prediction files in {folder} answers the {split} split (each holds ids the split "
+        f"does not have, listed above as skipped): predictions of another split or benchmark"
+    )
 
 # %% ../notebooks/06_metrics.ipynb #6cc92f85
 def same_length_elsewhere(context: str, start: int, length: int) -> str:

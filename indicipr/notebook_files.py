@@ -124,6 +124,17 @@ def normalize_notebooks(nbs_dir=None) -> list[Path]:
     return [p for p in _notebooks(nbs_dir) if normalize_notebook(p)]
 
 
+def _untyped_parameters(src: str) -> list[str]:
+    "The names a parameters cell assigns without an annotation (`x = None`: papermill lists it as 'Unknown type')."
+    return [
+        t.id
+        for node in ast.parse(src).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    ]
+
+
 def notebook_door_problems(nbs_dir=None) -> list[str]:
     "One sentence per notebook whose metadata is not `NOTEBOOK_METADATA` or whose parameters `papermill --help-notebook` cannot list."
     from papermill.translators import PythonTranslator
@@ -145,6 +156,12 @@ def notebook_door_problems(nbs_dir=None) -> list[str]:
                 f"{path}: papermill --help-notebook "
                 + (f"cannot list {', '.join(unread)}" if unread else "misses types")
                 + " (annotations with names, brackets and commas only)"
+            )
+        elif untyped := _untyped_parameters(_source(cell)):
+            problems.append(
+                f"{path}: parameter(s) {', '.join(untyped)} have no type annotation (papermill --help-notebook prints "
+                "'Unknown type' and the runner's check lets any value through): annotate each as papermill reads it, "
+                "e.g. `reader_k: Optional[int] = None`"
             )
     if problems:
         problems.append(

@@ -112,6 +112,8 @@ def _shape_problem(rec: Any) -> str | None:
             return f"missing field {name!r}"
         if not isinstance(rec[name], typ):
             return f"field {name!r} should be {typ.__name__}, got {type(rec[name]).__name__}"
+    if not rec["id"].strip():
+        return "empty id (a question's id names it in every score, table and error)"
     if not rec["context"].strip():
         return "empty context"
     if not rec["question"].strip():
@@ -162,7 +164,7 @@ def _offset_problems(rec: dict) -> list[str]:
 
 def check_qa_record(rec: Any, where: str = "record") -> tuple[dict | None, list[QAProblem]]:
     "The record (None when it cannot be used at all) and its problems."
-    rid = rec.get("id") if isinstance(rec, dict) and isinstance(rec.get("id"), str) else None
+    rid = rec.get("id") if isinstance(rec, dict) and isinstance(rec.get("id"), str) and rec["id"].strip() else None
     shape = _shape_problem(rec)
     if shape is not None:
         return None, [QAProblem(where, rid, "unusable", shape)]

@@ -19,8 +19,8 @@ from . import core, numerics
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
            'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
            'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'check_device',
-           'round_up', 'default_eval_batch_size', 'openvino_available', 'OpenVINOQA', 'openvino_model',
-           'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
+           'round_up', 'default_eval_batch_size', 'check_model_reachable', 'openvino_available', 'OpenVINOQA',
+           'openvino_model', 'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
 
 # %% ../notebooks/07a_qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -300,6 +300,29 @@ def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]
     "Window indices sorted by length (longest first) and cut into batches."
     order = np.argsort(-lengths, kind="stable")
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+# %% ../notebooks/07a_qa_model.ipynb #c4ecd3e2
+def check_model_reachable(name: str, option: str = "--models") -> None:
+    "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
+    from indicipr import basics, benchmark
+
+    ref = MODEL_REGISTRY.get(name, name)
+    if ref.startswith("package:") or Path(ref).is_dir():
+        return
+    if Path(name).exists() or name.startswith((".", "/")):
+        raise core.InputError(f"{option} {name}: not a model folder (no config.json there)")
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(ref, "config.json"), str):
+            return
+    except Exception:
+        pass
+    if not benchmark.hub_reachable():
+        raise core.InputError(
+            f"{option} {name}: not a registry name ({', '.join(MODEL_REGISTRY)}), a model folder or a "
+            f"cached hub model, and the hub ({basics.mask_secrets(benchmark.hub_endpoint())}) cannot be reached"
+        )
 
 # %% ../notebooks/07a_qa_model.ipynb #1d208b34
 import warnings

@@ -168,7 +168,7 @@ def recipe_table(rows: list[dict], candidates=RECIPE_CANDIDATES):
 
 
 def chosen_recipe(table, candidates=RECIPE_CANDIDATES) -> Candidate:
-    "The candidate the table chose (the first of equals, in `candidates` order)."
+    "The candidate the table chose (the first of equals in `candidates` order: they are listed simplest first)."
     name = table.loc[table["chosen"], "candidate"].iloc[0]
     return next(c for c in candidates if c.name == name)
 
@@ -183,7 +183,9 @@ def recipe_choice_note(settings: EncodersSettings, table, candidates=RECIPE_CAND
     best = chosen_recipe(table, candidates)
     f1 = table.loc[table["chosen"], "F1 mean"].iloc[0]
     verdict = "this profile's recipe" if is_chosen(settings, table, candidates) else "NOT this profile's recipe"
-    return f"chosen on validation: {best.name} (mean F1 {f1:.2f}), {verdict}"
+    tied = table.loc[table["chosen"], "candidate"].tolist()  # candidates are listed simplest first
+    tie = core.tie_note(tied, best.name, "candidates", f"mean F1 {f1:.2f}")
+    return f"chosen on validation: {best.name} (mean F1 {f1:.2f}" + (f"; {tie}" if tie else "") + f"), {verdict}"
 
 # %% ../notebooks/08a_recipe_choice.ipynb #6f2a0b31
 def plot_recipe_choice(table, title: str = ""):

@@ -28,7 +28,7 @@ __all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 
 @dataclass
 class StageResult:
     name: str
-    status: str  # "ok" | "failed" | "missing" | "not run"
+    status: str  # "ok" | "skipped" (every input it was given: `artifacts.record_skipped`) | "failed" | "missing" | "not run"
     seconds: float = 0.0
     output: str | None = None
     error: str | None = None
@@ -655,7 +655,7 @@ def write_report(
     official = report_shows_card(data_source, tabs_src)
     sections, other_tables, other_figures = report_sections(tabs_src, figure_names, official, pages)
     explorers = _copy_explorers(figs_src / "explorer", rep / "explorer")
-    counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "missing", "not run")}
+    counts = {s: sum(r.status == s for r in results) for s in ("ok", "skipped", "failed", "missing", "not run")}
     context = {
         "css": (templates_dir() / REPORT_STYLESHEET).read_text(encoding="utf-8"),
         "run_dir": str(run_dir),

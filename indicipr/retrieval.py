@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import core, qa_files
+from . import basics, core, qa_files
 from .bm25 import BM25Params, bm25_tokens
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
@@ -21,8 +22,8 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
 # %% auto #0
 __all__ = ['INDEX_VARIANTS', 'RETRIEVAL_KS', 'OpenCorpus', 'open_corpus', 'corpus_documents', 'open_queries', 'section_mentions',
            'section_leaks', 'top_k', 'gold_ranks', 'Retriever', 'RankBM25', 'okapi_idf', 'BM25S', 'DenseRetriever',
-           'finetune_dense', 'rank_matrix', 'rrf_scores', 'weighted_scores', 'choose_weight', 'retrieval_per_query',
-           'retrieval_summary']
+           'finetune_dense', 'rank_matrix', 'rrf_scores', 'weighted_scores', 'choose_weight', 'weight_simplicity',
+           'weight_tie', 'retrieval_per_query', 'retrieval_summary']
 
 # %% ../notebooks/07f_retrieval.ipynb #90e217c1
 @dataclass
@@ -71,7 +72,13 @@ def corpus_documents(corpus: OpenCorpus, variant: str = "text") -> list[str]:
 
 
 def open_queries(records, corpus: OpenCorpus) -> tuple[list[str], np.ndarray]:
-    "(questions, position of each one's gold context in `corpus`)."
+    "(questions, position of each one's gold context in `corpus`); a question whose context is not in it is named."
+    for r in records:
+        if r["context"] not in corpus.index:
+            raise core.InputError(
+                f"question {r.get('id')!r}: its context is not in the corpus of {len(corpus)} contexts "
+                "(open_corpus of the splits it belongs to gives every question's context)"
+            )
     return [r["question"] for r in records], np.array([corpus.index[r["context"]] for r in records], dtype=int)
 
 # %% ../notebooks/07f_retrieval.ipynb #20c5239c
@@ -224,6 +231,23 @@ class BM25S(Retriever):
         return np.stack([self._scores(q) for q in queries]) if queries else np.zeros((0, self.n_docs))
 
 # %% ../notebooks/07f_retrieval.ipynb #a9978e75
+def _hub_options(name: str, ref: str) -> dict:
+    """`from_pretrained` options for a hub model that the hub cannot serve now (`HF_HUB_OFFLINE`, no network): its cached
+    copy only (`local_files_only`), else an `InputError` at once, instead of a minute of retries."""
+    from indicipr.benchmark import hub_endpoint, hub_reachable
+
+    if Path(ref).is_dir() or hub_reachable():
+        return {}
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(ref, "config.json"), str):
+        return {"local_files_only": True}
+    raise core.InputError(
+        f"dense model {name!r}: not a local folder nor a model the hub cache holds, and the hub "
+        f"({basics.mask_secrets(hub_endpoint())}) cannot be reached (HF_HUB_OFFLINE is set or there is no network)"
+    )
+
+
 class DenseRetriever(Retriever):
     "Exact dot-product retrieval over mean-pooled, normalised embeddings of `model` (or of a given `embed(texts)`)."
 
@@ -254,8 +278,9 @@ class DenseRetriever(Retriever):
             from indicipr.qa_model import pretrained_kwargs, resolve_model
 
             ref = resolve_model(self.model_name)
-            self.tokenizer = AutoTokenizer.from_pretrained(ref, **pretrained_kwargs(ref))
-            self.model = AutoModel.from_pretrained(ref, **pretrained_kwargs(ref)).eval()
+            options = {**pretrained_kwargs(ref), **_hub_options(self.model_name, ref)}
+            self.tokenizer = AutoTokenizer.from_pretrained(ref, **options)
+            self.model = AutoModel.from_pretrained(ref, **options).eval()
         return self
 
     def _pool(self, texts, grad: bool = False):
@@ -384,13 +409,25 @@ def weighted_scores(lexical: np.ndarray, dense: np.ndarray, weight: float) -> np
 def choose_weight(
     lexical: np.ndarray, dense: np.ndarray, gold: np.ndarray, grid=tuple(np.round(np.linspace(0, 1, 11), 2))
 ) -> tuple[float, dict]:
-    "The weight of `grid` with the best MRR@10 of `weighted_scores` on these (validation) queries, and each weight's MRR@10."
+    """The weight of `grid` with the best MRR@10 of `weighted_scores` on these (validation) queries, the simplest on
+    ties (`weight_simplicity`), and each weight's MRR@10."""
     mrr = {
         float(w): float(retrieval_per_query(gold_ranks(weighted_scores(lexical, dense, w), gold))["MRR@10"].mean())
         for w in grid
     }
-    best = max(mrr.values())
-    return min(w for w, v in mrr.items() if v == best), mrr
+    return core.simplest_best(mrr, weight_simplicity)[0], mrr
+
+
+def weight_simplicity(weight: float) -> tuple:
+    """How simple the weighted sum of a lexical weight is (lower: simpler): one retriever before a fusion, and the
+    lexical side (BM25 alone, weight 1: no model) before the dense one (weight 0); among fusions the more lexical."""
+    return (0 if weight == 1 else 1 if weight == 0 else 2, -weight)
+
+
+def weight_tie(mrr: dict, weight: float) -> str:
+    "What a table says of `choose_weight`'s choice: `''`, or the weights that tie with it (`core.tie_note`)."
+    reach = f"validation MRR@10 {100 * mrr[weight]:.2f}"
+    return core.tie_note(core.best_ties(mrr), weight, "lexical weights", reach, "{:g}".format)
 
 # %% ../notebooks/07f_retrieval.ipynb #4cf35e20
 RETRIEVAL_KS = (1, 5, 20)

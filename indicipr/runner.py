@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES',
-           'SECRET_PARAMETER_ENV', 'PipelineError', 'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types',
-           'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters', 'ensure_kernel',
-           'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env', 'remove_quiet_log', 'run_pipeline',
-           'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
+           'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped', 'RunnerUsageError', 'select_notebooks',
+           'notebook_parameter_types', 'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters',
+           'ensure_kernel', 'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env', 'remove_quiet_log',
+           'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
 
 # %% ../notebooks/12d_runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -54,6 +54,10 @@ COMMON_PARAMETERS = ("data_source", "profile", "figures_dir")
 
 class PipelineError(RuntimeError):
     "A notebook of the pipeline failed; the message names the notebook and its failing cell."
+
+
+class StagesSkipped(PipelineError):
+    "Every notebook ran, but some skipped every input they were given (`artifacts.record_skipped`): not a success."
 
 
 class RunnerUsageError(InputError, ValueError):
@@ -381,11 +385,15 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
 
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
     t0, recorded_before, cpu0 = time.time(), len(artifacts.read_timings(run_dir)), _children_cpu_seconds()
+    skipped_before = len(artifacts.read_skipped(run_dir))
     try:
         kernel_env = {artifacts.RUN_DIR_ENV: str(run_dir.resolve()), **KERNEL_ENV, **numerics.child_environment()}
         with temporary_environ(**kernel_env):
             run_notebook(nb, out, parameters, kernel, kernel_log)
-        result = StageResult(nb.stem, "ok", time.time() - t0, str(out))
+        skips = [s["reason"] for s in artifacts.read_skipped(run_dir)[skipped_before:]]
+        result = StageResult(
+            nb.stem, "skipped" if skips else "ok", time.time() - t0, str(out), "; ".join(skips) or None
+        )
     except Exception as e:
         pos, total, src = _failing_cell(out)
         where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
@@ -437,6 +445,11 @@ def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
         return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
     if r.status == "ok":
         return f"{tag}: ok in {format_seconds(r.seconds)} | elapsed {format_seconds(elapsed)}"
+    if r.status == "skipped":
+        return (
+            f"{tag}: SKIPPED every input after {format_seconds(r.seconds)} (no table written)\n  {r.error}\n"
+            f"  executed copy: {r.output}"
+        )
     log = Path(r.output).with_suffix("").with_suffix(".kernel.log") if r.output else None
     return f"{tag}: FAILED after {format_seconds(r.seconds)}\n  {r.error}\n  executed copy: {r.output}" + (
         f"\n  kernel log: {log}" if log is not None and log.exists() and log.stat().st_size else ""
@@ -472,9 +485,9 @@ def run_pipeline(
     )
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
-    timings_file = run_dir / artifacts.TIMINGS_FILE
-    if timings_file.exists():
-        timings_file.unlink()  # this run's durations only
+    for own in (artifacts.TIMINGS_FILE, artifacts.SKIPPED_FILE):
+        if (run_dir / own).exists():
+            (run_dir / own).unlink()  # this run's durations and skips only
     kernel = ensure_kernel()
     kernels = numerics.numerics_status(environ={**os.environ, **numerics.child_environment()})
     echo(numerics.status_line(kernels))
@@ -485,6 +498,7 @@ def run_pipeline(
             f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
             f"data_source={parameters['data_source']}, run folder {run_dir}, "
             f"tables and figures in {parameters['figures_dir'] or figures_path()}"
+            + ("" if core.main_job() else f", predictions in {run_dir / 'predictions'}")
         )
     )
     for i, name in enumerate(names, 1):
@@ -510,13 +524,19 @@ def run_pipeline(
         echo(f"report: {write_report(run_dir, results, shown, duration, extra=run_record)}")
     echo(verdict.verdict_line(tables) if committed is not None else _no_verdict(parameters))
     missing = [r.name for r in results if r.status == "missing"]
+    skipped = [r for r in results if r.status == "skipped"]
     echo(
         f"done in {format_seconds(duration)}: {sum(r.status == 'ok' for r in results)} ok, "
         f"{len(missing)} missing{' (' + ', '.join(missing) + ')' if missing else ''}"
+        + (f", {len(skipped)} skipped every input ({', '.join(r.name for r in skipped)})" if skipped else "")
         + (", 1 failed" if failure else "")
     )
     if failure:
         raise PipelineError(failure)
+    if skipped:
+        raise StagesSkipped(
+            "; ".join(f"notebook {r.name} skipped every input it was given: {r.error}" for r in skipped)
+        )
     return results
 
 # %% ../notebooks/12d_runner.ipynb #37a09cc0

@@ -266,3 +266,52 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     with pytest.raises(SystemExit):
         qa_inference.main(argv + ["--engine", "onnx"])
     assert qa_inference.main(argv + ["--repeats", "0"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--sizes", "1000", "0"], "--sizes 0: a number of contexts, at least 1"),
+        (["--queries", "0"], "--queries 0: the queries timed per size, at least 1"),
+        (["--peer-queries", "0"], "--peer-queries 0: the queries timed per size for rank-bm25, at least 1"),
+        (["--k", "0"], "--k 0: the length of the top-k list searched, at least 1"),
+        (["--threads", "0"], "--threads 0: the threads torch and numpy use, at least 1"),
+        (["--queries", "5", "--peer-queries", "6"], "--peer-queries 6: at most --queries (5)"),
+    ],
+)
+def test_retrieval_benchmark_refuses_counts_that_trace_back_or_time_nothing(args, needle, capsys):
+    import retrieval as bench
+
+    with pytest.raises(SystemExit) as stop:
+        bench.main(args)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and needle in err and "Traceback" not in err, err
+
+
+def test_retrieval_benchmark_pins_and_prints_its_threads(capsys):
+    import retrieval as bench
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    try:
+        with threadpool_limits(limits=None):  # numpy's BLAS threads as they were, afterwards
+            args = [
+                "--sizes",
+                "40",
+                "--queries",
+                "3",
+                "--peer-queries",
+                "2",
+                "--k",
+                "5",
+                "--no-encoder",
+                "--threads",
+                "1",
+            ]
+            assert bench.main(args) == 0
+            assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert "; top-5; 1 threads on " in capsys.readouterr().out
+    assert bench.DEFAULT_THREADS == 2

@@ -54,7 +54,7 @@ def test_run_writes_predictions(tmp_data_dir):
     results = bm25.run_bm25(str(FIXTURE))
     gold = {r["id"]: r["answers"]["text"] for r in read_qa_small("test")}
     for system in bm25.SYSTEMS:
-        path = tmp_data_dir / "predictions" / "qa_small" / f"{system}.jsonl"
+        path = predictions.predictions_dir(str(FIXTURE)) / f"{system}.jsonl"
         written = predictions.read_predictions(path)
         assert written == results[system][0] and set(written) == set(gold)  # every test question, nothing else
         assert predictions.read_prediction_meta(path)["family"] == "lexical"

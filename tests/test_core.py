@@ -294,6 +294,43 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()  # quiet: removed
 
 
+@pytest.mark.slow  # two kernels
+def test_a_stage_that_skipped_every_input_is_reported_and_fails_the_run(tmp_path, monkeypatch, capsys):
+    "Notebook 10 given only another split's predictions printed its reason in the executed copy, and the run said '1 ok'."
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    write_nb(
+        nbs / "10_significance.ipynb",
+        "from indicipr.artifacts import record_skipped\n"
+        "record_skipped('10_significance', 'none of the 2 prediction files answers the test split')",
+    )
+    write_nb(nbs / "11_errors.ipynb", "x = 1")
+    lines = []
+    with pytest.raises(runner.StagesSkipped) as err:
+        runner.run_pipeline(
+            {"figures_dir": str(tmp_path / "figs")},
+            run_dir=tmp_path / "run",
+            notebooks=["10_significance", "11_errors"],
+            nbs_dir=nbs,
+            echo=lines.append,
+        )
+    assert "notebook 10_significance skipped every input it was given: none of the 2 prediction files" in str(err.value)
+    text = "\n".join(lines)
+    assert "[1/2] 10_significance: SKIPPED every input" in text and "[2/2] 11_errors: ok" in text  # the rest still ran
+    assert "1 ok, 0 missing, 1 skipped every input (10_significance)" in text
+    run = json.loads((tmp_path / "run" / "report" / "run.json").read_text())
+    assert [r["status"] for r in run["results"]] == ["skipped", "ok"]
+
+    def skipping(*a, **k):
+        raise runner.StagesSkipped("notebook 10_significance skipped every input it was given: no prediction files")
+
+    from indicipr import cli
+
+    monkeypatch.setattr(cli, "run_pipeline", skipping)
+    assert cli.main(["reproduce", "--only", "10_significance", "--run-dir", str(tmp_path / "run2")]) == 1
+    assert "indicipr reproduce: notebook 10_significance skipped every input" in capsys.readouterr().err
+
+
 def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
     run_dir = tmp_path / "run"
     out = subprocess.run(

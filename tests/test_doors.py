@@ -57,6 +57,22 @@ def test_every_notebook_names_the_one_kernel():
     assert notebook_files.notebook_door_problems() == []
 
 
+def test_a_parameter_without_a_type_is_a_door_problem(tmp_path):
+    "`reader_k = None` was listed by papermill as 'Unknown type' and let through by the runner's type check."
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert None not in runner.notebook_parameter_types(nb).values(), nb.name  # each parameter has a type
+    grounded = runner.notebook_parameter_types(ROOT / "notebooks" / "09a_grounded.ipynb")
+    assert grounded["reader_k"] == (int, type(None)) and grounded["llm_endpoints"] == (str, dict, type(None))
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    nb = json.loads((ROOT / "notebooks" / "09a_grounded.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    cell["source"] = "".join(cell["source"]).replace("reader_k: Optional[int] = None", "reader_k = None")
+    (folder / "09a_grounded.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    problems = notebook_files.notebook_door_problems(folder)
+    assert problems and "09a_grounded.ipynb: parameter(s) reader_k have no type annotation" in problems[0], problems
+
+
 def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00_core.ipynb"

@@ -10,7 +10,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from indicipr import benchmark, cli, config, metrics, predictions, qa_files  # noqa: E402
+from indicipr import benchmark, cli, config, core, metrics, predictions, qa_files  # noqa: E402
 from indicipr import encoders as E
 from indicipr import finetune as FT
 from indicipr import qa_model as QM
@@ -242,6 +242,48 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None
 
 
+def test_predict_names_what_is_wrong_with_a_model_folder_or_a_source(tiny_model_dir, tmp_path, capsys):
+    """Each of these ran silently and scored other numbers, or traced back: a folder without its tokenizer, of a decoder
+    model type, with NaN weights, with a qa_config.json of wrong types, and an empty data source."""
+    import shutil
+
+    from transformers import BertForQuestionAnswering
+
+    def predict(folder, source=FIXTURE) -> str:
+        argv = ["predict", "--model", folder, "--data-source", source, "--out", tmp_path / "p.jsonl"]
+        rc = cli.main([str(a) for a in argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and not (tmp_path / "p.jsonl").exists(), (rc, err)
+        return err
+
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(tiny_model_dir, tmp_path / name))
+
+    folder = copy("no_tokenizer")
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+    assert f"{folder}: no tokenizer files" in predict(folder)
+    folder = copy("decoder")
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "model_type": "gpt2"}))
+    assert "config.json: model_type 'gpt2' is not an encoder question-answering model" in predict(folder)
+    folder = copy("qa_config")
+    (folder / "qa_config.json").write_text(json.dumps({"max_length": "384", "stride": 128}))
+    assert "qa_config.json: max_length should be a positive integer, got '384'" in predict(folder)
+    folder = copy("nan")
+    model = BertForQuestionAnswering.from_pretrained(folder)
+    with torch.no_grad():
+        model.qa_outputs.weight[0, 0] = float("nan")
+    model.save_pretrained(folder)
+    assert f"{folder}: its weight qa_outputs.weight holds NaN or infinite values" in predict(folder)
+    empty = tmp_path / "empty_source"
+    empty.mkdir()
+    for name in core.OFFICIAL_FILES.values():
+        (empty / name).write_text("")
+    err = predict(tiny_model_dir, empty)
+    assert str(empty) in err and err.count("\n") <= 3, err
+
+
 @pytest.mark.slow  # over 8 s on 2 cores
 def test_interrupted_run_resumes_from_its_checkpoint(splits, tiny_model_dir, tmp_path):
     from transformers import TrainerCallback
@@ -326,7 +368,9 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     assert s["epochs"] == 0.1 and s["steps"] >= 1 and s["shrink"] == "epochs 0.1 (profile 2.0)" and s["device"] == "cpu"
     test_ids = {r["id"] for r in qa_files.load_qa_file(FIXTURE / "test_squad.jsonl", strict=True).records}
     assert s["eval_questions"] == len(test_ids)
-    preds = predictions.read_predictions(root / "data" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl")
+    preds = predictions.read_predictions(
+        root / "runs" / "interactive" / "predictions" / "qa_small" / "inlegalbert_seed0.jsonl"
+    )
     assert set(preds) == test_ids  # the whole test split
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -229,6 +230,10 @@ numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0, -1, 1, 2**32, float("nan")]),
 )
+cell_text = st.text(alphabet="ab ,.;()\u00e9", max_size=25)
+csv_rows = st.lists(
+    st.tuples(st.sampled_from(IDS), cell_text, st.booleans()), min_size=1, max_size=6, unique_by=lambda t: t[0]
+)
 
 
 @FUZZ
@@ -271,3 +276,45 @@ def test_a_query_value_under_a_credential_name_never_shows(lead, word, tail, val
     url = f"https://host/v1?model=gpt&{lead}{word}{tail}={value}#f"
     assert value not in basics.mask_secrets(url) and "model=gpt" in basics.mask_secrets(url)
     assert value not in basics.mask_secrets(f"https://host/v1?region={value}", every_query=True)
+
+
+@FUZZ
+@given(rows=csv_rows, tsv=st.booleans())
+def test_csv_answers_are_read_whole_or_the_row_is_named(rows, tsv):
+    "A ragged row (an answer holding the delimiter, unquoted) is refused naming file and line, never read cut short."
+    sep = "\t" if tsv else ","
+    lines = [sep.join(["id", "prediction_text"])]
+    for qid, text, quoted in rows:
+        lines.append(f"{qid}{sep}" + ('"' + text.replace('"', '""') + '"' if quoted else text))
+    got = _read_with(predictions.read_predictions, ("\n".join(lines) + "\n").encode(), ".tsv" if tsv else ".csv")
+    if isinstance(got, dict):
+        assert got == {qid: text for qid, text, _ in rows}  # every answer whole
+    else:
+        line = next(i for i, (_, text, quoted) in enumerate(rows, 2) if not quoted and sep in text)
+        assert f"f.{'tsv' if tsv else 'csv'}:{line}: " in str(got) and "must be quoted" in str(got), got
+
+
+@FUZZ
+@given(
+    data=st.one_of(
+        valid_preds,
+        file_bytes,
+        csv_rows.map(lambda rs: "".join(f"{q},{t}\n" for q, t, _ in rs).encode()).map(lambda b: b"id,prediction\n" + b),
+    )
+)
+def test_a_pipe_reads_as_the_same_file_does(data):
+    "`--pred <(cat f)` and `/dev/stdin` can be read once: what a regular file gives, a pipe of its bytes gives."
+    as_file = _read_with(predictions.read_predictions, data, ".txt")
+    r, w = os.pipe()
+    os.write(w, data)  # at most a few kilobytes: within the pipe's buffer
+    os.close(w)
+    try:
+        as_pipe = predictions.read_predictions(f"/dev/fd/{r}")
+    except core.InputError as e:
+        as_pipe = e
+    finally:
+        os.close(r)
+    if isinstance(as_file, dict):
+        assert as_pipe == as_file
+    else:
+        assert isinstance(as_pipe, core.InputError) and type(as_pipe) is type(as_file), (as_pipe, as_file)

@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from indicipr import benchmark, finetune
+from indicipr import benchmark, core, finetune
 from indicipr import grounded as gr
 from indicipr import retrieval as rt
 
@@ -140,3 +140,71 @@ def test_encoder_reader_on_retrieved_contexts_matches_gold_when_gold_comes_first
     assert chosen == g.tolist() and answers == [c[int(i)][0] for c, i in zip(cands, g)]
     chosen0, _ = gr.read_topk(cands, positions, scores, 0.0, 2)  # span score alone may pick the wrong one
     assert all(p in row for p, row in zip(chosen0, positions.tolist()))
+
+
+def test_tied_validation_choices_take_the_simplest_and_say_so(sample):
+    """On the sample's validation questions BM25 alone ranks every gold context first, so the weights near it tie with
+    it: the smallest tied weight (most dense) was taken and nothing said so."""
+    splits, corpus = sample
+    bm = rt.BM25S().index(corpus.texts)
+    vq, vg = rt.open_queries(splits["validation"], corpus)
+    lex = bm.scores(vq)
+    assert rt.retrieval_per_query(rt.gold_ranks(lex, vg))["MRR@10"].mean() == 1.0
+    dense = lex * 2.0  # a dense side that ranks as BM25 does: every weight ties
+    w, mrr = rt.choose_weight(lex, dense, vg)
+    assert set(mrr.values()) == {1.0} and w == 1.0  # BM25 alone, not the smallest tied weight (0: the dense side alone)
+    assert rt.weight_tie(mrr, w) == (
+        "tie: lexical weights 0, 0.1, 0.2, 0.3, 0.4, … (11 in all) all reach validation MRR@10 100.00; "
+        "the simplest, 1, is taken"
+    )
+    run = gr.RetrievalRun(
+        "text", {n: {"tune": lex, "test": lex} for n in ("BM25 (rank-bm25)", "BM25 (bm25s)")}, w, mrr, {}
+    )
+    assert gr.best_retriever({"text": run}, vg) == "BM25 (rank-bm25)"  # the readers' retriever: the tie is said
+    assert gr.retriever_tie({"text": run}, vg, "BM25 (rank-bm25)") == (
+        "tie: retrievers BM25 (rank-bm25), BM25 (bm25s) all reach validation MRR@10 100.00; "
+        "the simplest, BM25 (rank-bm25), is taken"
+    )
+    # the grounded reader's λ and the boundary-aware decoding's weights follow the same rule
+    cands = [{0: ("ten years", 1.0)}]
+    lam, f1 = gr.tune_lambda(
+        cands,
+        np.array([[0]]),
+        np.array([[1.0]]),
+        [{"id": "q", "question": "", "context": "", "answers": {"text": ["ten years"], "answer_start": [0]}}],
+        1,
+    )
+    assert lam == 0.0 and "tie: λ 0, 0.5, 1, 2, 4, … (8 in all) all reach validation F1 100.00" in gr.lambda_choice(
+        f1, lam
+    )
+    rows = [
+        {"start_weight": s, "end_weight": e, "length_weight": 0.0, "f1": 50.0 if (s, e) != (0.0, 0.0) else 40.0}
+        for s in (0.0, 0.5, 4.0)
+        for e in (0.0, 0.5, 4.0)
+    ]
+    from indicipr import boundary
+
+    best, _ = boundary.simplest_best(
+        {(r["start_weight"], r["end_weight"], 0.0): r["f1"] for r in rows}, boundary.weights_simplicity
+    )
+    assert best == (0.0, 0.5, 0.0)  # one non-zero weight, the smallest: before (0.5, 0.5) and (0, 4)
+    params = boundary.BoundaryParams(*best)
+    assert boundary.boundary_tie(rows, params).endswith(
+        "all reach validation F1 50.00; the simplest, (0, 0.5, 0), is taken"
+    )
+
+
+def test_a_question_outside_the_corpus_and_an_unreachable_dense_model_are_named(sample, monkeypatch):
+    "A KeyError whose key was a whole context; a minute of hub retries offline before the dense model failed."
+    import time
+
+    splits, _ = sample
+    corpus = rt.open_corpus({"train": splits["train"]})
+    stray = next(r for r in splits["test"] if r["context"] not in corpus.index)
+    with pytest.raises(core.InputError, match=rf"^question '{stray['id']}': its context is not in the corpus of "):
+        rt.open_queries([splits["train"][0], stray], corpus)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    with pytest.raises(core.InputError, match="^dense model 'nobody/no-such-encoder': not a local folder nor a model"):
+        rt.DenseRetriever("nobody/no-such-encoder").load()
+    assert time.perf_counter() - t0 < 10

@@ -3,17 +3,22 @@ script, on hundreds of generated cases (hypothesis), plus hand-checked statute a
 predictions formats and per-Act scores of ids whose Act cannot be told (the `indicipr evaluate`
 command line is tested in test_errors.py, beside its module)."""
 
+import json
+import os
 import re
 import string
+import subprocess
 from collections import Counter
 
 import pytest
-from helpers import read_qa_small, write_prediction_file
+from helpers import BIN, QA_SMALL, read_qa_small, write_prediction_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indicipr import artifacts, config
 from indicipr import metrics as M
-from indicipr.predictions import PredictionIdError
+from indicipr.core import InputError
+from indicipr.predictions import PredictionIdError, load_gold, read_predictions
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,3 +342,98 @@ def test_per_act_scores_never_fail_on_an_unknown_prefix():
     assert "Patents" not in table.index
     assert table["Test samples"].sum() == len(gold)
     assert M.unknown_act_ids(frame) == [r["id"] for r in renamed if r["id"].startswith("zzq_")]
+
+
+def test_a_csv_answer_with_an_unquoted_comma_is_refused_not_cut(tmp_path):
+    "A row longer than its header would have been scored with its answer cut at the first comma (EM 0 for an exact answer)."
+    gold = read_qa_small("test")[:3]
+    lines = ["id,prediction_text"] + [f"{r['id']},{r['answers']['text'][0]}" for r in gold]
+    lines[2] = f"{gold[1]['id']},the Registrar, or the Board"  # line 3 of the file
+    path = tmp_path / "p.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(
+        InputError, match=r"p\.csv:3: 3 columns, the header has 2: an answer holding a comma must be quoted"
+    ):
+        M.score_predictions(gold, path)
+    lines[2] = f'{gold[1]["id"]},"the Registrar, or the Board"'
+    path.write_text("\n".join(lines) + "\n")
+    assert read_predictions(path)[gold[1]["id"]] == "the Registrar, or the Board"  # quoted: read whole
+
+
+def test_a_pipe_is_read_once(tmp_path):
+    "`--pred <(cat f)` and `/dev/stdin` are streams: a second read of the file found nothing ('no predictions')."
+    gold = read_qa_small("test")
+    body = "".join(json.dumps({"id": r["id"], "prediction_text": r["answers"]["text"][0]}) + "\n" for r in gold)
+    r, w = os.pipe()
+    os.write(w, body.encode())
+    os.close(w)
+    try:
+        assert read_predictions(f"/dev/fd/{r}") == {x["id"]: x["answers"]["text"][0] for x in gold}
+    finally:
+        os.close(r)
+    proc = subprocess.run(
+        [str(BIN / "indicipr"), "evaluate", "--gold", str(QA_SMALL / "test_squad.jsonl"), "--pred", "/dev/stdin"],
+        input=body,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "no predictions" not in proc.stderr, proc.stderr[-2000:]
+    assert "100.00" in proc.stdout  # every gold answer, scored
+    page = tmp_path / "page.html"  # the report and the error explorer: two readers of the one stream
+    proc = subprocess.run(
+        [str(BIN / "indicipr"), "evaluate", "--gold", str(QA_SMALL / "test_squad.jsonl"), "--pred", "/dev/stdin"]
+        + ["--out", str(page)],
+        input=body,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and page.stat().st_size > 0, proc.stderr[-2000:]
+
+
+def test_a_gold_record_with_an_empty_id_is_a_problem_naming_file_and_line(tmp_path, capsys):
+    records = read_qa_small("test")[:3]
+    records[1] = {**records[1], "id": ""}
+    path = tmp_path / "gold.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    kept = load_gold(path)
+    assert [r["id"] for r in kept] == [records[0]["id"], records[2]["id"]]  # never scored and named as ""
+    assert f"{path}:2: empty id" in capsys.readouterr().err
+    with pytest.raises(InputError, match=r"gold\.jsonl:2: empty id"):
+        load_gold(path, strict=True)
+
+
+def test_a_run_outside_the_main_job_never_overwrites_its_predictions(tmp_data_dir, monkeypatch):
+    "A papermill run of notebook 07 on the validation split wrote over the test predictions notebook 10 compares."
+    from indicipr import bm25, core, predictions
+
+    main = predictions.main_predictions_dir(str(QA_SMALL))
+    monkeypatch.setenv(core.MAIN_JOB_ENV, "1")
+    bm25.run_bm25(str(QA_SMALL), "test")
+    monkeypatch.delenv(core.MAIN_JOB_ENV)
+    before = {p.name: p.read_bytes() for p in main.iterdir()}
+    assert "bm25_retrieval.jsonl" in before
+    assert predictions.prediction_files(str(QA_SMALL)) == sorted(
+        main.glob("*.jsonl")
+    )  # none of its own: the main job's
+    bm25.run_bm25(str(QA_SMALL), "validation")  # a plain papermill run, `-p split validation`
+    assert {p.name: p.read_bytes() for p in main.iterdir()} == before
+    own = predictions.predictions_dir(str(QA_SMALL))
+    assert own == tmp_data_dir / "runs" / "interactive" / "predictions" / "qa_small"
+    assert predictions.prediction_files(str(QA_SMALL)) == sorted(own.glob("*.jsonl"))  # its own, now it has some
+    monkeypatch.setenv(artifacts.RUN_DIR_ENV, str(tmp_data_dir / "run"))  # under the runner: the run's folder
+    assert predictions.predictions_dir(str(QA_SMALL)) == tmp_data_dir / "run" / "predictions" / "qa_small"
+
+
+def test_a_split_value_is_named_as_the_parameter_the_user_typed():
+    "Inside a notebook `-p split testt` was reported as `--gold 'testt'`, a flag nobody typed."
+    with pytest.raises(InputError) as e:
+        config.run_context("sample", "offline", None, "bm25", split="testt")
+    assert str(e.value) == "parameter split: 'testt' is not one of train, validation, test"
+    with pytest.raises(InputError, match="^--tune-split: 'dev' is not one of"):
+        config.settings_for("grounded", "offline", names="flag", tune_split="dev")
+    with pytest.raises(InputError, match="^parameter split 'testt' is neither a split name"):
+        load_gold("testt", option="parameter split")
+    with pytest.raises(InputError, match="^--gold 'testt' is neither a split name"):
+        load_gold("testt")

@@ -7,7 +7,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL
 
-from indicipr import benchmark, config, core, encoders, qa_files  # noqa: E402
+from indicipr import benchmark, config, core, encoders, predictions, qa_files  # noqa: E402
 from indicipr import recipe_choice as rc
 
 PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
@@ -31,7 +31,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
         {rc.group_tag(c.settings(base)) for c in CANDIDATES}
     )  # each distinct phase 1 under its own tag, never the data source's own models
     assert not (models / "qa_small").exists()
-    preds = next((core.data_dir() / "predictions" / "recipe_choice_none").glob("*.jsonl"))
+    preds = next(predictions.predictions_dir("recipe_choice_none").glob("*.jsonl"))  # a run's own folder
     scored = {r["id"] for r in qa_files.read_jsonl(preds) if "id" in r}
     assert scored == {r["id"] for r in ds["validation"]}  # the validation split, never test
     assert len(list(qa_files.read_jsonl(rc.runs_path()))) == 2
@@ -49,3 +49,15 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
 def test_the_test_split_takes_no_part(root):
     with pytest.raises(core.InputError, match="validation"):
         rc.compare_recipes({}, "qa_small", CANDIDATES, split="test")
+
+
+def test_a_tie_of_recipes_takes_the_first_listed_and_says_so():
+    "Equal mean validation F1: the first candidate listed (the simplest) is taken, and the note names the tie."
+    rows = [
+        {"candidate": c.name, "seed": s, "em": 10.0, "f1": 30.0 + s} for c in rc.RECIPE_CANDIDATES[:2] for s in (0, 1)
+    ]
+    table = rc.recipe_table(rows)
+    assert rc.chosen_recipe(table).name == rc.RECIPE_CANDIDATES[0].name
+    note = rc.recipe_choice_note(config.settings_for("encoders", "offline"), table)
+    names = ", ".join(c.name for c in rc.RECIPE_CANDIDATES[:2])
+    assert f"tie: candidates {names} all reach mean F1 30.50; the simplest, {rc.RECIPE_CANDIDATES[0].name}" in note

@@ -204,7 +204,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
         for r in rows
     }
     preds = {
-        r["system"]: predictions.read_predictions(root / "data" / "predictions" / "qa_small" / f"{r['system']}.jsonl")
+        r["system"]: predictions.read_predictions(predictions.predictions_dir(data_source) / f"{r['system']}.jsonl")
         for r in rows
     }
     return rows, logs, preds, pool
