@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from . import numerics
-from .basics import write_text_atomic
+from .basics import loads_json, write_text_atomic
 from .core import OFFICIAL_FILES, InputError, project_root
 
 # %% auto #0
@@ -207,7 +207,7 @@ def verdict(recorded: dict, measured: dict, current: dict) -> tuple[bool, list[s
 def read_canary(path: Path) -> dict:
     "The committed digests, or an `InputError` naming the file."
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no committed canary digests (write them with `indicipr doctor --record`)") from None
     except (OSError, ValueError) as e:

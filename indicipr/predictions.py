@@ -72,7 +72,7 @@ def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError as e:
             raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
         if not isinstance(obj, dict):

@@ -305,14 +305,22 @@ def test_csv_answers_are_read_whole_or_the_row_is_named(rows, tsv):
 def test_a_pipe_reads_as_the_same_file_does(data):
     "`--pred <(cat f)` and `/dev/stdin` can be read once: what a regular file gives, a pipe of its bytes gives."
     as_file = _read_with(predictions.read_predictions, data, ".txt")
+    import threading
+
     r, w = os.pipe()
-    os.write(w, data)  # at most a few kilobytes: within the pipe's buffer
-    os.close(w)
+
+    def feed():  # from a thread: an input larger than the pipe's buffer (deeply nested JSON) would block a plain write
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
     try:
         as_pipe = predictions.read_predictions(f"/dev/fd/{r}")
     except core.InputError as e:
         as_pipe = e
     finally:
+        writer.join(timeout=30)
         os.close(r)
     if isinstance(as_file, dict):
         assert as_pipe == as_file
