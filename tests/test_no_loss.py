@@ -191,10 +191,18 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
-    """`reproduce --only 09_llms` with a key in `llm_endpoints` (the model is routed to a closed port, so the run fails
-    fast after the kernel has read the real value) and in `HF_ENDPOINT`: the run folder, data/ and figures/, and
-    everything printed, hold no key."""
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        (f"http://user:{KEY}@127.0.0.1:9/v1", "http://user:***@127.0.0.1:9/v1"),
+        (f"http://127.0.0.1:9/v1?hf_token={KEY}", "http://127.0.0.1:9/v1?hf_token=***"),
+        (f"http://127.0.0.1:9/v1?x-api-key={KEY}", "http://127.0.0.1:9/v1?x-api-key=***"),
+    ],
+)
+def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path, url, shown):
+    """`reproduce --only 09_llms` with a key in `llm_endpoints` (as URL userinfo or a query value; the model is routed
+    to a closed port, so the run fails fast after the kernel has read the real value) and in `HF_ENDPOINT`: the run
+    folder, data/ and figures/, and everything printed, hold no key."""
     root = project_copy(tmp_path, ["09_llms"])
     env = clean_env(INDICIPR_ROOT=str(root), HF_ENDPOINT=f"http://user:{KEY}@127.0.0.1:9")
     run = root / "runs" / "r"
@@ -204,7 +212,7 @@ def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
         "09_llms",
         "-p",
         "llm_endpoints",
-        f"m=http://user:{KEY}@127.0.0.1:9/v1",
+        f"m={url}",
         "-p",
         "qa_models",
         '["m"]',
@@ -216,10 +224,10 @@ def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path):
     assert rc == 1 and "09_llms" in err, out + err  # it ran, reached the model's server, failed there
     nb = json.loads((run / "notebooks" / "09_llms.ipynb").read_text())
     injected = "".join(next(c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", []))["source"])
-    assert "http://user:***@127.0.0.1:9/v1" in injected and "INDICIPR_PARAMETER_llm_endpoints" in injected
+    assert shown in injected and "INDICIPR_PARAMETER_llm_endpoints" in injected
     assert "127.0.0.1:9" in json.dumps(nb["cells"])  # the kernel used the endpoint (masked in its error)
     assert (run / "report" / "run.json").exists() and (run / "report" / "index.html").exists()
-    assert "http://user:***@127.0.0.1:9/v1" in (run / "report" / "run.json").read_text()
+    assert shown in (run / "report" / "run.json").read_text()
     assert KEY not in out + err
     assert tree_with(root, KEY) == []
     rc, out, err = run_cli("info", "--data-source", "hub", env=env)
