@@ -43,7 +43,8 @@ def test_the_runner_starts_its_kernels_pinned_and_records_it(tmp_path, monkeypat
     runner.run_pipeline(run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=lines.append)
     executed = (tmp_path / "run" / "notebooks" / "00_core.ipynb").read_text()
     probe_cell = next(c for c in json.loads(executed)["cells"] if "PROBE" in "".join(c["source"]))
-    seen = _probe("".join(o.get("text", "") for o in probe_cell["outputs"]))
+    texts = [o.get("text", "") for o in probe_cell["outputs"]]
+    seen = _probe("".join("".join(t) if isinstance(t, list) else t for t in texts))
     if numerics.x86_64():
         assert seen["caps"] == numerics.PINS and seen["capability"].lower() == "avx2"
     assert seen["threads"] == numerics.THREADS
