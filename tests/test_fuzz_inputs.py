@@ -326,3 +326,29 @@ def test_a_pipe_reads_as_the_same_file_does(data):
         assert as_pipe == as_file
     else:
         assert isinstance(as_pipe, core.InputError) and type(as_pipe) is type(as_file), (as_pipe, as_file)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(max_size=300_000), kind=st.sampled_from(["fifo", "null"]))
+def test_an_output_that_is_no_regular_file_is_written_into_never_replaced(text, kind):
+    "Whatever the writers write (small or beyond a pipe's buffer), a FIFO gets it whole and stays a FIFO; `/dev/null` stays a device."
+    import stat
+    import threading
+
+    if kind == "null":
+        basics.write_text_atomic("/dev/null", text)
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+        return
+    folder = Path(tempfile.mkdtemp())
+    fifo = folder / "out"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        basics.write_text_atomic(fifo, text)
+        reader.join(timeout=30)
+        assert got == [text.encode("utf-8")] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert sorted(p.name for p in folder.iterdir()) == ["out"]  # no temporary file left beside it
+    finally:
+        shutil.rmtree(folder)
