@@ -217,9 +217,17 @@ def _pool_runs(pool: PoolRun):
         size = 1
     if size == 1:
         pool.plan, pool.runs = {"workers": 1, "per_device": [1], "limited_by": "sequential", "mps": _mps_active()}, {}
+        # pinned numerics on a CPU: a run computes with the pool workers' thread count here too, so that its numbers do
+        # not depend on whether the runs went one after another or at once
+        threads = numerics.WORKER_THREADS if numerics.pinned() and not torch.cuda.is_available() else None
         for i, job in enumerate(jobs):
-            t0 = time.perf_counter()
-            out = fn(job, *shared, callbacks=None)
+            t0, before = time.perf_counter(), torch.get_num_threads()
+            if threads:
+                torch.set_num_threads(threads)
+            try:
+                out = fn(job, *shared, callbacks=None)
+            finally:
+                torch.set_num_threads(before)
             pool.runs[i] = {"wall_s": round(time.perf_counter() - t0, 2), "worker": os.getpid(), "device": None}
             yield i, out
         return

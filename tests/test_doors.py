@@ -218,11 +218,11 @@ def test_version():
 
 @pytest.mark.slow
 def test_reproduce_prints_only_results_on_stdout(tmp_path):
-    "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows where the report is and the summary."
+    "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows the report, the tables' verdict, the summary."
     before = git_status()
     out = run_as_user(BIN / "indicipr", "reproduce", "--only", "06_metrics", "--run-dir", tmp_path / "run")
     lines = out.stdout.splitlines()
-    assert [line.split(":")[0].split(" in ")[0] for line in lines] == ["report", "done"], out.stdout
+    assert [line.split(":")[0].split(" in ")[0] for line in lines] == ["report", "tables", "done"], out.stdout
     assert "[1/1] 06_metrics: ok" in out.stderr
     assert git_status() == before  # a partial run: its tables went to the run folder
     assert (tmp_path / "run" / "figures" / "tables" / "metrics_definitions_examples.md").is_file()

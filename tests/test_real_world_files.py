@@ -395,7 +395,14 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
     assert r.returncode == 0, r.stderr
     written = [
         p
-        for d in (figs, run, tmp_path / "eval", tmp_path / "kit", tmp_path / "root" / "data")
+        for d in (
+            figs,
+            run,
+            tmp_path / "eval",
+            tmp_path / "kit",
+            tmp_path / "root" / "data",
+            tmp_path / "root" / "runs",
+        )
         for p in d.rglob("*")
         if p.is_file()
     ]
