@@ -39,8 +39,6 @@ sys.path.insert(0, str(ROOT))
 
 from indicipr import numerics  # noqa: E402
 
-numerics.pin()  # the throughput is measured with the run's kernels
-
 
 def positive_int(text: str) -> int:
     try:
@@ -135,6 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose runs/ and data/models/ are read")
     ap.add_argument("--repeats", type=positive_int, default=5, help="rounds of the matmul measurement (default 5)")
     args = ap.parse_args(argv)
+    numerics.pin()  # the throughput is measured with the run's kernels
     root = run_fresh() if args.run else args.root
     run_dir = args.from_run or latest_run(root)
     run_json = run_dir / "report" / "run.json"
@@ -169,7 +168,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     seeds_flops, seeds_wall, tp1 = 0.0, [], None
     for m in metas:
-        phase1 = "intermediate" in Path(m["path"]).parts or "intermediate" in str(m["path"])
+        phase1 = Path(m["path"]).parent.name.endswith("_intermediate")  # encoders.intermediate_dir
         threads = numerics.THREADS if phase1 else numerics.WORKER_THREADS
         rows = max(int(m["train_tokens"] / max(m["global_steps"], 1)), 1)  # tokens of one step's batch
         mean_len = rows / m["batch_size"]

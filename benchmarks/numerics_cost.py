@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from main_job import positive_int  # the script beside this one (its folder is on the path)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
@@ -34,7 +36,7 @@ from indicipr.config import settings_for
 from indicipr.core import OFFICIAL_FILES, project_root, seed_everything
 from indicipr.qa_files import load_qa_file, training_records
 from indicipr.qa_model import encode_windows, load_qa_model, load_tokenizer
-from indicipr.training import PackedWindows, TrainConfig, cpu_bf16_native, fit
+from indicipr.training import PackedWindows, TrainConfig, fit
 import torch
 
 records, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -53,23 +55,12 @@ class Clock:
 cfg = TrainConfig(max_steps=steps + warmup, batch_size=s.batch_size, learning_rate=s.learning_rate, seed=0,
                   save_checkpoints=False, logging_steps=steps + warmup, freeze_embeddings=s.freeze_embeddings,
                   cpu_bf16=s.cpu_bf16)
-precision = "bf16" if s.cpu_bf16 and not numerics.pinned() and cpu_bf16_native() else "fp32"  # as the loop decides
 with tempfile.TemporaryDirectory() as d:
-    fit(model, packed, cfg, Path(d), callbacks=[Clock()], disable_tqdm=True)
+    precision = fit(model, packed, cfg, Path(d), callbacks=[Clock()], disable_tqdm=True).precision
 print("RESULT", json.dumps({"s_per_step": (times[steps + warmup] - times[warmup]) / steps, "precision": precision,
                             "capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads(),
                             "windows": len(packed)}))
 """
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
 
 
 def one(mode: str, args) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -146,10 +147,8 @@ def llama_build() -> str:
         info = info.decode() if isinstance(info, bytes) else str(info)
     except Exception as e:  # not installed, or a build without the call
         return f"unknown ({type(e).__name__})"
-    return (
-        " ".join(sorted({p.strip() for p in info.replace("|", " ").split() if "=" not in p and p.isupper()}))
-        or info.strip()
-    )
+    # "CPU : SSE3 = 1 | AVX = 1 | AVX512 = 0 | ...": the features it was built with
+    return " ".join(sorted(set(re.findall(r"([A-Z][A-Z0-9_]*) = 1", info)))) or info.strip()
 
 
 def settings_record() -> dict:

@@ -22,7 +22,15 @@ from .artifacts import RUN_DIR_ENV
 from .basics import loads_json, write_text_atomic
 from .benchmark import load_benchmark, problem_lines, source_tag, strict_mode
 from .core import InputError, data_dir, main_job, scratch_dir
-from .qa_files import JSONLError, QAFormatError, json_or_jsonl, load_qa_file, read_text, write_jsonl
+from indicipr.qa_files import (
+    JSONLError,
+    QAFormatError,
+    json_or_jsonl,
+    jsonl_objects,
+    load_qa_file,
+    read_text,
+    write_jsonl,
+)
 
 # %% ../notebooks/06a_predictions.ipynb #3e5053ad
 def main_predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
@@ -66,25 +74,11 @@ def write_predictions(
     return path
 
 
-def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict]]:
-    "`(line_no, object)` of a JSONL text already read (`read_jsonl`'s checks and messages, without reading `path` again)."
-    for line_no, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads_json(line)
-        except json.JSONDecodeError as e:
-            raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
-        if not isinstance(obj, dict):
-            raise JSONLError(f"{path}:{line_no}: expected a JSON object, got {type(obj).__name__}")
-        yield line_no, obj
-
-
 def _prediction_pairs(path: Path, text: str) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) for every prediction in the text of a JSONL or JSON file."
     form, obj = json_or_jsonl(path, text)
     if form == "jsonl":
-        for line_no, p in _jsonl_objects(path, text):
+        for line_no, p in jsonl_objects(path, text.split("\n")):  # the text read once (a pipe)
             yield f"{path}:{line_no}", p.get("id"), p.get("prediction_text")
     elif isinstance(obj, dict) and not {"id", "prediction_text"} <= set(obj):
         for k, v in obj.items():
@@ -148,7 +142,7 @@ def _is_lm_eval_sample(obj) -> bool:
 
 def _lm_eval_pairs(path: Path, text: str, lm_eval_filter: str | None = None) -> Iterator[tuple[str, Any, Any]]:
     "(where, id, text) of an lm-eval samples file's text, under one filter (`raw` or the only one unless named)."
-    lines = list(_jsonl_objects(path, text))
+    lines = list(jsonl_objects(path, text.split("\n")))
     filters = list(dict.fromkeys(str(r.get("filter")) for _, r in lines if isinstance(r, dict) and "filter" in r))
     chosen = lm_eval_filter or ("raw" if "raw" in filters or not filters else filters[0] if len(filters) == 1 else None)
     if chosen is None:

@@ -17,10 +17,10 @@ from .basics import loads_json, write_text_atomic
 from .core import InputError
 
 # %% auto #0
-__all__ = ['QA_FIELDS', 'QA_FORMS', 'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'read_jsonl', 'QAFormatError',
-           'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl', 'qa_records_in',
-           'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title', 'record_section', 'gold_starts',
-           'training_records']
+__all__ = ['QA_FIELDS', 'QA_FORMS', 'JSONLError', 'write_jsonl', 'append_jsonl', 'read_text', 'jsonl_objects', 'read_jsonl',
+           'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl',
+           'qa_records_in', 'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title', 'record_section',
+           'gold_starts', 'training_records']
 
 # %% ../notebooks/00b_qa_files.ipynb #1f66c5d8
 class JSONLError(InputError):
@@ -56,20 +56,26 @@ def read_text(path: str | os.PathLike) -> str:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
 
 
+def jsonl_objects(path: str | os.PathLike, lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
+    "`(line_no, object)` of the JSONL `lines` of `path` (an open file, or a text already read and split), blank lines skipped."
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = loads_json(line)
+        except json.JSONDecodeError as e:
+            raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise JSONLError(f"{path}:{line_no}: expected a JSON object, got {type(obj).__name__}")
+        yield line_no, obj
+
+
 def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[Any]:
     "Stream the JSON objects of a JSONL file (BOM and CRLF accepted, blank lines skipped); `with_lines` yields `(line_no, obj)`."
     path = Path(path)
     try:
         with open(path, encoding="utf-8-sig") as f:
-            for line_no, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = loads_json(line)
-                except json.JSONDecodeError as e:
-                    raise JSONLError(f"{path}:{line_no}: malformed JSON: {e.msg} (column {e.colno})") from None
-                if not isinstance(obj, dict):
-                    raise JSONLError(f"{path}:{line_no}: expected a JSON object, got {type(obj).__name__}")
+            for line_no, obj in jsonl_objects(path, f):
                 yield (line_no, obj) if with_lines else obj
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
