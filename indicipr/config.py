@@ -111,7 +111,7 @@ class GenerateSettings(StageSettings):
 
     generation_model: str  # offline: the local server's SmolLM2; paper: the card's generation model
     live_contexts: int | None  # contexts of the sample's live build (offline 4: a smoke run; None: all)
-    concurrency: int  # requests in flight (offline 2: the local llama.cpp server on a CPU; paper 8: a hosted API)
+    concurrency: int  # requests in flight (offline 2: two copies of the local llama.cpp server, a core each; paper 8: a hosted API)
     params: GenerationParams = GenerationParams()  # request parameters (part of the response cache's key)
     schema_limits: SchemaLimits = SchemaLimits()  # constraints of the reply's schema (part of the cache's key)
 
@@ -206,11 +206,11 @@ ENCODERS = {
         freeze_embeddings=True,
         cpu_bf16=True,
         rehearsal=0.5,
-        epochs=3.0,  # phase 2; this recipe is chosen on the validation split (recipe_choice)
+        epochs=2.0,  # phase 2; this recipe is chosen on the validation split within a budget (recipe_choice)
         workers=3,  # three seeds at once on the offline machine's CPU cores
-        intermediate=IntermediateTraining(),
+        intermediate=IntermediateTraining(epochs=1.0),  # phase 1 for one epoch (recipe_choice)
         curve_split="validation",
-        curve_every=50,
+        curve_every=25,  # a point every 25 steps: 12 points over the two phases
         boundary_models="all",
     ),
     "paper": EncodersSettings(
@@ -230,12 +230,12 @@ class LLMSettings(StageSettings):
     max_questions: int | None = None  # None: the whole split; a number: its first questions (a smoke run)
     max_tokens: int  # reply tokens (offline 64: the card's median answer has 33 words; paper 256)
     shot_seed: int = 0  # the draw of the 3 shots from the training split
-    concurrency: int  # requests in flight (offline 1: the local server; paper 2)
+    concurrency: int  # requests in flight (offline 2: two copies of the local server, a core each; paper 2)
     snap: bool = True  # also score each reply snapped to its closest span of the context
 
 
 LLM_QA = {
-    "offline": LLMSettings(qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=1),
+    "offline": LLMSettings(qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2),
     "paper": LLMSettings(qa_models=tuple(CARD["models"]["qa"]), max_tokens=256, concurrency=2),
 }
 
@@ -283,7 +283,7 @@ GROUNDED = {
         qa_models=(LOCAL_LLM,),
         llm_k=1,
         max_tokens=64,
-        concurrency=1,
+        concurrency=2,
     ),
     "paper": GroundedSettings(
         dense_model="sentence-transformers/all-MiniLM-L6-v2",

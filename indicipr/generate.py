@@ -545,7 +545,10 @@ def live_build(
     path, contexts = generation_contexts(plan, asked_contexts if plan.build_tag is not None else settings.live_contexts)
     cache = ResponseCache(data_dir() / "cache" / "llm" / GENERATION_CACHE)
     t0 = time.time()
-    with open_endpoints(llm_config(llm_endpoints), [settings.generation_model]) as endpoints:
+    # as many copies of the local server as requests in flight (`local_llm_server`'s replicas; a hosted model: unused)
+    with open_endpoints(
+        llm_config(llm_endpoints), [settings.generation_model], replicas=settings.concurrency
+    ) as endpoints:
         endpoint = endpoints[settings.generation_model]
         out = generate_candidates(
             contexts,

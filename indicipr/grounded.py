@@ -390,7 +390,9 @@ def reader_stage(
     if run_settings["qa_models"] and run_settings["llm_k"]:
         k = run_settings["llm_k"]
         cache = llm.ResponseCache(llm_qa.cache_path(data_source))
-        with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), run_settings["qa_models"]) as endpoints:
+        with llm_servers.open_endpoints(
+            llm_servers.llm_config(llm_endpoints), run_settings["qa_models"], replicas=run_settings["concurrency"]
+        ) as endpoints:
             for model in run_settings["qa_models"]:
                 ep, t0 = endpoints[model], time.perf_counter()
                 short = llm_qa.llm_short_name(ep.model)

@@ -9,6 +9,7 @@ __all__ = ['KINDS', 'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachabl
 
 # %% ../notebooks/00a_llm.ipynb #2cfc1638
 import base64
+import functools
 import hashlib
 import json
 import logging
@@ -91,6 +92,9 @@ class Endpoint:
     max_backoff_s: float = _MAX_BACKOFF_S
     num_ctx: int | None = None  # ollama: context window per request (None: `run_requests` sizes it from the prompts)
     replay: Mapping | None = field(default=None, repr=False, compare=False, hash=False)
+    # copies of the same server at other URLs (the project's llama.cpp server started more than once): `run_requests`
+    # sends each request to a copy no other request is using; they serve one model with one build, so the reply is the same
+    replicas: tuple = field(default=(), repr=False, compare=False, hash=False)
 
     def __post_init__(self):
         if self.kind == "auto":
@@ -404,6 +408,16 @@ def _retry_after_seconds(headers: Mapping | None, now: float | None = None) -> f
         return None
 
 # %% ../notebooks/00a_llm.ipynb #6db57b34
+@functools.lru_cache(maxsize=1)
+def _tls_context():
+    """The TLS settings of every request's HTTP client, made once a process: what httpx makes by default (certifi's
+    roots, `SSL_CERT_FILE`/`SSL_CERT_DIR` honoured), which takes ~25 ms to build, more than a request to a server on
+    this machine; a client is still made per request, so no connection outlives it."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class _Transient(Exception):
     "A failure worth retrying: what happened, the wait the server asked for, and whether it means 'unreachable'."
 
@@ -444,7 +458,12 @@ def _openai_transport(endpoint: Endpoint):
 
     url, auth = url_credentials(endpoint.base_url)  # the URL's own credentials replace the Bearer key header
     client = openai.OpenAI(
-        base_url=url, api_key=endpoint.api_key(), timeout=endpoint.timeout, max_retries=0, default_headers=auth or None
+        base_url=url,
+        api_key=endpoint.api_key(),
+        timeout=endpoint.timeout,
+        max_retries=0,
+        default_headers=auth or None,
+        http_client=openai.DefaultHttpxClient(verify=_tls_context()),
     )
 
     def send(messages, schema, params):
@@ -529,7 +548,7 @@ def _ollama_transport(endpoint: Endpoint):
 
     base, auth = url_credentials(endpoint.base_url)
     headers = {"Authorization": f"Bearer {endpoint.api_key()}"} if endpoint.api_key_env else {}
-    client = httpx.Client(timeout=endpoint.timeout, headers={**headers, **auth})
+    client = httpx.Client(timeout=endpoint.timeout, headers={**headers, **auth}, verify=_tls_context())
     url = _ollama_api_url(base, "chat")
 
     def send(messages, schema, params):

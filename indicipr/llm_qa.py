@@ -217,7 +217,9 @@ def run_llm_baselines(
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm_servers.open_endpoints(llm_servers.llm_config(llm_endpoints), run_settings.qa_models) as endpoints:
+    with llm_servers.open_endpoints(
+        llm_servers.llm_config(llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
+    ) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
             short = llm_short_name(ep.model)

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import queue
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -242,15 +243,26 @@ def run_requests(
         first.setdefault(k, i)
     copies = Counter(keys)
     done: dict[str, ChatResult] = {}
+    free: dict[
+        Endpoint, queue.Queue
+    ] = {}  # an endpoint's copies (`Endpoint.replicas`), each used by one request at a time
+    for ep in {r[0] for r in reqs if r[0].replicas}:
+        free[ep] = queue.Queue()
+        for url in (ep.base_url, *ep.replicas):
+            free[ep].put(url)
 
     def one(i):
         ep, m, s, p = reqs[i]
+        url = free[ep].get() if ep in free else None
         try:
-            return chat_json(ep, m, s, cache, validate=validate, **p)
+            return chat_json(replace(ep, base_url=url, replicas=()) if url else ep, m, s, cache, validate=validate, **p)
         except LLMRequestError as e:
             if not record_request_errors:
                 raise
             return ChatResult(None, None, str(e))
+        finally:
+            if url:
+                free[ep].put(url)
 
     bar = tqdm(total=len(reqs), desc=desc, disable=not progress)
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)))

@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -321,20 +321,10 @@ _STOP_GRACE_S = 15  # after SIGTERM, how long the server may take to exit before
 
 
 @contextmanager
-def local_llm_server(
-    port: int | None = None,
-    model_path: str | os.PathLike | None = None,
-    n_ctx: int = LOCAL_N_CTX,
-    n_threads: int | None = None,
-    ready_timeout: float = LOCAL_READY_TIMEOUT_S,
-    timeout: float = LOCAL_TIMEOUT_S,
+def _one_llama_server(
+    model_path: Path, port: int, n_ctx: int, threads: int, ready_timeout: float, timeout: float
 ) -> Iterator[Endpoint]:
-    "Serve SmolLM2-135M-Instruct (or `model_path`) with llama.cpp on 127.0.0.1; yields its `Endpoint`."
-    _require_llama_cpp_server()
-    model_path = Path(model_path) if model_path else smollm2_gguf()
-    if not model_path.is_file():
-        raise LLMConfigError(f"model file not found: {model_path}")
-    port = port or _free_port()
+    "One llama.cpp server process on 127.0.0.1:`port`, waited for until it lists its model; stopped when the block ends."
     alias = model_path.stem
     cmd = [
         sys.executable,
@@ -352,12 +342,11 @@ def local_llm_server(
         str(n_ctx),
         "--interrupt_requests",
         "False",
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
     ]
-    # half the cores for generation AND prompt processing: llama.cpp's default batch threads (all
-    # cores) spin against each other on a busy 2-core machine (a 480-token judge prompt: 59 s vs 6-11 s)
-    # pinned numerics: a fixed count on every machine (numerics.LLAMA_THREADS)
-    threads = n_threads or (numerics.LLAMA_THREADS if numerics.pinned() else max(1, (os.cpu_count() or 2) // 2))
-    cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     fd, log_name = tempfile.mkstemp(prefix="indicipr-llama-server-", suffix=".log")
     log_path = Path(log_name)
     with os.fdopen(fd, "wb") as log_file:
@@ -409,6 +398,40 @@ def local_llm_server(
                 proc.wait()
         if not keep_log:
             log_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def local_llm_server(
+    port: int | None = None,
+    model_path: str | os.PathLike | None = None,
+    n_ctx: int = LOCAL_N_CTX,
+    n_threads: int | None = None,
+    ready_timeout: float = LOCAL_READY_TIMEOUT_S,
+    timeout: float = LOCAL_TIMEOUT_S,
+    replicas: int = 1,
+) -> Iterator[Endpoint]:
+    """Serve SmolLM2-135M-Instruct (or `model_path`) with llama.cpp on 127.0.0.1; yields its `Endpoint`. `replicas`
+    servers of the same model start (at most one per core; `port`, if given, is the first's), each with `n_threads` threads, and the
+    endpoint sends each request to a free one (`Endpoint.replicas`): a stage with that many requests in flight keeps
+    that many cores busy, and every reply is the one a single server gives."""
+    _require_llama_cpp_server()
+    model_path = Path(model_path) if model_path else smollm2_gguf()
+    if not model_path.is_file():
+        raise LLMConfigError(f"model file not found: {model_path}")
+    # half the cores for generation AND prompt processing: llama.cpp's default batch threads (all
+    # cores) spin against each other on a busy 2-core machine (a 480-token judge prompt: 59 s vs 6-11 s)
+    # pinned numerics: a fixed count on every machine (numerics.LLAMA_THREADS)
+    threads = n_threads or (numerics.LLAMA_THREADS if numerics.pinned() else max(1, (os.cpu_count() or 2) // 2))
+    with ExitStack() as stack:  # one after another: loading the 135M model takes a second or two
+        servers = [
+            stack.enter_context(
+                _one_llama_server(
+                    model_path, (port if k == 0 else None) or _free_port(), n_ctx, threads, ready_timeout, timeout
+                )
+            )
+            for k in range(max(1, min(int(replicas), os.cpu_count() or 1)))  # no more servers than cores
+        ]
+        yield replace(servers[0], replicas=tuple(s.base_url for s in servers[1:]))
 
 # %% ../notebooks/00f_llm_servers.ipynb #e8f94b31
 @contextmanager

@@ -8,13 +8,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, replace
 
-from . import basics, core, qa_files
+from . import basics, core, numerics, qa_files
 from .config import EncodersSettings, IntermediateTraining, as_dict, settings_for
 
 # %% auto #0
-__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'Candidate', 'recipe_of', 'group_tag', 'run_key',
-           'runs_path', 'compare_recipes', 'recipe_table', 'chosen_recipe', 'is_chosen', 'recipe_choice_note',
-           'plot_recipe_choice']
+__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'TRAIN_BUDGET_TOKENS', 'Candidate', 'recipe_of',
+           'group_tag', 'run_key', 'runs_path', 'run_cost', 'compare_recipes', 'main_job_cost', 'recipe_table',
+           'chosen_recipe', 'is_chosen', 'recipe_choice_note', 'plot_recipe_choice']
 
 # %% ../notebooks/08a_recipe_choice.ipynb #1b817891
 RECIPE_FIELDS = ("intermediate", "rehearsal", "epochs")  # the EncodersSettings fields a candidate sets
@@ -57,6 +57,13 @@ RECIPE_CANDIDATES = (
         1.0,
     ),
     Candidate("no rehearsal", "phase 1 (3 epochs), then phase 2 (2 epochs), no rehearsal", _PHASE1, 0.0, 2.0),
+    Candidate(
+        "short phase 1, rehearsal",
+        "phase 1 for 1 epoch, then phase 2 for 2 epochs rehearsing half of phase 1's questions",
+        replace(_PHASE1, epochs=1.0),
+        0.5,
+        2.0,
+    ),
     *(
         Candidate(
             f"rehearsal, {epochs}",
@@ -83,15 +90,26 @@ RUN_FIELDS = (*RECIPE_FIELDS, "models", "learning_rate", "batch_size", "freeze_e
 
 
 def run_key(settings: EncodersSettings, data_tag: str, seed: int) -> str:
-    "What makes a finished run reusable: what it trains (`RUN_FIELDS`), the split it is scored on, the data source, the seed."
+    """What makes a finished run reusable: what it trains (`RUN_FIELDS`), the split it is scored on, the data source,
+    the seed, and the numerics it computed with (`numerics.mode()`: a native run is not a pinned one)."""
     recipe = recipe_of(settings)
     trained = {f: recipe[f] if f in RECIPE_FIELDS else getattr(settings, f) for f in RUN_FIELDS}
-    return basics.json_digest([trained, settings.split, data_tag, seed], 10)
+    return basics.json_digest([trained, settings.split, data_tag, seed, numerics.mode()], 10)
 
 
 def runs_path():
     "Where finished runs of the comparison are kept: `data/models/recipe_choice/runs.jsonl`."
     return core.data_dir() / "models" / "recipe_choice" / RUNS_FILE
+
+# %% ../notebooks/08a_recipe_choice.ipynb #c0571a1f
+def run_cost(phase1: dict, phase2: dict) -> dict:
+    "The cost of one run from the `qa_config.json` of its phase 1 (`{}`: none) and phase 2: tokens and CPU seconds of each."
+    return {
+        "phase1_tokens": int(phase1.get("train_tokens") or 0),
+        "phase1_cpu_s": float(phase1.get("train_cpu_seconds") or 0.0),
+        "phase2_tokens": int(phase2.get("train_tokens") or 0),
+        "phase2_cpu_s": float(phase2.get("train_cpu_seconds") or 0.0),
+    }
 
 # %% ../notebooks/08a_recipe_choice.ipynb #ff83aeeb
 def compare_recipes(
@@ -106,7 +124,7 @@ def compare_recipes(
     """Fine-tune every candidate with every seed and score it on `split` of the loaded benchmark `ds`
     (`data_tag`: its `benchmark.source_tag`), each from `base` (default: the `profile`'s settings) with its recipe.
     One row per run: candidate, seed, EM, F1, Char-F1."""
-    from indicipr import encoders
+    from indicipr import encoders, finetune
 
     if split == "test":
         raise core.InputError("compare_recipes: the recipe is chosen on the validation split, not on test")
@@ -127,6 +145,12 @@ def compare_recipes(
             runs = replace(settings, seeds=todo, workers=len(todo))  # at once: a single-thread process per seed
             ran, _ = encoders.run_encoders(group_tag(settings), profile, settings=runs, ds=ds)
             for r in ran:
+                phase2 = finetune.qa_config(finetune.checkpoint_dir(group_tag(settings), r["model"], r["seed"]))
+                phase1 = (
+                    finetune.qa_config(encoders.intermediate_dir(group_tag(settings), r["model"]))
+                    if settings.intermediate
+                    else {}
+                )
                 row = {
                     "key": keys[r["seed"]],
                     "candidate": cand.name,
@@ -134,6 +158,7 @@ def compare_recipes(
                     "em": r["em"],
                     "f1": r["f1"],
                     "char_f1": r["char_f1"],
+                    **run_cost(phase1, phase2),
                 }
                 qa_files.append_jsonl(log, row)
                 done[row["key"]] = row
@@ -141,8 +166,24 @@ def compare_recipes(
     return rows
 
 # %% ../notebooks/08a_recipe_choice.ipynb #d4cb2466
-def recipe_table(rows: list[dict], candidates=RECIPE_CANDIDATES):
-    "One row per candidate (in `candidates` order): recipe fields, F1 per seed, mean F1 and EM, and `chosen` (the best mean F1)."
+TRAIN_BUDGET_TOKENS = 700_000  # the main job's fine-tuning: phase 1 once + phase 2 per seed (see above)
+
+
+def main_job_cost(runs: list[dict], main_seeds: int) -> tuple[int, float]:
+    """`(tokens, CPU seconds)` a candidate's fine-tuning costs the main job: phase 1 once, and phase 2 (the mean over
+    `runs`, the candidate's seeds) for each of the `main_seeds` seeds."""
+    phase2_tokens = statistics.fmean(r.get("phase2_tokens", 0) for r in runs)
+    phase2_cpu = statistics.fmean(r.get("phase2_cpu_s", 0.0) for r in runs)
+    first = runs[0]
+    tokens = first.get("phase1_tokens", 0) + main_seeds * phase2_tokens
+    return round(tokens), first.get("phase1_cpu_s", 0.0) + main_seeds * phase2_cpu
+
+
+def recipe_table(
+    rows: list[dict], candidates=RECIPE_CANDIDATES, budget: int = TRAIN_BUDGET_TOKENS, main_seeds: int = 3
+):
+    """One row per candidate (in `candidates` order): recipe fields, F1 per seed, mean F1 and EM, its cost to the main
+    job (`main_job_cost` with `main_seeds`) against `budget` tokens, and `chosen`: the best mean F1 within the budget."""
     import pandas as pd
 
     out = []
@@ -150,6 +191,7 @@ def recipe_table(rows: list[dict], candidates=RECIPE_CANDIDATES):
         runs = sorted((r for r in rows if r["candidate"] == cand.name), key=lambda r: r["seed"])
         if not runs:
             continue
+        tokens, cpu_s = main_job_cost(runs, main_seeds)
         out.append(
             {
                 "candidate": cand.name,
@@ -160,10 +202,15 @@ def recipe_table(rows: list[dict], candidates=RECIPE_CANDIDATES):
                 **{f"F1 seed {r['seed']}": r["f1"] for r in runs},
                 "F1 mean": statistics.fmean(r["f1"] for r in runs),
                 "EM mean": statistics.fmean(r["em"] for r in runs),
+                "main-job tokens (M)": tokens / 1e6,
+                "main-job CPU min (measured)": cpu_s / 60,
+                "within budget": bool(tokens <= budget),
             }
         )
     table = pd.DataFrame(out)
-    table["chosen"] = table["F1 mean"] == table["F1 mean"].max()
+    fits = table["within budget"]
+    best = table.loc[fits, "F1 mean"].max() if fits.any() else None
+    table["chosen"] = fits & (table["F1 mean"] == best)
     return table
 
 
@@ -185,20 +232,27 @@ def recipe_choice_note(settings: EncodersSettings, table, candidates=RECIPE_CAND
     verdict = "this profile's recipe" if is_chosen(settings, table, candidates) else "NOT this profile's recipe"
     tied = table.loc[table["chosen"], "candidate"].tolist()  # candidates are listed simplest first
     tie = core.tie_note(tied, best.name, "candidates", f"mean F1 {f1:.2f}")
-    return f"chosen on validation: {best.name} (mean F1 {f1:.2f}" + (f"; {tie}" if tie else "") + f"), {verdict}"
+    within = "within budget" in table.columns and not table["within budget"].all()
+    budget = f", the best within the main job's budget of {TRAIN_BUDGET_TOKENS / 1e6:g}M tokens" if within else ""
+    return (
+        f"chosen on validation: {best.name} (mean F1 {f1:.2f}{budget}" + (f"; {tie}" if tie else "") + f"), {verdict}"
+    )
 
 # %% ../notebooks/08a_recipe_choice.ipynb #6f2a0b31
 def plot_recipe_choice(table, title: str = ""):
-    "A dot per seed and a bar at the mean F1 of each candidate of `recipe_table`; the chosen one in colour."
+    "A dot per seed and a bar at the mean F1 of each candidate of `recipe_table`; the chosen one in colour, one over the budget hollow."
     import matplotlib.pyplot as plt
 
     seeds = [c for c in table.columns if c.startswith("F1 seed ")]
+    fits = table["within budget"] if "within budget" in table.columns else [True] * len(table)
+    rows = list(zip(table["candidate"], fits, table.to_dict("records")))[::-1]
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(table) + 1.2))
-    for y, (_, row) in enumerate(table.iloc[::-1].iterrows()):
+    for y, (_, fit, row) in enumerate(rows):
         colour = "C3" if row["chosen"] else "0.4"
-        ax.scatter([row[c] for c in seeds], [y] * len(seeds), color=colour, s=18, zorder=3)
-        ax.plot([row["F1 mean"]] * 2, [y - 0.3, y + 0.3], color=colour, lw=2)
-    ax.set_yticks(range(len(table)), table["candidate"].iloc[::-1])
+        face = colour if fit else "none"
+        ax.scatter([row[c] for c in seeds], [y] * len(seeds), facecolors=face, edgecolors=colour, s=18, zorder=3)
+        ax.plot([row["F1 mean"]] * 2, [y - 0.3, y + 0.3], color=colour, lw=2, ls="-" if fit else ":")
+    ax.set_yticks(range(len(rows)), [name if fit else f"{name} (over budget)" for name, fit, _ in rows])
     ax.set_xlabel("F1 on the validation split (dots: seeds; bar: mean)")
     ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)

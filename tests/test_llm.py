@@ -460,3 +460,44 @@ def test_credentials_in_the_url_are_sent_as_the_client_sends_them(userinfo, head
         assert chat_json(ollama, MSGS, SCHEMA).parsed == {"items": [1, 2]}
     assert [r["auth"] for r in fake.requests] == [header, header] and fake.gets == ["/v1/models"]
     assert "SECRET" not in caplog.text
+
+
+def test_replicas_take_one_request_each_and_the_replies_keep_their_order(no_llm_api_key):
+    "An endpoint with `replicas` sends each request to a copy no other request is using; results come back in order."
+    busy, most = [0], [0]
+
+    def slow_echo(body):  # how many requests the copies hold at once, and the question echoed
+        busy[0] += 1
+        most[0] = max(most[0], busy[0])
+        time.sleep(0.05)
+        busy[0] -= 1
+        return json.dumps({"items": [body["messages"][-1]["content"]]})
+
+    with OpenAIStandIn([MODEL], reply=slow_echo) as a, OpenAIStandIn([MODEL], reply=slow_echo) as b:
+        endpoint = Endpoint(a.base_url, MODEL, timeout=5, max_retries=0, replicas=(b.base_url,))
+        requests = [
+            {"messages": [{"role": "user", "content": f"q{i}"}], "schema": None, "params": {}} for i in range(8)
+        ]
+        results = run_requests(endpoint, requests, None, concurrency=2, validate=False)
+    assert [r.parsed for r in results] == [{"items": [f"q{i}"]} for i in range(8)]
+    assert len(a.requests) >= 1 and len(b.requests) >= 1 and len(a.requests) + len(b.requests) == 8
+    assert most[0] == 2  # two in flight, one on each copy
+    assert endpoint == Endpoint(a.base_url, MODEL, timeout=5, max_retries=0)  # the copies are not what it is
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+def test_local_llm_server_replicas_give_the_replies_of_one_server(tmp_path):
+    "Two copies of the local server, two requests in flight: the replies of one server, request by request."
+    prompts = [[{"role": "user", "content": f"Name {n} colours, as JSON."}] for n in (1, 2, 3, 4)]
+    requests = [
+        {"messages": m, "schema": None, "params": {"temperature": 0, "max_tokens": 24, "seed": 0}} for m in prompts
+    ]
+    with local_llm_server(n_ctx=512) as one:
+        single = [r.raw for r in run_requests(one, requests, None, concurrency=1, validate=False)]
+    with local_llm_server(n_ctx=512, replicas=2) as two:
+        ports = [int(u.rsplit(":", 1)[1].split("/")[0]) for u in (two.base_url, *two.replicas)]
+        assert len(set(ports)) == 2
+        double = [r.raw for r in run_requests(two, requests, None, concurrency=2, validate=False)]
+    assert double == single
+    assert not any(port_open(p) for p in ports)
