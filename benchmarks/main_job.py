@@ -120,7 +120,7 @@ def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, r
 
 
 def fmt_s(s: float | None) -> str:
-    return "—" if s is None else f"{s / 60:.0f}m{s % 60:04.1f}s" if s >= 60 else f"{s:.1f}s"
+    return "—" if s is None else f"{int(s // 60)}m{s % 60:04.1f}s" if s >= 60 else f"{s:.1f}s"
 
 
 def main(argv=None) -> int:

@@ -315,3 +315,20 @@ def test_retrieval_benchmark_pins_and_prints_its_threads(capsys):
         torch.set_num_threads(before)
     assert "; top-5; 1 threads on " in capsys.readouterr().out
     assert bench.DEFAULT_THREADS == 2
+
+
+def test_main_job_durations_read_as_minutes_and_seconds():
+    "`benchmarks/main_job.py` writes 156.8 s as 2m36.8s (whole minutes, never rounded up) and 895.3 s as 14m55.3s."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("main_job_bench", ROOT / "benchmarks" / "main_job.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert [bench.fmt_s(s) for s in (None, 59.0, 60.0, 156.76, 895.34, 414.7)] == [
+        "—",
+        "59.0s",
+        "1m00.0s",
+        "2m36.8s",
+        "14m55.3s",
+        "6m54.7s",
+    ]
