@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     print("\n## Notebook 08, phase by phase and seed by seed (training only)\n")
     print("| run | threads | windows | steps | tokens | wall | CPU | tokens/s | floor | wall / floor |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    seeds_flops, seeds_wall, tp1 = 0.0, [], None
+    seeds_flops, seeds_wall, tp1, phase1_floor = 0.0, [], None, 0.0
     for m in metas:
         phase1 = Path(m["path"]).parent.name.endswith("_intermediate")  # encoders.intermediate_dir
         threads = numerics.THREADS if phase1 else numerics.WORKER_THREADS
@@ -175,7 +175,9 @@ def main(argv=None) -> int:
         tp = matmul_throughput(rows, shape["hidden"], shape["intermediate"], threads, args.repeats)
         flops = training_flops(m["train_tokens"], mean_len, **shape)
         floor = flops / tp
-        if not phase1:
+        if phase1:
+            phase1_floor += floor
+        else:
             seeds_flops += flops
             seeds_wall.append(m["train_seconds"])
             tp1 = tp
@@ -192,6 +194,13 @@ def main(argv=None) -> int:
             f"| phase 2, the {len(seeds_wall)} seeds at once | {numerics.WORKER_THREADS} each | | | | "
             f"{fmt_s(max(seeds_wall))} | | | {fmt_s(group_floor)} | {max(seeds_wall) / group_floor:.2f} |"
         )
+        stage = next((r.get("seconds") for r in run["results"] if r["name"].startswith("08_")), None)
+        if stage:
+            floor = phase1_floor + group_floor
+            print(
+                f"\nthe encoder stage (notebook 08): {fmt_s(stage)} against the floor of its training, {fmt_s(floor)} "
+                f"(phase 1, then the seeds at once): {stage / floor:.2f} times the floor"
+            )
     print(
         f"\nfloor: {shape['layers']} layers of width {shape['hidden']} (feed-forward {shape['intermediate']}), fp32, "
         f"this machine's matmul throughput at each run's batch of tokens, {args.repeats} rounds"
