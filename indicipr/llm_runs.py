@@ -243,9 +243,8 @@ def run_requests(
         first.setdefault(k, i)
     copies = Counter(keys)
     done: dict[str, ChatResult] = {}
-    free: dict[
-        Endpoint, queue.Queue
-    ] = {}  # an endpoint's copies (`Endpoint.replicas`), each used by one request at a time
+    # an endpoint's copies (`Endpoint.replicas`), each used by one request at a time
+    free: dict[Endpoint, queue.Queue] = {}
     for ep in {r[0] for r in reqs if r[0].replicas}:
         free[ep] = queue.Queue()
         for url in (ep.base_url, *ep.replicas):

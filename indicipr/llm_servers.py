@@ -411,9 +411,9 @@ def local_llm_server(
     replicas: int = 1,
 ) -> Iterator[Endpoint]:
     """Serve SmolLM2-135M-Instruct (or `model_path`) with llama.cpp on 127.0.0.1; yields its `Endpoint`. `replicas`
-    servers of the same model start (at most one per core; `port`, if given, is the first's), each with `n_threads` threads, and the
-    endpoint sends each request to a free one (`Endpoint.replicas`): a stage with that many requests in flight keeps
-    that many cores busy, and every reply is the one a single server gives."""
+    servers of the same model start (at most one per core; `port`, if given, is the first's), each with `n_threads`
+    threads, the others' URLs in the endpoint's `replicas`, to which `run_requests` sends each request a free one: a
+    stage with that many requests in flight keeps that many cores busy, and every reply is the one a single server gives."""
     _require_llama_cpp_server()
     model_path = Path(model_path) if model_path else smollm2_gguf()
     if not model_path.is_file():

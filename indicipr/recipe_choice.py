@@ -143,14 +143,11 @@ def compare_recipes(
         print(f"[{i}/{len(candidates)}] {cand.name}: {len(seeds) - len(todo)} of {len(seeds)} seeds done before")
         if todo:
             runs = replace(settings, seeds=todo, workers=len(todo))  # at once: a single-thread process per seed
-            ran, _ = encoders.run_encoders(group_tag(settings), profile, settings=runs, ds=ds)
+            tag = group_tag(settings)
+            ran, _ = encoders.run_encoders(tag, profile, settings=runs, ds=ds)
             for r in ran:
-                phase2 = finetune.qa_config(finetune.checkpoint_dir(group_tag(settings), r["model"], r["seed"]))
-                phase1 = (
-                    finetune.qa_config(encoders.intermediate_dir(group_tag(settings), r["model"]))
-                    if settings.intermediate
-                    else {}
-                )
+                phase2 = finetune.qa_config(finetune.checkpoint_dir(tag, r["model"], r["seed"]))
+                phase1 = finetune.qa_config(encoders.intermediate_dir(tag, r["model"])) if settings.intermediate else {}
                 row = {
                     "key": keys[r["seed"]],
                     "candidate": cand.name,
@@ -244,15 +241,16 @@ def plot_recipe_choice(table, title: str = ""):
     import matplotlib.pyplot as plt
 
     seeds = [c for c in table.columns if c.startswith("F1 seed ")]
-    fits = table["within budget"] if "within budget" in table.columns else [True] * len(table)
-    rows = list(zip(table["candidate"], fits, table.to_dict("records")))[::-1]
+    rows = table.to_dict("records")[::-1]  # a table of before the budget has no `within budget`: every row fits
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(table) + 1.2))
-    for y, (_, fit, row) in enumerate(rows):
-        colour = "C3" if row["chosen"] else "0.4"
+    for y, row in enumerate(rows):
+        colour, fit = ("C3" if row["chosen"] else "0.4"), row.get("within budget", True)
         face = colour if fit else "none"
         ax.scatter([row[c] for c in seeds], [y] * len(seeds), facecolors=face, edgecolors=colour, s=18, zorder=3)
         ax.plot([row["F1 mean"]] * 2, [y - 0.3, y + 0.3], color=colour, lw=2, ls="-" if fit else ":")
-    ax.set_yticks(range(len(rows)), [name if fit else f"{name} (over budget)" for name, fit, _ in rows])
+    ax.set_yticks(
+        range(len(rows)), [r["candidate"] + ("" if r.get("within budget", True) else " (over budget)") for r in rows]
+    )
     ax.set_xlabel("F1 on the validation split (dots: seeds; bar: mean)")
     ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
