@@ -29,9 +29,9 @@ $(STAMP): settings.ini setup.py constraints.txt
 	# everything else from settings.ini at the exact versions of constraints.txt, with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
 	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,lm-eval,openvino]"
-	$(BIN)/python -c "from indicipr.runner import ensure_kernel; ensure_kernel()"
+	$(BIN)/python -c "from indicipr.run.runner import ensure_kernel; ensure_kernel()"
 	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
-	# (indicipr.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12c_jupyter.ipynb)
+	# (indicipr.run.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12e_run.jupyter.ipynb)
 	mkdir -p $(VENV)/etc/jupyter
 	cp jupyter-config/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 	touch $(STAMP)
@@ -96,11 +96,11 @@ rehearse: setup
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
 
 # the offline recipe, chosen on the validation split: notebook 08 with choose_recipe (the candidates of
-# notebooks/08a_recipe_choice.ipynb, two seeds each) in a run folder of its own; only its table and figure are copied
+# notebooks/07f_systems.recipe_choice.ipynb, two seeds each) in a run folder of its own; only its table and figure are copied
 # into figures/ (each through a temporary file and a rename)
 RECIPE_RUN ?= runs/recipe-choice
 recipe-choice: setup
-	$(BIN)/indicipr reproduce --only 08_encoders --run-dir $(RECIPE_RUN) -p choose_recipe true
+	$(BIN)/indicipr reproduce --only 08_systems.encoders --run-dir $(RECIPE_RUN) -p choose_recipe true
 	@for f in $(RECIPE_RUN)/figures/tables/recipe_choice.* $(RECIPE_RUN)/figures/recipe_choice.*; do \
 	  case $$f in */tables/*) d=figures/tables;; *) d=figures;; esac; \
 	  cp "$$f" "$$d/.$$(basename $$f).tmp" && mv "$$d/.$$(basename $$f).tmp" "$$d/$$(basename $$f)" && echo "wrote $$d/$$(basename $$f)"; \

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from indicipr import benchmark, error_taxonomy, qa_files  # noqa: E402
+from indicipr.data import benchmark, qa_files  # noqa: E402
+from indicipr.analysis import error_taxonomy
 
 
 def long_answers(records: list[dict], total_bytes: int, seed: int = 0) -> dict[str, str]:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from indicipr.config import present, settings_for  # noqa: E402
-from indicipr.generate import ensure_recorded_sample, generate_candidates, recorded_contexts  # noqa: E402
-from indicipr.llm import ResponseCache, chat_json  # noqa: E402
-from indicipr.llm_servers import local_llm_server  # noqa: E402
+from indicipr.data.config import present, settings_for  # noqa: E402
+from indicipr.build.generate import ensure_recorded_sample, generate_candidates, recorded_contexts  # noqa: E402
+from indicipr.llm.client import ResponseCache, chat_json  # noqa: E402
+from indicipr.llm.servers import local_llm_server  # noqa: E402
 
 
 def timed_run(contexts, endpoint, cache_path, concurrency, settings):

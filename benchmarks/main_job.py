@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from indicipr import numerics  # noqa: E402
+from indicipr.data import numerics  # noqa: E402
 
 
 def positive_int(text: str) -> int:

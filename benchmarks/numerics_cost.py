@@ -8,7 +8,7 @@ the CPU) and one native (the CPU's own kernels, PyTorch's default threads, and t
 computes bf16 natively), in alternating order, and times in each the offline recipe's fine-tuning steps: MiniLM-L6 with
 its embeddings frozen, batch 8, on windows of the sample's training questions (the first `--records` by id, 384 tokens,
 stride 128), `--steps` optimiser steps after `--warmup` untimed ones, through the project's own training loop
-(`indicipr.training.fit`). It prints each mode's seconds per step (median and min-max of the rounds), its precision and
+(`indicipr.systems.training.fit`). It prints each mode's seconds per step (median and min-max of the rounds), its precision and
 PyTorch's capability, and the ratio pinned / native taken round by round: the factor by which pinning slows the
 encoder stage, which is most of the main job.
 """
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, tempfile, time
 from pathlib import Path
-from indicipr import numerics
+from indicipr.data import numerics
 numerics.pin()
-from indicipr.config import settings_for
-from indicipr.core import OFFICIAL_FILES, project_root, seed_everything
-from indicipr.qa_files import load_qa_file, training_records
-from indicipr.qa_model import encode_windows, load_qa_model, load_tokenizer
-from indicipr.training import PackedWindows, TrainConfig, fit
+from indicipr.data.config import settings_for
+from indicipr.data.core import OFFICIAL_FILES, project_root, seed_everything
+from indicipr.data.qa_files import load_qa_file, training_records
+from indicipr.systems.qa_model import encode_windows, load_qa_model, load_tokenizer
+from indicipr.systems.training import PackedWindows, TrainConfig, fit
 import torch
 
 records, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--records", type=positive_int, default=60, help="training questions (default 60)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from indicipr import numerics
+    from indicipr.data import numerics
 
     print(f"# Pinned vs native numerics: {args.steps} steps of the offline recipe, {args.rounds} rounds")
     cpu = numerics.cpu_info()

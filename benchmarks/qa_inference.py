@@ -10,7 +10,7 @@ threads; the peer runs in its own virtual environment because transformers 5 rem
     .venv/bin/python benchmarks/qa_inference.py            # --help for the options
 
 The systems, each timed over all questions (tokenising, forward passes and decoding):
-- **ours**: `indicipr.qa_model.predict_answers` with `engine="auto"` (OpenVINO fp32 when the
+- **ours**: `indicipr.systems.qa_model.predict_answers` with `engine="auto"` (OpenVINO fp32 when the
   `openvino` extra is installed and the numerics are native, `INDICIPR_NUMERICS=native`; else torch; `--engine`
   picks one), batch 4;
 - **ours-torch**: the same call with `engine="torch"` (eager torch, all threads);
@@ -40,7 +40,7 @@ are within 1e-5 of torch's on every window of the first `--logit-questions` ques
 230 windows; 0: all).
 
 Ours compares spans across windows with the library's default rule (the default of
-`indicipr.qa_model.predict_answers`'s `span_score`, read from its signature, so the benchmark times
+`indicipr.systems.qa_model.predict_answers`'s `span_score`, read from its signature, so the benchmark times
 what the pipeline runs); `--span-score` picks either rule (`window_probs`: per-window
 probabilities, as the transformers pipeline does; `logits`: `run_qa.py`'s start + end logit), and
 the rule not chosen is the extra `ours-decoding` row (`--no-other-rule-row` drops it).
@@ -73,7 +73,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def long_context_questions(records, min_words: int = 350) -> list[dict]:
     "Two long-context variants of every record (own context first / own context last), answers re-anchored."
-    from indicipr.core import act_for_id
+    from indicipr.data.core import act_for_id
 
     by_act: dict[str, list[str]] = {}
     for r in records:
@@ -109,7 +109,7 @@ def long_context_questions(records, min_words: int = 350) -> list[dict]:
 
 def find_checkpoint(data_source: str) -> Path | None:
     "A fine-tuned MiniLM folder written by notebook 08 (the data source's first, then any)."
-    from indicipr import benchmark, core
+    from indicipr.data import benchmark, core
 
     models = core.data_dir() / "models"
     first = models / benchmark.source_tag(data_source) / "minilm-l6_seed0"
@@ -121,9 +121,10 @@ def find_checkpoint(data_source: str) -> Path | None:
 
 def train_checkpoint(data_source: str, out: Path) -> Path:
     "Fine-tune MiniLM-L6 for one epoch on the training split (when no notebook-08 checkpoint exists)."
-    from indicipr import benchmark, finetune
-    from indicipr import qa_model as QM
-    from indicipr import training as TR
+    from indicipr.data import benchmark
+    from indicipr.systems import finetune
+    from indicipr.systems import qa_model as QM
+    from indicipr.systems import training as TR
 
     train = [dict(r) for r in benchmark.load_benchmark(data_source)["train"]]
     tok = QM.load_tokenizer("minilm-l6")
@@ -133,7 +134,7 @@ def train_checkpoint(data_source: str, out: Path) -> Path:
 
 
 def score(records, preds) -> dict:
-    from indicipr.metrics import exact_match, token_f1
+    from indicipr.scoring.metrics import exact_match, token_f1
 
     n = len(records)
     return {
@@ -143,18 +144,18 @@ def score(records, preds) -> dict:
 
 
 def library_span_score() -> str:
-    "The span-scoring rule `indicipr.qa_model.predict_answers` uses when none is given (what the pipeline runs)."
+    "The span-scoring rule `indicipr.systems.qa_model.predict_answers` uses when none is given (what the pipeline runs)."
     import inspect
 
-    from indicipr import qa_model as QM
+    from indicipr.systems import qa_model as QM
 
     return inspect.signature(QM.predict_answers).parameters["span_score"].default
 
 
 def window_lengths(model_dir: Path, records) -> np.ndarray:
     "Token lengths of the sliding windows the checkpoint's inference runs over `records` (its max_length and stride)."
-    from indicipr import finetune
-    from indicipr import qa_model as QM
+    from indicipr.systems import finetune
+    from indicipr.systems import qa_model as QM
 
     cfg = finetune.qa_config(model_dir)
     tok = QM.load_tokenizer(str(model_dir))
@@ -184,7 +185,7 @@ def model_shape(model_dir: Path) -> dict:
 
 def batch_shapes(lengths, batch_size: int, pad_multiple: int = 8, max_length: int = 384) -> list[tuple[int, int]]:
     "(windows, padded length) of each batch ours runs: `predict_answers`'s own batching and padding of windows of `lengths`."
-    from indicipr.qa_model import _batches_by_length, round_up
+    from indicipr.systems.qa_model import _batches_by_length, round_up
 
     lengths = np.asarray(lengths)
     return [
@@ -311,10 +312,10 @@ class MatmulFloor:
 
 
 class Ours:
-    "The project's inference (`indicipr.qa_model.predict_answers`) with one engine, warmed once."
+    "The project's inference (`indicipr.systems.qa_model.predict_answers`) with one engine, warmed once."
 
     def __init__(self, model, tok, kw: dict, engine: str, records, warmup: int = 4):
-        from indicipr import qa_model as QM
+        from indicipr.systems import qa_model as QM
 
         self.model, self.tok, self.kw, self.engine = model, tok, kw, engine
         t0 = time.perf_counter()
@@ -322,7 +323,7 @@ class Ours:
         self.warmup_seconds = time.perf_counter() - t0
 
     def run(self, records) -> tuple[float, dict]:
-        from indicipr import qa_model as QM
+        from indicipr.systems import qa_model as QM
 
         t0 = time.perf_counter()
         answers = QM.predict_answers(self.model, self.tok, records, engine=self.engine, **self.kw)
@@ -399,7 +400,7 @@ def max_logit_difference(a, b) -> float:
 
 def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
     "Milliseconds per window of ours at each batch size (the CPU default comes from this)."
-    from indicipr import qa_model as QM
+    from indicipr.systems import qa_model as QM
 
     n_windows = len(QM.encode_windows(records, tok, kw["window"]))
     rows = []
@@ -412,8 +413,8 @@ def batch_size_sweep(model, tok, kw, engine, records, sizes) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from indicipr.finetune import qa_config
-    from indicipr.qa_model import ENGINES, SPAN_SCORES, default_eval_batch_size
+    from indicipr.systems.finetune import qa_config
+    from indicipr.systems.qa_model import ENGINES, SPAN_SCORES, default_eval_batch_size
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -437,7 +438,7 @@ def main(argv=None) -> int:
         "--span-score",
         default=library_span_score(),
         choices=SPAN_SCORES,
-        help="how ours compares spans across windows (default: indicipr.qa_model.predict_answers's default, "
+        help="how ours compares spans across windows (default: indicipr.systems.qa_model.predict_answers's default, "
         f"{library_span_score()!r})",
     )
     p.add_argument(
@@ -497,8 +498,9 @@ def main(argv=None) -> int:
 
     import torch
 
-    from indicipr import basics, benchmark, finetune, qa_files
-    from indicipr import qa_model as QM
+    from indicipr.data import basics, benchmark, qa_files
+    from indicipr.systems import finetune
+    from indicipr.systems import qa_model as QM
 
     load_start = os.getloadavg()
     torch.set_num_threads(args.threads)

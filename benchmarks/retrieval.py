@@ -1,4 +1,4 @@
-"""Benchmark: open retrieval at scale. BM25 on `bm25s` (`indicipr.retrieval.BM25S`, the card's tokens, rank-bm25's IDF
+"""Benchmark: open retrieval at scale. BM25 on `bm25s` (`indicipr.systems.retrieval.BM25S`, the card's tokens, rank-bm25's IDF
 floor) and dense exact top-k (`numpy` dot product over precomputed float32 vectors), beside `rank-bm25`'s
 `BM25Okapi.get_scores` (notebook 07's BM25), in one run, at 1k, 10k and 100k contexts.
 
@@ -34,9 +34,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from indicipr import basics, core, qa_files  # noqa: E402
-from indicipr.bm25 import BM25Params, bm25_tokens  # noqa: E402
-from indicipr.retrieval import BM25S, DenseRetriever  # noqa: E402
+from indicipr.data import basics, core, qa_files  # noqa: E402
+from indicipr.systems.bm25 import BM25Params, bm25_tokens  # noqa: E402
+from indicipr.systems.retrieval import BM25S, DenseRetriever  # noqa: E402
 
 _CUT = re.compile(r"(?<=[.;:])\s+|\n+")
 

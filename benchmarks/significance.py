@@ -1,4 +1,4 @@
-"""Benchmark: vectorized paired bootstrap (indicipr.significance.paired_bootstrap) against a
+"""Benchmark: vectorized paired bootstrap (indicipr.analysis.significance.paired_bootstrap) against a
 straightforward per-resample Python loop (paired_bootstrap(..., loop=True)) on the same inputs and seed.
 
 The card's setting: 10,000 resamples, every pair of 6 systems (15 pairs) on the 344 test
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from indicipr.significance import holm, paired_bootstrap  # noqa: E402
+from indicipr.scoring.bootstrap import holm, paired_bootstrap  # noqa: E402
 
 
 def synthetic_scores(n_systems: int, n_questions: int, seed: int = 0) -> np.ndarray:

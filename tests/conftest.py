@@ -5,11 +5,11 @@ import copy
 import pytest
 from helpers import QA_SMALL
 
-from indicipr import numerics
+from indicipr.data import numerics
 
 numerics.pin()  # the tests compute as the pipeline does (pinned kernels, fixed threads), set before torch is loaded
 
-from indicipr import benchmark, core  # noqa: E402
+from indicipr.data import benchmark, core  # noqa: E402
 
 
 @pytest.fixture
@@ -23,7 +23,8 @@ def root(tmp_path, monkeypatch):
 def tmp_data_dir(tmp_path, monkeypatch):
     """`data_dir()` (the main job's predictions, caches) and the scratch folder of a run outside the main job (where its
     predictions go: `predictions.predictions_dir`) in a temporary folder; the rest of the project stays where it is."""
-    from indicipr import artifacts, predictions
+    from indicipr.data import artifacts
+    from indicipr.scoring import predictions
 
     for module in (core, predictions):
         monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # predictions writes the prediction files
@@ -54,7 +55,7 @@ def qa_test_records(splits):
 @pytest.fixture(scope="module")
 def statute_sections():
     "The real statute sections the project holds, every batch (../shared/statutes, else the committed copies), checked."
-    from indicipr.statutes import read_sections_jsonl, statutes_jsonl_paths
+    from indicipr.build.sections import read_sections_jsonl, statutes_jsonl_paths
 
     return read_sections_jsonl(statutes_jsonl_paths())
 
@@ -66,7 +67,7 @@ def tiny_model_dir(tmp_path_factory):
     from helpers import tiny_bert_config
     from transformers import BertForQuestionAnswering
 
-    from indicipr.qa_model import load_tokenizer
+    from indicipr.systems.qa_model import load_tokenizer
 
     torch.manual_seed(0)
     d = tmp_path_factory.mktemp("tiny_bert")

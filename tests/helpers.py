@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from indicipr import core, qa_files, runner
+from indicipr.data import core, qa_files
+from indicipr.run import runner
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout
 BIN = Path(sys.executable).parent  # the virtualenv's console scripts (indicipr, nbdev_*)
@@ -37,7 +38,7 @@ def read_qa_small_all() -> dict[str, list[dict]]:
 
 def recorded_generations() -> list[dict]:
     "The recorded generation replies the sample is rebuilt from, every batch: the committed copies, else ../shared/sample."
-    from indicipr.statutes import batch_files
+    from indicipr.build.sections import batch_files
 
     local = ROOT / "data" / "sample" / "recorded"
     files = batch_files(local, "generations") if local.is_dir() else []
@@ -51,7 +52,7 @@ def recorded_generations() -> list[dict]:
 
 
 def recorded_candidates() -> list[dict]:
-    "The recorded replies parsed the way 02_generate writes candidates."
+    "The recorded replies parsed the way 02_build.generate writes candidates."
     out = []
     for r in recorded_generations():
         for n, it in enumerate(json.loads(r["response"])["items"], 1):
@@ -96,7 +97,7 @@ def tiny_bert_config(num_hidden_layers: int = 2, **overrides):
     "The tests' tiny random BERT: 32 hidden units, 2 heads, MiniLM-L6's vocabulary (save its tokenizer beside it)."
     from transformers import BertConfig
 
-    from indicipr import qa_model
+    from indicipr.systems import qa_model
 
     return BertConfig(
         vocab_size=qa_model.load_tokenizer("minilm-l6").vocab_size,
@@ -120,17 +121,11 @@ def sync_check_repo(tmp_path: Path):
     """A fresh git repo holding the sync check and one notebook of the project, which passes the check: `(repo, git,
     check)`; `git(*args)` runs git there, `check()` the sync check (its completed process)."""
     repo = tmp_path / "repo"
-    for f in [
-        "settings.ini",
-        "setup.py",
-        ".ci/check_sync.sh",
-        "notebooks/00_core.ipynb",
-        "indicipr/__init__.py",
-        "indicipr/basics.py",  # core's own floor below it
-        "indicipr/core.py",
-    ]:
+    for f in ["settings.ini", "setup.py", ".ci/check_sync.sh", "notebooks/00b_data.core.ipynb"]:
         (repo / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, repo / f)
+    # the whole package: the check's metadata step imports the notebook reader, which stands on every floor below it
+    shutil.copytree(ROOT / "indicipr", repo / "indicipr", ignore=shutil.ignore_patterns("__pycache__", "_modidx.py"))
     env = user_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
 
     def git(*a):
@@ -170,7 +165,7 @@ def paper_build_args(tag: str, statutes: Path, llm_url: str) -> list[str]:
 
 # ---------------------------------------------------------------- notebooks
 def run_stage_notebook(name: str, out: Path, params: dict) -> Path:
-    "Run one stage notebook of the checkout (`04_split`, ...) with papermill through the project's runner."
+    "Run one stage notebook of the checkout (`04_build.split`, ...) with papermill through the project's runner."
     runner.run_notebook(ROOT / "notebooks" / f"{name}.ipynb", out, params, runner.ensure_kernel())
     return out
 

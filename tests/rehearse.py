@@ -2,7 +2,7 @@
 full scale, against stand-ins on 127.0.0.1 that this script starts and stops itself.
 
     .venv/bin/python tests/rehearse.py                 # the whole rehearsal, then the check (exit 1 on failure)
-    .venv/bin/python tests/rehearse.py --only 00_core,05_stats --no-check-all
+    .venv/bin/python tests/rehearse.py --only 00h_data.benchmark_tables,05_build.stats --no-check-all
     .venv/bin/python tests/rehearse.py --check-only WORKDIR   # re-check a finished rehearsal
 
 What it does:
@@ -48,8 +48,9 @@ from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn  # noqa: E402
 
-from indicipr import benchmark, core, runner  # noqa: E402
-from indicipr.llm_qa import llm_short_name  # noqa: E402
+from indicipr.data import benchmark, core  # noqa: E402
+from indicipr.run import runner
+from indicipr.systems.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_ID = "niloycste68/IndicIPRExtractiveQA"
@@ -210,14 +211,14 @@ def run_reproduce(args, work: Path, checkout: Path, env: dict, llm_url: str) -> 
         str(work / "run"),
     ]
     selected = args.only.split(",") if args.only else NOTEBOOKS  # the runner refuses undeclared parameters
-    if "08_encoders" in selected:
+    if "08_systems.encoders" in selected:
         cmd += ["-p", "epochs", str(args.epochs)]
     # the hub stand-in serves the card's four encoders only: the grounded stage's dense retriever starts from one of them
-    if "09a_grounded" in selected:
+    if "09a_systems.grounded" in selected:
         cmd += ["-p", "dense_model", "bert-base-uncased"]
-    if {"02_generate", "09_llms", "09a_grounded", "12_quality"} & set(selected):
+    if {"02_build.generate", "09_systems.llm_qa", "09a_systems.grounded", "12_analysis.quality"} & set(selected):
         cmd += ["-p", "llm_endpoints", f"*={llm_url}"]
-    if args.statutes_path and "01_corpus" in selected:
+    if args.statutes_path and "01_build.corpus" in selected:
         cmd += ["-p", "statutes_path", str(args.statutes_path)]
     for name, value in args.parameter:
         cmd += ["-p", name, value]
@@ -682,7 +683,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--statutes-path",
         default="",
-        help="01_corpus `statutes_path`; '' (default): none, the score job reads no statute and no PDF",
+        help="01_build.corpus `statutes_path`; '' (default): none, the score job reads no statute and no PDF",
     )
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument(

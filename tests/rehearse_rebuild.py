@@ -39,7 +39,7 @@ from rehearse import LLM_ENV, checkout_env, copy_checkout  # noqa: E402
 from standins.india_code_pdf import typeset_acts  # noqa: E402
 from standins.openai_server import Faults, OpenAIStandIn, prompt_hash  # noqa: E402
 
-from indicipr import core  # noqa: E402
+from indicipr.data import core  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD_CONTEXTS = core.CARD["construction"]["initial_contexts"]
@@ -85,8 +85,9 @@ def run_build(cmd: list[str], env: dict, cache: Path | None = None, kill_at: int
 
 def request_prompts(contexts: list[dict], model: str, questions_per_context: int = 5) -> dict[str, str]:
     "Cache key -> the stand-in's prompt hash, for the generation requests 02 makes under the paper profile."
-    from indicipr import generate, llm
-    from indicipr.config import present, settings_for
+    from indicipr.build import generate
+    from indicipr.llm import client as llm
+    from indicipr.data.config import present, settings_for
 
     settings = settings_for("generate", "paper")
     out = {}
@@ -125,8 +126,8 @@ def main(argv=None) -> int:
     real_sample, copy_sample = digests(ROOT / "data" / "sample"), digests(checkout / "data" / "sample")
     check = Checks()
 
-    from indicipr.corpus import section_contexts
-    from indicipr.statutes import read_sections_jsonl
+    from indicipr.build.corpus import section_contexts
+    from indicipr.build.sections import read_sections_jsonl
 
     records = read_sections_jsonl(ROOT / "data" / "sample" / "statutes" / "sections.jsonl")
     t0 = time.time()
@@ -168,8 +169,8 @@ def main(argv=None) -> int:
         print("rebuild rehearsal: FAILED (the build did not finish)")
         return 1
 
-    from indicipr.core import OFFICIAL_FILES
-    from indicipr.qa_files import load_qa_file, read_jsonl
+    from indicipr.data.core import OFFICIAL_FILES
+    from indicipr.data.qa_files import load_qa_file, read_jsonl
 
     contexts = list(read_jsonl(folder / "contexts.jsonl"))
     by_prompt = request_prompts(contexts, "gpt-4o")

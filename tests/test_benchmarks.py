@@ -9,7 +9,7 @@ import pytest
 from helpers import QA_SMALL as FIXTURE
 from helpers import ROOT, tiny_bert_config
 
-from indicipr import benchmark
+from indicipr.data import benchmark
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -147,8 +147,8 @@ def test_floor_counts_the_products_at_ours_padded_batch_shapes():
     import numpy as np
     import qa_inference
 
-    from indicipr import qa_model as QM
-    from indicipr.config import Window
+    from indicipr.systems import qa_model as QM
+    from indicipr.data.config import Window
 
     tok = QM.load_tokenizer("minilm-l6")
     recs = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE))["test"]]
@@ -201,7 +201,7 @@ def test_qa_inference_interleaves_rounds_and_checks_answers_and_logits(tmp_path,
     import qa_inference
     from transformers import BertForQuestionAnswering
 
-    from indicipr import qa_model as QM
+    from indicipr.systems import qa_model as QM
 
     tok = QM.load_tokenizer("minilm-l6")
     model_dir = tmp_path / "tiny"

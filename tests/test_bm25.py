@@ -4,8 +4,10 @@ import pytest
 from helpers import QA_SMALL as FIXTURE
 from helpers import read_qa_small
 
-from indicipr import bm25, predictions
-from indicipr.metrics import exact_match, token_f1
+from indicipr.data.config import run_context
+from indicipr.systems import bm25
+from indicipr.scoring import predictions
+from indicipr.scoring.metrics import exact_match, token_f1
 
 
 def test_predictions_are_context_spans_and_deterministic(qa_test_records):
@@ -51,7 +53,7 @@ def test_clauses_cover_the_context_in_order(qa_test_records):
 
 
 def test_run_writes_predictions(tmp_data_dir):
-    results = bm25.run_bm25(str(FIXTURE))
+    results = bm25.run_bm25(run_context(str(FIXTURE), stage="bm25"))
     gold = {r["id"]: r["answers"]["text"] for r in read_qa_small("test")}
     for system in bm25.SYSTEMS:
         path = predictions.predictions_dir(str(FIXTURE)) / f"{system}.jsonl"

@@ -1,14 +1,14 @@
-"""The statutory structure of `indicipr.clauses` on every real context the project holds (both statute batches,
+"""The statutory structure of `indicipr.build.clauses` on every real context the project holds (both statute batches,
 cleaned by the corpus stage, and the sample's recorded contexts), and the synthetic questions built from it."""
 
 from __future__ import annotations
 
 import pytest
 
-from indicipr import clauses as C
-from indicipr.benchmark import load_benchmark
-from indicipr.corpus import build_contexts
-from indicipr.qa_files import validate_qa_record
+from indicipr.build import clauses as C
+from indicipr.data.benchmark import load_benchmark
+from indicipr.build.corpus import build_contexts
+from indicipr.data.qa_files import validate_qa_record
 
 
 @pytest.fixture(scope="module")

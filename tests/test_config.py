@@ -1,4 +1,4 @@
-"""A stage notebook's parameters and the CLI's flags set the fields of the stage's settings (`indicipr.config`) by
+"""A stage notebook's parameters and the CLI's flags set the fields of the stage's settings (`indicipr.data.config`) by
 their names; what is not a setting (where the run reads and writes, which endpoints, the construction plan) is named
 here with the reason."""
 
@@ -9,29 +9,34 @@ import json
 
 from helpers import ROOT
 
-from indicipr import cli, config
+from indicipr.run import cli
+from indicipr.data import config
 
 STAGE_OF_NOTEBOOK = {
-    "01_corpus": "corpus",
-    "02_generate": "generate",
-    "04_split": "split",
-    "07_bm25": "bm25",
-    "08_encoders": "encoders",
-    "09_llms": "llm_qa",
-    "09a_grounded": "grounded",
-    "10_significance": "significance",
-    "11_errors": "significance",
-    "12_quality": "quality",
+    "01_build.corpus": "corpus",
+    "02_build.generate": "generate",
+    "04_build.split": "split",
+    "07_systems.bm25": "bm25",
+    "08_systems.encoders": "encoders",
+    "09_systems.llm_qa": "llm_qa",
+    "09a_systems.grounded": "grounded",
+    "10_analysis.significance": "significance",
+    "11_analysis.error_analysis": "significance",
+    "12_analysis.quality": "quality",
 }
 RUN = {"data_source", "profile", "figures_dir"}  # every notebook's: the run context
 PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction_plan: which builds, whether to publish
 LOCATIONS = {"statutes_path", "predictions_from", "audit_folder"}  # where inputs and outputs are
 ENDPOINTS = {"llm_endpoints", "confirm_cost"}  # which servers, and the consent to a paid run
 NOT_SETTINGS = {
-    "08_encoders": {"choose_recipe"},  # whether to run the recipe comparison, a job of its own (make recipe-choice)
-    "02_generate": {"questions_per_context"},  # the card's prompt text ("up to 5"), the same in both profiles
-    "11_errors": {"length_split"},  # the analysis' answer-length threshold (default: the benchmark's median)
-    "12_quality": {"run_judge", "judge_models"},  # whether to call the judges; model names, made `judges` by
+    "08_systems.encoders": {
+        "choose_recipe"
+    },  # whether to run the recipe comparison, a job of its own (make recipe-choice)
+    "02_build.generate": {"questions_per_context"},  # the card's prompt text ("up to 5"), the same in both profiles
+    "11_analysis.error_analysis": {
+        "length_split"
+    },  # the analysis' answer-length threshold (default: the benchmark's median)
+    "12_analysis.quality": {"run_judge", "judge_models"},  # whether to call the judges; model names, made `judges` by
     # config.judges_from_models
 }
 
@@ -70,17 +75,19 @@ def test_the_config_module_sits_on_the_foundation_only():
     "The settings and the run context need paths, the card, the numerics and the benchmark's loader, nothing of a stage."
     from test_import_graph import import_graph
 
-    assert import_graph()["config"] <= {"basics", "core", "numerics", "qa_files", "benchmark"}
+    below = {"data.basics", "data.core", "data.numerics", "data.qa_files", "data.benchmark"}
+    assert import_graph()["data.config"] <= below
 
 
 def test_a_replaced_environment_variable_changes_nothing_and_is_named_once(monkeypatch, caplog):
     "A shell that exports a setting's former variable gets the profile's settings and one warning naming the parameter."
-    from indicipr import llm_servers, pool, training
+    from indicipr.llm import servers as llm_servers
+    from indicipr.systems import pool, training
 
     for name in config.REPLACED_ENV:
         monkeypatch.setenv(name, "2" if name == "INDICIPR_TRAIN_WORKERS" else "1")
     config._warn_replaced.cache_clear()
-    with caplog.at_level("WARNING", logger="indicipr.config"):
+    with caplog.at_level("WARNING", logger="indicipr.data.config"):
         assert config.settings_for("encoders", "paper") == config.ENCODERS["paper"]
         assert config.settings_for("llm_qa", "offline") == config.LLM_QA["offline"]
     said = [r.getMessage() for r in caplog.records]

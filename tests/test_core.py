@@ -12,7 +12,9 @@ import pytest
 from helpers import BIN, CHROMIUM_ARGS, ROOT, chromium_or_skip, sync_check_repo
 from helpers import QA_SMALL as FIXTURE
 
-from indicipr import artifacts, benchmark, core, error_analysis, error_taxonomy, qa_files, report, runner
+from indicipr.data import artifacts, benchmark, core, qa_files
+from indicipr.analysis import error_analysis, error_taxonomy
+from indicipr.run import report, runner
 
 
 @pytest.fixture
@@ -224,7 +226,7 @@ def test_parameters_tag_survives_nbdev_clean(tmp_path):
 def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
     "Copy the project into a fresh git repo, edit an exported cell, and run the CI sync check."
     repo, git, check = sync_check_repo(tmp_path)
-    nb_path = repo / "notebooks" / "00_core.ipynb"
+    nb_path = repo / "notebooks" / "00b_data.core.ipynb"
     nb = json.loads(nb_path.read_text())
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "def seed_everything" in "".join(c["source"]))
     cell["source"] = "".join(cell["source"]).replace("def seed_everything", "def seed_everything_renamed")
@@ -232,7 +234,7 @@ def test_sync_check_fails_when_notebook_edited_without_export(tmp_path):
     git("commit", "-qam", "edit notebook without export")
     bad = check()
     assert bad.returncode != 0
-    assert "indicipr/core.py" in bad.stdout + bad.stderr
+    assert "indicipr/data/core.py" in bad.stdout + bad.stderr
 
 
 # --- runner -------------------------------------------------------------------------------
@@ -254,44 +256,46 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     nbs.mkdir()
     figs = tmp_path / "figs"
     write_nb(
-        nbs / "00_core.ipynb",
-        "import pandas as pd\nfrom indicipr.artifacts import record_timings, save_table\n"
+        nbs / "00h_data.benchmark_tables.ipynb",
+        "import pandas as pd\nfrom indicipr.data.artifacts import record_timings, save_table\n"
         "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
         "print('chatter that belongs to the executed copy')\n"
-        "record_timings('00_core', demo=1.25)",
+        "record_timings('00h_data.benchmark_tables', demo=1.25)",
         "from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance().log.warning('kernel plumbing note')",
     )
-    write_nb(nbs / "02_generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
-    write_nb(nbs / "03_filters.ipynb", "x = 1")
+    write_nb(nbs / "02_build.generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
+    write_nb(nbs / "03_build.filters.ipynb", "x = 1")
     lines = []
     with pytest.raises(runner.PipelineError) as err:
         runner.run_pipeline(
             {"profile": "paper", "figures_dir": str(figs)},
             run_dir=tmp_path / "run",
-            notebooks=["00_core", "01_corpus", "02_generate", "03_filters"],
+            notebooks=["00h_data.benchmark_tables", "01_build.corpus", "02_build.generate", "03_build.filters"],
             nbs_dir=nbs,
             echo=lines.append,
         )
     msg = str(err.value)
-    assert "02_generate.ipynb" in msg and "cell 3 of 4" in msg and "boom in cell two" in msg
+    assert "02_build.generate.ipynb" in msg and "cell 3 of 4" in msg and "boom in cell two" in msg
     text = "\n".join(lines)
-    assert "[2/4] 01_corpus: MISSING" in text and "[1/4] 00_core: ok" in text
-    assert "03_filters" not in text.split("FAILED")[1].split("report:")[0] or "not run" in text
+    assert "[2/4] 01_build.corpus: MISSING" in text and "[1/4] 00h_data.benchmark_tables: ok" in text
+    assert "03_build.filters" not in text.split("FAILED")[1].split("report:")[0] or "not run" in text
     assert (figs / "tables" / "runner_demo.csv").read_text().strip().endswith("paper")
     index = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "runner_demo" in index and "missing" in index and "failed" in index
     run = json.loads((tmp_path / "run" / "report" / "run.json").read_text())
     assert [r["status"] for r in run["results"]] == ["ok", "missing", "failed", "not run"]
     # the duration recorded inside the notebook reached the run (and only the run), attributed to its notebook
-    assert run["timings"] == [{"notebook": "00_core", "stage": "00_core", "name": "demo", "seconds": 1.25}]
+    assert run["timings"] == [
+        {"notebook": "00h_data.benchmark_tables", "stage": "00h_data.benchmark_tables", "name": "demo", "seconds": 1.25}
+    ]
     assert "INDICIPR_RUN_DIR" not in os.environ
     # quiet: nothing but the runner's own lines reached the terminal (no kernel transport/debugger warnings)
     out, err_text = capfd.readouterr()
     assert out == "" and err_text == "", (out, err_text)
     assert (
-        "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00_core.kernel.log").read_text()
+        "kernel plumbing note" in (tmp_path / "run" / "notebooks" / "00h_data.benchmark_tables.kernel.log").read_text()
     )  # kept, in the run
-    assert not (tmp_path / "run" / "notebooks" / "02_generate.kernel.log").exists()  # quiet: removed
+    assert not (tmp_path / "run" / "notebooks" / "02_build.generate.kernel.log").exists()  # quiet: removed
 
 
 @pytest.mark.slow  # two kernels
@@ -300,41 +304,47 @@ def test_a_stage_that_skipped_every_input_is_reported_and_fails_the_run(tmp_path
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     write_nb(
-        nbs / "10_significance.ipynb",
-        "from indicipr.artifacts import record_skipped\n"
-        "record_skipped('10_significance', 'none of the 2 prediction files answers the test split')",
+        nbs / "10_analysis.significance.ipynb",
+        "from indicipr.data.artifacts import record_skipped\n"
+        "record_skipped('10_analysis.significance', 'none of the 2 prediction files answers the test split')",
     )
-    write_nb(nbs / "11_errors.ipynb", "x = 1")
+    write_nb(nbs / "11_analysis.error_analysis.ipynb", "x = 1")
     lines = []
     with pytest.raises(runner.StagesSkipped) as err:
         runner.run_pipeline(
             {"figures_dir": str(tmp_path / "figs")},
             run_dir=tmp_path / "run",
-            notebooks=["10_significance", "11_errors"],
+            notebooks=["10_analysis.significance", "11_analysis.error_analysis"],
             nbs_dir=nbs,
             echo=lines.append,
         )
-    assert "notebook 10_significance skipped every input it was given: none of the 2 prediction files" in str(err.value)
+    assert "notebook 10_analysis.significance skipped every input it was given: none of the 2 prediction files" in str(
+        err.value
+    )
     text = "\n".join(lines)
-    assert "[1/2] 10_significance: SKIPPED every input" in text and "[2/2] 11_errors: ok" in text  # the rest still ran
-    assert "1 ok, 0 missing, 1 skipped every input (10_significance)" in text
+    assert (
+        "[1/2] 10_analysis.significance: SKIPPED every input" in text and "[2/2] 11_analysis.error_analysis: ok" in text
+    )  # the rest still ran
+    assert "1 ok, 0 missing, 1 skipped every input (10_analysis.significance)" in text
     run = json.loads((tmp_path / "run" / "report" / "run.json").read_text())
     assert [r["status"] for r in run["results"]] == ["skipped", "ok"]
 
     def skipping(*a, **k):
-        raise runner.StagesSkipped("notebook 10_significance skipped every input it was given: no prediction files")
+        raise runner.StagesSkipped(
+            "notebook 10_analysis.significance skipped every input it was given: no prediction files"
+        )
 
-    from indicipr import cli
+    from indicipr.run import cli
 
     monkeypatch.setattr(cli, "run_pipeline", skipping)
-    assert cli.main(["reproduce", "--only", "10_significance", "--run-dir", str(tmp_path / "run2")]) == 1
-    assert "indicipr reproduce: notebook 10_significance skipped every input" in capsys.readouterr().err
+    assert cli.main(["reproduce", "--only", "10_analysis.significance", "--run-dir", str(tmp_path / "run2")]) == 1
+    assert "indicipr reproduce: notebook 10_analysis.significance skipped every input" in capsys.readouterr().err
 
 
 def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
     run_dir = tmp_path / "run"
     out = subprocess.run(
-        [str(BIN / "indicipr"), "reproduce", "--only", "00_core,99_nope", "--run-dir", str(run_dir)],
+        [str(BIN / "indicipr"), "reproduce", "--only", "00h_data.benchmark_tables,99_nope", "--run-dir", str(run_dir)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -347,9 +357,11 @@ def test_reproduce_unknown_only_exits_2_before_running(tmp_path):
 def test_unknown_parameter_is_refused_before_running(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    write_nb(nbs / "00_core.ipynb", "raise SystemExit('must not run')")
+    write_nb(nbs / "00h_data.benchmark_tables.ipynb", "raise SystemExit('must not run')")
     with pytest.raises(runner.RunnerUsageError, match="sedes"):
-        runner.run_pipeline({"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=print)
+        runner.run_pipeline(
+            {"sedes": [0]}, run_dir=tmp_path / "run", notebooks=["00h_data.benchmark_tables"], nbs_dir=nbs, echo=print
+        )
     assert not (tmp_path / "run").exists()
 
 
@@ -584,7 +596,10 @@ def test_every_number_of_core_card_is_written_in_the_dataset_card():
 
 def test_modules_read_the_card_from_core_and_the_report_is_built_from_it(monkeypatch):
     "One source: stage modules hold no card number of their own, and CARD_TABLES is formatting of core.CARD only."
-    from indicipr import bm25, config, significance, split, stats
+    from indicipr.systems import bm25
+    from indicipr.data import config
+    from indicipr.analysis import significance
+    from indicipr.build import split, stats
 
     for mod in (bm25, error_analysis, error_taxonomy, significance, split, stats):
         assert mod.CARD is core.CARD, mod.__name__
@@ -623,14 +638,14 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
 
     for nb in (
         ROOT / "notebooks" / f"{name}.ipynb" for name in runner.NOTEBOOKS
-    ):  # the stage notebooks, 09a_grounded too
+    ):  # the stage notebooks, 09a_systems.grounded too
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         module = next(
-            re.search(r"#\| default_exp (\w+)", "".join(c["source"])).group(1)
+            re.search(r"#\| default_exp ([\w.]+)", "".join(c["source"])).group(1)
             for c in cells
             if "#| default_exp" in "".join(c["source"])
         )
-        tree = ast.parse((ROOT / "indicipr" / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse((ROOT / "indicipr" / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         params = set(runner.notebook_parameters(nb))

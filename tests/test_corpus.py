@@ -1,4 +1,4 @@
-"""The corpus stage (indicipr.corpus, with indicipr.cleaning and indicipr.statutes): the cleaner keeps every statutory word, and the
+"""The corpus stage (indicipr.build.corpus, with indicipr.build.cleaning and indicipr.build.statutes): the cleaner keeps every statutory word, and the
 India Code PDF path gives back exactly what the section JSONL path gives.
 
 * Editorial forms: `tests/fixtures/corpus/editorial_forms.jsonl` holds real sections dressed in every
@@ -22,19 +22,20 @@ from pathlib import Path
 
 import pytest
 
-import indicipr.cleaning as cleaning
-import indicipr.corpus as corpus
-from indicipr import cli
-from indicipr.cleaning import clean_section, is_toc_page
-from indicipr.core import ACTS
-from indicipr.corpus import build_contexts, check_section, cleaner_check_table, editorial_leftovers, section_contexts
-from indicipr.statutes import (
-    read_official_pdfs,
-    read_pdf_pages,
-    read_sections_jsonl,
-    read_statute_pdf,
-    statutes_jsonl_paths,
+import indicipr.build.cleaning as cleaning
+import indicipr.build.corpus as corpus
+from indicipr.run import cli
+from indicipr.build.cleaning import clean_section, is_toc_page
+from indicipr.data.core import ACTS
+from indicipr.build.corpus import (
+    build_contexts,
+    check_section,
+    cleaner_check_table,
+    editorial_leftovers,
+    section_contexts,
 )
+from indicipr.build.statutes import read_official_pdfs, read_pdf_pages, read_statute_pdf
+from indicipr.build.sections import read_sections_jsonl, statutes_jsonl_paths
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "editorial_forms.jsonl"
 FORMS = read_sections_jsonl(FIXTURE)

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from helpers import BIN, ROOT, sync_check_repo, user_env
 
-from indicipr import cli, notebook_files, runner
+from indicipr.run import cli, notebook_files, runner
 
 
 def git_status(repo=ROOT) -> str:
@@ -31,7 +31,9 @@ def run_as_user(*args, cwd=ROOT, timeout=600) -> subprocess.CompletedProcess:
 def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
     "No -k, no -l: the notebook's kernelspec (python3) and language; tables go under runs/interactive/, not figures/."
     before = git_status()
-    run_as_user(BIN / "papermill", "notebooks/06_metrics.ipynb", tmp_path / "out.ipynb", "-p", "split", "validation")
+    run_as_user(
+        BIN / "papermill", "notebooks/06_scoring.metrics.ipynb", tmp_path / "out.ipynb", "-p", "split", "validation"
+    )
     assert git_status() == before, git_status()
     table = ROOT / "runs" / "interactive" / "figures" / "tables" / "metrics_definitions_examples.md"
     assert table.is_file()
@@ -42,7 +44,7 @@ def test_plain_papermill_runs_a_notebook_and_leaves_git_status_clean(tmp_path):
 @pytest.mark.slow  # over 8 s on 2 cores
 def test_papermill_help_notebook_lists_every_parameter_with_its_type():
     "Three notebooks through papermill's CLI (every notebook through the same reader: test_every_notebook_names_the_one_kernel)."
-    for name in ("06_metrics", "08_encoders", "12_quality"):
+    for name in ("06_scoring.metrics", "08_systems.encoders", "12_analysis.quality"):
         nb = ROOT / "notebooks" / f"{name}.ipynb"
         out = run_as_user(BIN / "papermill", "--help-notebook", nb, timeout=120)
         for param in runner.notebook_parameters(nb):
@@ -61,28 +63,32 @@ def test_a_parameter_without_a_type_is_a_door_problem(tmp_path):
     "`reader_k = None` was listed by papermill as 'Unknown type' and let through by the runner's type check."
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         assert None not in runner.notebook_parameter_types(nb).values(), nb.name  # each parameter has a type
-    grounded = runner.notebook_parameter_types(ROOT / "notebooks" / "09a_grounded.ipynb")
+    grounded = runner.notebook_parameter_types(ROOT / "notebooks" / "09a_systems.grounded.ipynb")
     assert grounded["reader_k"] == (int, type(None)) and grounded["llm_endpoints"] == (str, dict, type(None))
     folder = tmp_path / "nbs"
     folder.mkdir()
-    nb = json.loads((ROOT / "notebooks" / "09a_grounded.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads((ROOT / "notebooks" / "09a_systems.grounded.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
     cell["source"] = "".join(cell["source"]).replace("reader_k: Optional[int] = None", "reader_k = None")
-    (folder / "09a_grounded.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / "09a_systems.grounded.ipynb").write_text(
+        json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     problems = notebook_files.notebook_door_problems(folder)
-    assert problems and "09a_grounded.ipynb: parameter(s) reader_k have no type annotation" in problems[0], problems
+    assert problems and "09a_systems.grounded.ipynb: parameter(s) reader_k have no type annotation" in problems[0], (
+        problems
+    )
 
 
 def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     repo, git, check = sync_check_repo(tmp_path)
-    nb_path = repo / "notebooks" / "00_core.ipynb"
+    nb_path = repo / "notebooks" / "00b_data.core.ipynb"
     nb = json.loads(nb_path.read_text())
     nb["metadata"] = {}  # what nine notebooks once were: no kernelspec
     nb_path.write_text(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
     git("commit", "-qam", "drop the kernelspec")
     bad = check()
     assert bad.returncode == 1
-    assert "00_core.ipynb: metadata {}" in bad.stdout, bad.stdout
+    assert "00b_data.core.ipynb: metadata {}" in bad.stdout, bad.stdout
     assert "NOTEBOOK METADATA" in bad.stdout, bad.stdout
 
 
@@ -134,7 +140,7 @@ def test_nbdev_proc_nbs_succeeds_and_leaves_no_untracked_file(tmp_path):
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert git_status(repo) == "", git_status(repo)
     assert (repo / "_proc" / "index.ipynb").is_file()
-    assert (repo / "_proc" / "06_metrics.ipynb").is_file()
+    assert (repo / "_proc" / "06_scoring.metrics.ipynb").is_file()
 
 
 def walk_parser(p, path="indicipr"):
@@ -220,10 +226,10 @@ def test_version():
 def test_reproduce_prints_only_results_on_stdout(tmp_path):
     "Progress and the kernels' chatter on stderr; `indicipr reproduce … 2>/dev/null` shows the report, the tables' verdict, the summary."
     before = git_status()
-    out = run_as_user(BIN / "indicipr", "reproduce", "--only", "06_metrics", "--run-dir", tmp_path / "run")
+    out = run_as_user(BIN / "indicipr", "reproduce", "--only", "06_scoring.metrics", "--run-dir", tmp_path / "run")
     lines = out.stdout.splitlines()
     assert [line.split(":")[0].split(" in ")[0] for line in lines] == ["report", "tables", "done"], out.stdout
-    assert "[1/1] 06_metrics: ok" in out.stderr
+    assert "[1/1] 06_scoring.metrics: ok" in out.stderr
     assert git_status() == before  # a partial run: its tables went to the run folder
     assert (tmp_path / "run" / "figures" / "tables" / "metrics_definitions_examples.md").is_file()
 
@@ -244,7 +250,7 @@ def test_a_saved_figure_is_shown_in_the_notebook_under_agg(tmp_path):
     "The stage notebooks select Agg; a figure they save still appears among the cell's outputs (and so in the committed ones)."
     outputs = second_cell_outputs_under_papermill(
         tmp_path,
-        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom indicipr.artifacts import save_figure",
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom indicipr.data.artifacts import save_figure",
         f"fig, ax = plt.subplots(); ax.plot([0, 1])\n_ = save_figure(fig, 'shown', {str(tmp_path / 'figs')!r})",
     )
     shown = [o for o in outputs if "image/png" in o.get("data", {})]

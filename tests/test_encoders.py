@@ -1,4 +1,4 @@
-"""Fine-tuning, resuming, sliding-window labels and inference of `indicipr.encoders` (tiny models, CPU)."""
+"""Fine-tuning, resuming, sliding-window labels and inference of `indicipr.systems.encoders` (tiny models, CPU)."""
 
 import json
 import os
@@ -10,12 +10,14 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from indicipr import benchmark, cli, config, core, metrics, predictions, qa_files  # noqa: E402
-from indicipr import encoders as E
-from indicipr import finetune as FT
-from indicipr import qa_model as QM
-from indicipr import training as TR
-from indicipr.config import Window
+from indicipr.data import benchmark, config, core, qa_files  # noqa: E402
+from indicipr.run import cli
+from indicipr.scoring import metrics, predictions
+from indicipr.systems import encoders as E
+from indicipr.systems import finetune as FT
+from indicipr.systems import qa_model as QM
+from indicipr.systems import training as TR
+from indicipr.data.config import Window
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
 
@@ -145,7 +147,7 @@ def test_openvino_logits_within_1e5_of_torch_and_the_same_answers(splits):
         assert [(x.start, x.end) for x in a] == [(y.start, y.end) for y in b]
         assert all(abs(x.score - y.score) < 1e-4 for x, y in zip(a, b))
     n_tokens = int(QM.encode_windows(recs, tok, Window(128, 32)).lengths.sum())
-    from indicipr import numerics
+    from indicipr.data import numerics
 
     # compiled already: auto reuses it (with native numerics; pinned, `auto` stays on torch)
     assert QM.resolve_engine("auto", model, "cpu", n_tokens) == ("torch" if numerics.pinned() else "openvino")
@@ -318,15 +320,17 @@ def test_answer_length_cap_covers_training_answers(splits, tok):
 # -- the paper profile's hub path, against the hub stand-in ---------------------------------------------------------
 HUB_RUN = """
 import json, sys
-from indicipr import encoders as E, qa_model as QM, training as TR
-rows, _ = E.run_encoders(sys.argv[1], "paper", models=["inlegalbert"], seeds=[0], epochs=0.1)
+from indicipr.data.config import run_context
+from indicipr.systems import encoders as E, qa_model as QM, training as TR
+ctx = run_context(sys.argv[1], "paper", stage="encoders", models=["inlegalbert"], seeds=[0], epochs=0.1)
+rows, _ = E.run_encoders(ctx)
 print("ROWS " + json.dumps([r["settings"] for r in rows]))
 """
 
 
 @pytest.mark.slow
 def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_question(tmp_path):
-    "`run_encoders(folder, 'paper')` fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
+    "`run_encoders` on a folder under the paper profile fetches law-ai/InLegalBERT through `from_pretrained` from `HF_ENDPOINT`."
     import subprocess
     import sys
 
@@ -393,7 +397,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         rehearsal=0.5,
     )
     assert config.ENCODERS["offline"].freeze_embeddings  # what the runs below inherit
-    rows, _ = E.run_encoders(str(FIXTURE), "offline", **kw)
+    rows, _ = E.run_encoders(config.run_context(str(FIXTURE), "offline", stage="encoders", **kw))
     folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
     phase1 = FT.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
@@ -432,7 +436,9 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight
     )
     mtime = (folder / "qa_config.json").stat().st_mtime
-    E.run_encoders(str(FIXTURE), "offline", **kw)  # a second run reuses both phases
+    E.run_encoders(
+        config.run_context(str(FIXTURE), "offline", stage="encoders", **kw)
+    )  # a second run reuses both phases
     assert (folder / "qa_config.json").stat().st_mtime == mtime
 
 
@@ -440,19 +446,22 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     "`boundary_runs` decodes a finished run again (weights tuned on validation) and writes `<model>_boundary_seed<k>` with its provenance."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
     rows, _ = E.run_encoders(
-        str(FIXTURE),
-        "offline",
-        models=[tiny_model_dir],
-        seeds=[0],
-        max_steps=3,
-        max_length=128,
-        stride=32,
-        intermediate=False,
-        curve_every=0,
+        config.run_context(
+            str(FIXTURE),
+            "offline",
+            stage="encoders",
+            models=[tiny_model_dir],
+            seeds=[0],
+            max_steps=3,
+            max_length=128,
+            stride=32,
+            intermediate=False,
+            curve_every=0,
+        )
     )
-    run_settings = config.settings_for("encoders", "offline", models=[tiny_model_dir])
-    assert run_settings.boundary_models == "all" and run_settings.boundary_tune_split == "validation"
-    b = E.boundary_runs(str(FIXTURE), rows, run_settings)
+    ctx = config.run_context(str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir])
+    assert ctx.settings.boundary_models == "all" and ctx.settings.boundary_tune_split == "validation"
+    b = E.boundary_runs(ctx, rows)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
@@ -466,7 +475,9 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     table = E.boundary_table(b)
     assert table.loc[0, "plain system"] == rows[0]["system"]
     assert (
-        E.boundary_runs(str(FIXTURE), rows, config.settings_for("encoders", "offline", boundary_models=["inlegalbert"]))
+        E.boundary_runs(
+            config.run_context(str(FIXTURE), "offline", stage="encoders", boundary_models=["inlegalbert"]), rows
+        )
         == []
     )  # not a model of these rows
 
@@ -474,7 +485,7 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
 def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir, splits):
     """With all weights 0, boundary-aware decoding answers exactly as `predict_answers` on contexts of several windows
     (max_length 64, stride 16): the same score across windows, the same spans, the same ties; a bonus then moves answers."""
-    from indicipr import boundary
+    from indicipr.systems import boundary
 
     model, tok = QM.load_qa_model(tiny_model_dir), QM.load_tokenizer(tiny_model_dir)
     recs = splits["validation"] + splits["test"]

@@ -8,12 +8,13 @@ import pytest
 from helpers import QA_SMALL as FIXTURE
 from helpers import read_qa_small, read_qa_small_all, write_prediction_file
 
-from indicipr import cli, core
-from indicipr import error_analysis as E
-from indicipr import error_taxonomy as T
-from indicipr import metrics as M
-from indicipr import split as SP
-from indicipr import stats as ST
+from indicipr.run import cli
+from indicipr.data import core
+from indicipr.analysis import error_analysis as E
+from indicipr.analysis import error_taxonomy as T
+from indicipr.scoring import metrics as M
+from indicipr.build import split as SP
+from indicipr.build import stats as ST
 
 
 def gold_parts(rec):
@@ -189,7 +190,7 @@ def test_taxonomy_on_real_answers():
 
 def test_report_card_table_lines_up_with_the_taxonomy_labels():
     "The report's card table for the errors has the taxonomy's labels, in its order, with the card's counts."
-    from indicipr import report
+    from indicipr.run import report
 
     columns, rows = report.card_table("errors")
     frame, _ = M.score_predictions(read_qa_small("test"), {})
@@ -299,7 +300,7 @@ def test_evaluate_cli_errors(tmp_path, capsys):
 
 
 def test_indicipr_evaluate_command_reaches_the_report(tmp_path, capsys):
-    "`indicipr evaluate` (the one CLI, indicipr.cli) prints the report of indicipr.error_analysis on stdout."
+    "`indicipr evaluate` (the one CLI, indicipr.run.cli) prints the report of indicipr.analysis.error_analysis on stdout."
     gold = read_qa_small("test")
     write_prediction_file(tmp_path / "p.json", {r["id"]: r["answers"]["text"][0] for r in gold})
     rc = cli.main(

@@ -1,4 +1,4 @@
-"""The error explorer (indicipr.explorer) and the run report in a real browser: Debian's Chromium driven by Playwright
+"""The error explorer (indicipr.analysis.explorer) and the run report in a real browser: Debian's Chromium driven by Playwright
 (never a downloaded browser). The explorer page of `indicipr evaluate --out x.html` opened from file://: its class
 filter shows exactly that class's count, its marked predicted span is the prediction; the report and the explorer at
 400 px are no wider than the window; every predictions form `evaluate` reads gives the same scores."""
@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import CHROMIUM_ARGS, ROOT, chromium_or_skip
 
-from indicipr import artifacts, cli, core, error_taxonomy, explorer, metrics, predictions, qa_files, report, runner
+from indicipr.data import artifacts, core, qa_files
+from indicipr.run import cli, report, runner
+from indicipr.analysis import error_taxonomy, explorer
+from indicipr.scoring import metrics, predictions
 
 GOLD = ROOT / "data" / "sample" / "test_squad.jsonl"
 

@@ -1,6 +1,6 @@
-"""The filter stage (indicipr.filters) on whole builds: real recorded candidates, malformed input,
+"""The filter stage (indicipr.build.filters) on whole builds: real recorded candidates, malformed input,
 raw parse-failure records, and byte-identical reruns. The per-filter tests on real candidates live
-in notebooks/03_filters.ipynb."""
+in notebooks/03_build.filters.ipynb."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from helpers import recorded_candidates
 
-from indicipr.filters import FILTERS, apply_filters, filter_build, filter_table
-from indicipr.qa_files import JSONLError, read_jsonl, write_jsonl
+from indicipr.build.filters import FILTERS, apply_filters, filter_build, filter_table
+from indicipr.data.qa_files import JSONLError, read_jsonl, write_jsonl
 
 
 def test_filter_build_on_the_recorded_candidates_is_deterministic(root):
@@ -61,7 +61,7 @@ def test_a_malformed_candidates_line_is_named(root):
 
 
 def test_missing_candidates_say_which_stage_to_run(root):
-    with pytest.raises(FileNotFoundError, match="02_generate"):
+    with pytest.raises(FileNotFoundError, match="02_build.generate"):
         filter_build("nothing")
 
 

@@ -16,7 +16,9 @@ from helpers import QA_SMALL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indicipr import basics, cli, config, core, predictions, qa_files, runner
+from indicipr.data import basics, config, core, qa_files
+from indicipr.run import cli, runner
+from indicipr.scoring import predictions
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GOLD_RECORDS = qa_files.load_qa_file(QA_SMALL / "test_squad.jsonl", strict=True).records
@@ -210,9 +212,12 @@ def test_audit_export_exits_0_or_2_and_changes_only_its_output(n, seed, annotato
 def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
-        only = {"seed": "11_errors", "n_resamples": "11_errors", "strict": "00_core", "split": "11_errors"}.get(
-            name, "06_metrics"
-        )
+        only = {
+            "seed": "11_analysis.error_analysis",
+            "n_resamples": "11_analysis.error_analysis",
+            "strict": "00h_data.benchmark_tables",
+            "split": "11_analysis.error_analysis",
+        }.get(name, "06_scoring.metrics")
         parsed = cli.parse_parameter_value(value)
         types = {
             **runner.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),

@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT, SHARED, recorded_generations
 from standins.openai_server import OpenAIStandIn, two_item_reply
 
-from indicipr.generate import (
+from indicipr.build.generate import (
     CANDIDATE_FIELDS,
     SYSTEM_MESSAGE,
     ContextFormatError,
@@ -27,8 +27,8 @@ from indicipr.generate import (
     recorded_contexts,
     recorded_replay,
 )
-from indicipr.llm import Endpoint, ResponseCache, request_key
-from indicipr.qa_files import read_jsonl, write_jsonl
+from indicipr.llm.client import Endpoint, ResponseCache, request_key
+from indicipr.data.qa_files import read_jsonl, write_jsonl
 
 CARD = SHARED / "seed" / "IndicIPR-QA-dataset-card.txt" if SHARED else None
 
@@ -114,8 +114,8 @@ def test_bad_context_record_names_file_and_line(tmp_path):
 
 RUNNER = """
 import sys
-from indicipr.llm import Endpoint, ResponseCache
-from indicipr.generate import generate_candidates, read_contexts
+from indicipr.llm.client import Endpoint, ResponseCache
+from indicipr.build.generate import generate_candidates, read_contexts
 contexts_path, base_url, cache_path, out_dir = sys.argv[1:5]
 endpoint = Endpoint(base_url, "fake-model", backoff_s=0.01)
 generate_candidates(read_contexts(contexts_path), endpoint, ResponseCache(cache_path), out_dir=out_dir,

@@ -1,4 +1,4 @@
-"""The open-retrieval stage (notebook 09a, its retrievers in 07f_retrieval): each retriever on a small real-statute corpus where the right provision is
+"""The open-retrieval stage (notebook 09a, its retrievers in 08a_systems.retrieval): each retriever on a small real-statute corpus where the right provision is
 known (the sample's 106 contexts), bm25s against rank-bm25 on the sample's test questions, fusion, and the encoder
 reader on the retrieved contexts."""
 
@@ -7,9 +7,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-from indicipr import benchmark, core, finetune
-from indicipr import grounded as gr
-from indicipr import retrieval as rt
+from indicipr.data import benchmark, core
+from indicipr.systems import finetune
+from indicipr.systems import grounded as gr
+from indicipr.systems import retrieval as rt
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +183,7 @@ def test_tied_validation_choices_take_the_simplest_and_say_so(sample):
         for s in (0.0, 0.5, 4.0)
         for e in (0.0, 0.5, 4.0)
     ]
-    from indicipr import boundary
+    from indicipr.systems import boundary
 
     best, _ = boundary.simplest_best(
         {(r["start_weight"], r["end_weight"], 0.0): r["f1"] for r in rows}, boundary.weights_simplicity

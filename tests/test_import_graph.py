@@ -1,27 +1,39 @@
-"""The modules of indicipr/ import each other without a cycle (and no module imports itself): the
-graph of `from .x`, `from indicipr.x`, `from indicipr import x`, `from . import x` and
-`import indicipr.x` imports, function-level ones included, is acyclic. A later notebook's module
-may use an earlier one, never the other way round (the evaluate report lives in 11_errors for that); a library
-notebook with a letter suffix may sit below its parent (06a_predictions holds the files 06_metrics scores)."""
+"""The modules of indicipr/ stand on floors, the sub-packages `data`, `llm`, `build`, `scoring`, `systems`, `analysis`
+and `run` (in that order): a module imports modules of its own floor and of the floors below, never above, and the
+graph of imports (`from .x`, `from ..floor.x`, `from indicipr.floor.x`, `from indicipr.floor import x`,
+`import indicipr.floor.x`, function-level ones included) is acyclic. The notebooks read in order: a notebook's name is
+its number, its letter and its module's path (`08_systems.encoders.ipynb` exports `indicipr.systems.encoders`), and no
+notebook imports, in any cell, the module of a notebook whose name sorts after its own."""
 
 import ast
+import json
+import re
 
 from helpers import ROOT
 
 PACKAGE = ROOT / "indicipr"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+FLOORS = ("data", "llm", "build", "scoring", "systems", "analysis", "run")  # from the bottom up
 
 
 def modules() -> dict[str, ast.Module]:
+    "Every module of a floor by its dotted path below `indicipr` (`data.core`)."
     return {
-        p.stem: ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
-        for p in sorted(PACKAGE.glob("*.py"))
+        ".".join(p.relative_to(PACKAGE).with_suffix("").parts): ast.parse(
+            p.read_text(encoding="utf-8"), filename=str(p)
+        )
+        for floor in FLOORS
+        for p in sorted((PACKAGE / floor).glob("*.py"))
         if p.stem != "__init__"
     }
 
 
-# `from indicipr.core import load_benchmark` is public API (README): core's module `__getattr__` serves it from
-# indicipr.benchmark, a module above core, on first use. That lazy re-export is the one import the graph leaves out.
-DOCUMENTED_REEXPORTS = {"core": {"benchmark"}}
+def test_the_package_top_holds_the_floors_and_the_entry_only():
+    "Outside the floors: the package's `__init__` (the public face), nbdev's index and the old console entry `cli.py`."
+    assert {p.name for p in PACKAGE.glob("*.py")} == {"__init__.py", "_modidx.py", "cli.py"}
+    entry = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
+    assert not [n for n in entry.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]  # it defines nothing
+    assert {d.name for d in PACKAGE.iterdir() if (d / "__init__.py").exists()} == {*FLOORS, "lm_eval_tasks"}
 
 
 def lazy_reexport_imports(tree: ast.Module) -> list[ast.AST]:
@@ -35,29 +47,35 @@ def lazy_reexport_imports(tree: ast.Module) -> list[ast.AST]:
     ]
 
 
-def imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
+def _absolute(node: ast.ImportFrom, name: str) -> str:
+    "The dotted path below `indicipr` of what `from <module> import` names, read in module `name` (`data.core`)."
+    base = node.module or ""
+    if node.level:
+        package = name.split(".")[: -node.level]
+        return ".".join([*package, *([base] if base else [])])
+    return base.removeprefix("indicipr").lstrip(".")
+
+
+def imported_modules(tree: ast.Module, known: set[str], name: str = "") -> set[str]:
     "Package modules a module imports anywhere in its body (top level or inside functions)."
     found = set()
-    lazy = {id(n) for n in lazy_reexport_imports(tree)}
     for node in ast.walk(tree):
-        if id(node) in lazy:
-            continue
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level == 1 or base == "indicipr" or base.startswith("indicipr."):
-                name = base.removeprefix("indicipr").lstrip(".")
-                if name:
-                    found.add(name.split(".")[0])
-                else:  # from . import x / from indicipr import x
-                    found |= {a.name for a in node.names if a.name in known}
+            if not (node.level or node.module == "indicipr" or (node.module or "").startswith("indicipr.")):
+                continue
+            base = _absolute(node, name)
+            found |= {base} | {f"{base}.{a.name}".lstrip(".") for a in node.names}
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("indicipr.")}
+            for a in node.names:
+                if a.name.startswith("indicipr."):
+                    parts = a.name.split(".")[1:]
+                    found |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
     return found & known
 
 
 def import_graph() -> dict[str, set[str]]:
     trees = modules()
-    return {name: imported_modules(tree, set(trees)) for name, tree in trees.items()}
+    return {name: imported_modules(tree, set(trees), name) for name, tree in trees.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -87,44 +105,44 @@ def test_the_checker_finds_cycles_and_function_level_imports():
     assert find_cycle({"a": {"a"}}) == ["a", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
     tree = ast.parse(
-        "import os\nfrom .core import x\ndef f():\n    from indicipr.metrics import y\n    from indicipr import error_analysis\n"
-        "    import indicipr.stats\n    from . import split\n"
+        "import os\nfrom ..data.core import x\ndef f():\n    from indicipr.scoring.metrics import y\n"
+        "    from indicipr.analysis import error_analysis\n    import indicipr.build.stats\n    from . import split\n"
+        "    from .filters import z\n"
     )
-    assert imported_modules(tree, {"core", "metrics", "error_analysis", "stats", "split"}) == {
-        "core",
-        "metrics",
-        "error_analysis",
-        "stats",
-        "split",
-    }
+    known = {"data.core", "scoring.metrics", "analysis.error_analysis", "build.stats", "build.split", "build.filters"}
+    assert imported_modules(tree, known, "build.corpus") == known
 
 
 def test_indicipr_import_graph_is_acyclic():
     graph = import_graph()
-    assert {"core", "metrics", "error_analysis", "significance"} <= set(graph)
+    assert {"data.core", "scoring.metrics", "analysis.error_analysis", "analysis.significance"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle in indicipr/: " + " -> ".join(cycle)
 
 
-def test_the_only_lazy_reexport_is_the_documented_one():
-    "A module `__getattr__` hands out a name of a module above it for the README's `benchmark.load_benchmark` only."
-    lazy = {}
-    for name, tree in modules().items():
-        for node in lazy_reexport_imports(tree):
-            lazy.setdefault(name, set()).update(
-                imported_modules(ast.Module(body=[node], type_ignores=[]), set(modules()))
-            )
-    assert lazy == DOCUMENTED_REEXPORTS
-    from indicipr import benchmark
-
-    assert benchmark.load_benchmark is benchmark.load_benchmark
+def test_a_module_imports_its_floor_and_the_floors_below_only():
+    for name, deps in import_graph().items():
+        floor = FLOORS.index(name.split(".")[0])
+        above = {d for d in deps if FLOORS.index(d.split(".")[0]) > floor}
+        assert not above, f"{name} imports a higher floor: {sorted(above)}"
 
 
-FOUNDATION = ("basics", "core", "numerics", "qa_files", "benchmark", "artifacts")  # from the bottom up
+def test_no_module_hands_out_names_lazily():
+    "No module `__getattr__` serves a module above it: the package top (`indicipr/__init__.py`) is the public face."
+    lazy = {name for name, tree in modules().items() if lazy_reexport_imports(tree)}
+    assert not lazy, lazy
+    import indicipr
+    from indicipr.data.benchmark import load_benchmark
+    from indicipr.scoring.metrics import score_predictions
+
+    assert indicipr.load_benchmark is load_benchmark and indicipr.score_predictions is score_predictions
+
+
+FOUNDATION = ("data.basics", "data.core", "data.numerics", "data.qa_files", "data.benchmark", "data.artifacts")
 
 
 def test_the_foundation_stands_on_the_foundation_only():
-    "basics, core, the QA files, the benchmark loader and the artifacts: each imports only the ones below it."
+    "basics, core, numerics, the QA files, the benchmark loader and the artifacts: each imports only the ones below it."
     graph = import_graph()
     for i, name in enumerate(FOUNDATION):
         assert graph[name] <= set(FOUNDATION[:i]), (name, graph[name] - set(FOUNDATION[:i]))
@@ -132,22 +150,77 @@ def test_the_foundation_stands_on_the_foundation_only():
 
 def test_metrics_depends_on_no_later_analysis():
     graph = import_graph()
-    assert not graph["metrics"] & {
-        "significance",
-        "error_analysis",
-        "error_taxonomy",
-        "bm25",
-        "encoders",
-        "llm_qa",
-        "quality",
+    assert not graph["scoring.metrics"] & {
+        "analysis.significance",
+        "analysis.error_analysis",
+        "analysis.error_taxonomy",
+        "systems.bm25",
+        "systems.encoders",
+        "systems.llm_qa",
+        "analysis.quality",
     }
-    assert "significance" in graph["error_analysis"] and "metrics" in graph["error_analysis"]
-    assert (
-        "significance" not in graph["error_taxonomy"]
-    )  # the classes need no bootstrap: the explorer and the report use them
+    assert {"scoring.bootstrap", "scoring.metrics"} <= graph["analysis.error_analysis"]
+    # the classes need no bootstrap: the explorer and the report use them
+    assert not {"analysis.significance", "scoring.bootstrap"} & graph["analysis.error_taxonomy"]
 
 
-# Each module keeps its own model display names under this name (the stages' settings are all in indicipr.config);
+# ---------------------------------------------------------------- the notebooks, in reading order
+def notebook_modules() -> dict[str, str]:
+    "Notebook name (no suffix) → the module path its `#| default_exp` names."
+    out = {}
+    for p in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
+        exp = [m.group(1) for c in cells if (m := re.match(r"#\| default_exp ([\w.]+)", "".join(c["source"])))]
+        if exp:
+            out[p.name.removesuffix(".ipynb")] = exp[0]
+    return out
+
+
+def notebook_imports(path) -> set[str]:
+    "The package modules any code cell of a notebook imports (magics and shell lines left out)."
+    known, found = set(modules()), set()
+    for c in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if c["cell_type"] != "code":
+            continue
+        code = "\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
+        found |= imported_modules(ast.parse(code), known)
+    return found
+
+
+def test_a_notebook_is_named_after_its_module():
+    "`NN[x]_<module path>.ipynb`; the stage notebooks are the runner's fourteen, in order, each with its card number."
+    from indicipr.run.runner import NOTEBOOKS
+
+    mods = notebook_modules()
+    assert set(mods.values()) == set(modules()), set(modules()) ^ set(mods.values())
+    for nb, mod in mods.items():
+        assert re.fullmatch(r"\d\d[a-z]?_" + re.escape(mod), nb), nb
+    assert set(NOTEBOOKS) <= set(mods) and len(NOTEBOOKS) == 14 and NOTEBOOKS == sorted(NOTEBOOKS)
+    numbers = [nb[:2] for nb in NOTEBOOKS]
+    assert numbers == [f"{i:02d}" for i in range(10)] + ["09", "10", "11", "12"]
+    assert all(re.fullmatch(r"\d\d[a-z]", nb.split("_")[0]) for nb in set(mods) - set(NOTEBOOKS))
+
+
+def test_the_notebooks_read_in_order():
+    "Reading the notebooks in name order never meets a module of a notebook not read yet, in any cell."
+    mods = notebook_modules()
+    home = {mod: nb for nb, mod in mods.items()}
+    later = {}
+    for nb in mods:
+        ahead = {home[m] for m in notebook_imports(NOTEBOOKS_DIR / f"{nb}.ipynb") if home[m] > nb}
+        if ahead:
+            later[nb] = sorted(ahead)
+    assert not later, f"notebooks that import a later notebook's module: {later}"
+
+
+def test_the_floors_read_in_order():
+    "The notebooks of a floor follow those of the floor below: the floors are the chapters."
+    floors = [mod.split(".")[0] for _, mod in sorted(notebook_modules().items())]
+    chapters = [f for i, f in enumerate(floors) if i == 0 or floors[i - 1] != f]
+    assert chapters == list(FLOORS), chapters
+
+
+# Each module keeps its own model display names under this name (the stages' settings are all in indicipr.data.config);
 # any other public name means one thing in one module.
 PER_MODULE_CONVENTIONS = {"CARD_NAMES"}
 
@@ -189,7 +262,9 @@ MAX_MODULE_LINES = 750  # a module a reader can hold in mind; a bigger one is ca
 
 def test_no_module_over_the_line_limit():
     sizes = {  # nbdev's generated doc-link index `_modidx.py` grows with every module: not a module of the project
-        p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py") if p.name != "_modidx.py"
+        str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "_modidx.py"
     }
     over = {k: v for k, v in sizes.items() if v > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
@@ -199,13 +274,13 @@ def private_names_used_across(tree: ast.Module, name: str, known: set[str]) -> s
     "`module._name` references and `from .module import _name` imports of another package module's private names."
     aliases, found = {}, set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = (node.module or "").removeprefix("indicipr").lstrip(".")
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("indicipr")):
+            base = _absolute(node, name)
             for a in node.names:
                 if base in known and base != name and a.name.startswith("_"):
                     found.add(f"{base}.{a.name}")
-                if not base and a.name in known:
-                    aliases[a.asname or a.name] = a.name
+                if f"{base}.{a.name}".lstrip(".") in known:
+                    aliases[a.asname or a.name] = f"{base}.{a.name}".lstrip(".")
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             if node.attr.startswith("_") and not node.attr.startswith("__"):
@@ -215,8 +290,9 @@ def private_names_used_across(tree: ast.Module, name: str, known: set[str]) -> s
 
 def test_the_checker_finds_private_names_used_across_modules():
     tree = ast.parse("from .core import _x, y\nfrom . import core as c\nc._z\nc.w\n")
-    assert private_names_used_across(tree, "metrics", {"core", "metrics"}) == {"core._x", "core._z"}
-    assert private_names_used_across(tree, "core", {"core"}) == {"core._z"}
+    known = {"data.core", "data.metrics"}
+    assert private_names_used_across(tree, "data.metrics", known) == {"data.core._x", "data.core._z"}
+    assert private_names_used_across(tree, "data.core", {"data.core"}) == {"data.core._z"}
 
 
 def test_no_module_uses_another_modules_private_names():
@@ -228,7 +304,7 @@ def test_no_module_uses_another_modules_private_names():
 def test_the_qa_window_is_defined_once():
     "384, the SQuAD window, is written in `config.WINDOW` and nowhere else (128 also sizes other things, e.g. dense passages)."
     for name, tree in modules().items():
-        if name == "config":
+        if name == "data.config":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and type(node.value) is int:
@@ -237,7 +313,7 @@ def test_the_qa_window_is_defined_once():
 
 def test_the_foundation_holds_no_runner_report_or_cli():
     trees = modules()
-    core = _defined(trees["core"])
+    core = _defined(trees["data.core"])
     assert not core & {
         "run_pipeline",
         "run_notebook",
@@ -249,35 +325,45 @@ def test_the_foundation_holds_no_runner_report_or_cli():
         "normalize_notebooks",
         "write_back_outputs",
     }
-    assert {"run_pipeline", "run_notebook", "ensure_kernel", "NOTEBOOKS"} <= _defined(trees["runner"])
-    assert {"normalize_notebooks", "write_back_outputs", "NOTEBOOK_METADATA"} <= _defined(trees["notebook_files"])
-    assert {"main", "build_parser", "COMMANDS"} <= _defined(trees["cli"])
-    assert {"write_report", "REPORT_SECTIONS"} <= _defined(trees["report"])
+    assert {"run_pipeline", "run_notebook", "ensure_kernel", "NOTEBOOKS"} <= _defined(trees["run.runner"])
+    assert {"normalize_notebooks", "write_back_outputs", "NOTEBOOK_METADATA"} <= _defined(trees["run.notebook_files"])
+    assert {"main", "build_parser", "COMMANDS"} <= _defined(trees["run.cli"])
+    assert {"write_report", "REPORT_SECTIONS"} <= _defined(trees["run.report"])
     graph = import_graph()
-    assert not {"cli", "runner", "notebook_files", "report"} & graph["core"]
-    assert "cli" not in graph["runner"] | graph["notebook_files"]  # the command line is the front, nothing imports it
-    assert "argparse" not in {a.name for n in ast.walk(trees["core"]) if isinstance(n, ast.Import) for a in n.names}
+    assert not {"run.cli", "run.runner", "run.notebook_files", "run.report"} & graph["data.core"]
+    assert (
+        "run.cli" not in graph["run.runner"] | graph["run.notebook_files"]
+    )  # the command line is the front, nothing imports it
+    assert "argparse" not in {
+        a.name for n in ast.walk(trees["data.core"]) if isinstance(n, ast.Import) for a in n.names
+    }
 
 
-LLM_CLIENT = ("llm", "llm_runs", "llm_servers")  # one request, many requests, which server serves which model
+LLM_CLIENT = ("llm.client", "llm.runs", "llm.servers")  # one request, many requests, which server serves which model
 
 
 def test_the_generation_prompt_and_the_llm_client_live_apart():
     trees = modules()
     client = set().union(*(_defined(trees[m]) for m in LLM_CLIENT))
-    generation = _defined(trees["generate"])
-    assert {"Endpoint", "chat_json", "ResponseCache", "parse_json_reply"} <= _defined(trees["llm"])
-    assert {"run_requests", "cost_estimate"} <= _defined(trees["llm_runs"])
-    assert {"llm_config", "open_endpoints", "local_llm_server"} <= _defined(trees["llm_servers"])
+    generation = _defined(trees["build.generate"])
+    assert {"Endpoint", "chat_json", "ResponseCache", "parse_json_reply"} <= _defined(trees["llm.client"])
+    assert {"run_requests", "cost_estimate"} <= _defined(trees["llm.runs"])
+    assert {"llm_config", "open_endpoints", "local_llm_server"} <= _defined(trees["llm.servers"])
     assert not client & {"build_prompt", "SYSTEM_MESSAGE"}
     assert {"build_prompt", "SYSTEM_MESSAGE", "generate_candidates"} <= generation and not generation & {
         "Endpoint",
         "run_requests",
     }
     graph = import_graph()
-    assert "generate" not in graph["quality"] | graph["llm_qa"] and "llm" in graph["quality"] & graph["llm_qa"]
-    assert not graph["llm"] & {"llm_runs", "llm_servers"}  # the one-request client stands below the other two
-    foundation = {"basics", "core", "numerics", "qa_files"}  # the client stands on the foundation alone
+    assert "build.generate" not in graph["analysis.quality"] | graph["systems.llm_qa"]
+    assert "llm.client" in graph["analysis.quality"] & graph["systems.llm_qa"]
+    assert not graph["llm.client"] & {"llm.runs", "llm.servers"}  # the one-request client stands below the other two
+    foundation = {
+        "data.basics",
+        "data.core",
+        "data.numerics",
+        "data.qa_files",
+    }  # the client stands on the foundation alone
     for m in LLM_CLIENT:
         assert graph[m] <= foundation | set(LLM_CLIENT), (m, graph[m] - foundation - set(LLM_CLIENT))
 
@@ -302,7 +388,7 @@ def test_the_card_numbers_are_not_written_as_literals_elsewhere():
     for name, tree in modules().items():
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value == 10_000 and not isinstance(node.value, bool):
-                assert name == "core", (
+                assert name == "data.core", (
                     f"{name}: line {node.lineno} writes 10,000 as a literal (use CARD['significance']['n_resamples'])"
                 )
 
@@ -374,3 +460,21 @@ def test_no_module_level_state_changes_at_run_time():
     "What a function of the package computes never depends on which function ran before it."
     problems = [p for name, tree in modules().items() for p in state_changes(tree, name)]
     assert not problems, problems
+
+
+def test_an_export_cell_defines_one_public_name():
+    "As in fastcore's notebooks, an export cell defines one public function or class (its private helpers go with it)."
+    crowded = {}
+    for nb in sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            src = "".join(cell["source"])
+            if cell["cell_type"] != "code" or not src.startswith("#| export"):
+                continue
+            public = [
+                n.name
+                for n in ast.parse(src).body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not n.name.startswith("_")
+            ]
+            if len(public) > 1:
+                crowded[f"{nb.stem} cell {i}"] = public
+    assert not crowded, f"export cells defining several public names: {crowded}"

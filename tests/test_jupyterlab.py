@@ -15,7 +15,7 @@ import pytest
 from helpers import BIN, CHROMIUM_ARGS, ROOT, chromium_or_skip, unused_port
 
 pytestmark = pytest.mark.slow
-NOTEBOOK = "notebooks/06_metrics.ipynb"
+NOTEBOOK = "notebooks/06_scoring.metrics.ipynb"
 
 
 def git(repo, *args) -> str:
@@ -85,7 +85,7 @@ def test_notebook_opens_on_the_kernel_runs_and_saves_clean(lab):
         try:
             page = browser.new_page()
             page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
-            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_metrics.ipynb")
+            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_scoring.metrics.ipynb")
             tab.wait_for(timeout=120_000)
             # the kernel of the notebook's own kernelspec starts, with no dialog asking for one
             page.wait_for_function(

@@ -1,4 +1,4 @@
-"""indicipr.llm, llm_runs and llm_servers against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
+"""indicipr.llm.client, llm_runs and llm_servers against a fault-injecting OpenAI-compatible server on loopback: retries (5xx, 429 with
 Retry-After, timeouts), unreachable servers, parse-failure results, the cache, bounded concurrency,
 API keys that never leak, Ollama's native API with a context window sized for the prompts, the
 models preflight, the cost estimate printed before a paid endpoint is called, the one JSON-reply
@@ -17,8 +17,8 @@ import pytest
 from helpers import needs_llama_cpp, port_open, unused_port
 from standins.openai_server import OpenAIStandIn, constant, error_body
 
-from indicipr import llm_runs
-from indicipr.llm import (
+from indicipr.llm import runs as llm_runs
+from indicipr.llm.client import (
     ChatResult,
     Endpoint,
     LLMConfigError,
@@ -30,8 +30,8 @@ from indicipr.llm import (
     parse_json_reply,
     request_key,
 )
-from indicipr.llm_runs import run_requests
-from indicipr.llm_servers import check_models_available, llm_config, local_llm_server, open_endpoints
+from indicipr.llm.runs import run_requests
+from indicipr.llm.servers import check_models_available, llm_config, local_llm_server, open_endpoints
 
 MSGS = [{"role": "system", "content": "Return JSON."}, {"role": "user", "content": "Give me an object."}]
 SCHEMA = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
@@ -51,7 +51,7 @@ def test_server_errors_are_retried_then_succeed(caplog):
             script=[("status", 500, {}, error_body("boom")), ("status", 503, {}, error_body("busy"))],
             reply=constant(OK),
         ) as fake,
-        caplog.at_level(logging.WARNING, "indicipr.llm"),
+        caplog.at_level(logging.WARNING, "indicipr.llm.client"),
     ):
         res = chat_json(ep(fake), MSGS, SCHEMA)
     assert res == ChatResult({"items": [1, 2]}, OK, None)
@@ -193,7 +193,7 @@ def test_one_parser_reads_every_reply_form(raw, kwargs, expected):
 
 
 def test_one_parser_reports_why_a_reply_is_unusable():
-    from indicipr.quality import JudgeScores
+    from indicipr.analysis.quality import JudgeScores
 
     assert parse_json_reply('{"answer": "the Central Gov', "length")[1].endswith("cut off at max_tokens")
     assert "required property" in parse_json_reply('{"x": 1}', schema={"type": "object", "required": ["items"]})[1]

@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from standins.openai_server import OpenAIStandIn, constant
 
-from indicipr import llm, llm_servers, predictions
-from indicipr import llm_qa as Q
-from indicipr.metrics import token_f1
+from indicipr.data.config import run_context
+from indicipr.llm import client as llm, servers as llm_servers
+from indicipr.scoring import predictions
+from indicipr.systems import llm_qa as Q
+from indicipr.scoring.metrics import token_f1
 
 
 def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_dir):
@@ -28,7 +30,7 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
         return nullcontext({m: ep for m in models})
 
     monkeypatch.setattr(llm_servers, "open_endpoints", open_endpoints)
-    rows = Q.run_llm_baselines(str(FIXTURE), "offline", max_questions=4)
+    rows = Q.run_llm_baselines(run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4))
     assert asked == [["smollm2"]]  # the offline profile's model, opened once
     by = {r["system"]: r for r in rows}
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
@@ -44,7 +46,10 @@ def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_l
     "A model its server does not serve stops the stage before the first request, naming every missing model."
     with OpenAIStandIn(["mistral:7b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
-            Q.run_llm_baselines(str(FIXTURE), "paper", llm_endpoints=f"*=ollama+{fake.base_url}", max_questions=2)
+            Q.run_llm_baselines(
+                run_context(str(FIXTURE), "paper", stage="llm_qa", max_questions=2),
+                llm_endpoints=f"*=ollama+{fake.base_url}",
+            )
         assert fake.requests == [] and fake.gets == ["/v1/models"]
     assert "2 configured model(s)" in str(err.value)
     assert (

@@ -3,7 +3,7 @@
 The task folder ships in the wheel; lm-eval loads its four tasks with notebook 09's prompt, generation parameters,
 answer schema and 3-shot draw, on the data source `--metadata data_source` names; and `lm_eval` run against the
 project's llama.cpp server through lm-eval's OpenAI-compatible chat model sends the requests notebook 09 sends and
-scores the replies as notebook 09 and `indicipr.metrics` score them."""
+scores the replies as notebook 09 and `indicipr.scoring.metrics` score them."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ from helpers import BIN, QA_SMALL, ROOT, needs_llama_cpp, needs_lm_eval
 from standins.loopback import JSONHandler, LoopbackServer
 from standins.openai_server import OpenAIStandIn
 
-from indicipr import benchmark, config, llm, llm_servers, metrics, predictions
-from indicipr import llm_qa as Q
+from indicipr.data import benchmark, config
+from indicipr.llm import client as llm, servers as llm_servers
+from indicipr.scoring import metrics, predictions
+from indicipr.systems import llm_qa as Q
 
 pytestmark = pytest.mark.slow  # lm-evaluation-harness (its import alone is long), a wheel build, llama.cpp
 TASK_DIR = Q.lm_eval_tasks_dir()
@@ -178,7 +180,7 @@ def test_lm_eval_on_the_local_server_sends_and_scores_as_notebook_09(tmp_path):
     """`lm_eval --include_path … --tasks …` (the CLI, local-chat-completions) on 3 questions of the sample's test split,
     zero-shot and 3-shot, against SmolLM2 on llama.cpp: its requests are notebook 09's (`predict_llm` sends the same
     bodies for the same questions, less lm-eval's empty `stop`), and its EM / F1 / Char-F1 of the raw and the snapped
-    answers equal `indicipr.metrics` on notebook 09's predictions from the same replies."""
+    answers equal `indicipr.scoring.metrics` on notebook 09's predictions from the same replies."""
     n, max_tokens = 3, 24
     t0 = time.monotonic()
     with llm_servers.local_llm_server() as ep, RecordingProxy(ep.base_url) as proxy:

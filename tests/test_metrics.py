@@ -1,4 +1,4 @@
-"""indicipr.metrics against an independent re-implementation of the official SQuAD v1.1 evaluation
+"""indicipr.scoring.metrics against an independent re-implementation of the official SQuAD v1.1 evaluation
 script, on hundreds of generated cases (hypothesis), plus hand-checked statute answers, the
 predictions formats and per-Act scores of ids whose Act cannot be told (the `indicipr evaluate`
 command line is tested in test_errors.py, beside its module)."""
@@ -15,10 +15,10 @@ from helpers import BIN, QA_SMALL, read_qa_small, write_prediction_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indicipr import artifacts, config
-from indicipr import metrics as M
-from indicipr.core import InputError
-from indicipr.predictions import PredictionIdError, load_gold, read_predictions
+from indicipr.data import artifacts, config
+from indicipr.scoring import metrics as M
+from indicipr.data.core import InputError
+from indicipr.scoring.predictions import PredictionIdError, load_gold, read_predictions
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,18 +406,23 @@ def test_a_gold_record_with_an_empty_id_is_a_problem_naming_file_and_line(tmp_pa
 
 def test_a_run_outside_the_main_job_never_overwrites_its_predictions(tmp_data_dir, monkeypatch):
     "A papermill run of notebook 07 on the validation split wrote over the test predictions notebook 10 compares."
-    from indicipr import bm25, core, predictions
+    from indicipr.systems import bm25
+    from indicipr.data import core
+    from indicipr.data.config import run_context
+    from indicipr.scoring import predictions
 
     main = predictions.main_predictions_dir(str(QA_SMALL))
     monkeypatch.setenv(core.MAIN_JOB_ENV, "1")
-    bm25.run_bm25(str(QA_SMALL), "test")
+    bm25.run_bm25(run_context(str(QA_SMALL), stage="bm25"))
     monkeypatch.delenv(core.MAIN_JOB_ENV)
     before = {p.name: p.read_bytes() for p in main.iterdir()}
     assert "bm25_retrieval.jsonl" in before
     assert predictions.prediction_files(str(QA_SMALL)) == sorted(
         main.glob("*.jsonl")
     )  # none of its own: the main job's
-    bm25.run_bm25(str(QA_SMALL), "validation")  # a plain papermill run, `-p split validation`
+    bm25.run_bm25(
+        run_context(str(QA_SMALL), stage="bm25", split="validation")
+    )  # a plain papermill run, `-p split validation`
     assert {p.name: p.read_bytes() for p in main.iterdir()} == before
     own = predictions.predictions_dir(str(QA_SMALL))
     assert own == tmp_data_dir / "runs" / "interactive" / "predictions" / "qa_small"

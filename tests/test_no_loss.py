@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 from helpers import BIN, QA_SMALL, ROOT, tiny_bert_config
 
-from indicipr import basics, benchmark, cli, core, error_analysis, error_taxonomy, llm, llm_servers, qa_files, runner
+from indicipr.data import basics, benchmark, core, qa_files
+from indicipr.run import cli, runner
+from indicipr.analysis import error_analysis, error_taxonomy
+from indicipr.llm import client as llm, servers as llm_servers
 
 KEY = "SECRETKEY"
 GOLD = QA_SMALL / "test_squad.jsonl"
@@ -200,16 +203,16 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
     ],
 )
 def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path, url, shown):
-    """`reproduce --only 09_llms` with a key in `llm_endpoints` (as URL userinfo or a query value; the model is routed
+    """`reproduce --only 09_systems.llm_qa` with a key in `llm_endpoints` (as URL userinfo or a query value; the model is routed
     to a closed port, so the run fails fast after the kernel has read the real value) and in `HF_ENDPOINT`: the run
     folder, data/ and figures/, and everything printed, hold no key."""
-    root = project_copy(tmp_path, ["09_llms"])
+    root = project_copy(tmp_path, ["09_systems.llm_qa"])
     env = clean_env(INDICIPR_ROOT=str(root), HF_ENDPOINT=f"http://user:{KEY}@127.0.0.1:9")
     run = root / "runs" / "r"
     rc, out, err = run_cli(
         "reproduce",
         "--only",
-        "09_llms",
+        "09_systems.llm_qa",
         "-p",
         "llm_endpoints",
         f"m={url}",
@@ -221,8 +224,8 @@ def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path, url, show
         env=env,
         timeout=600,
     )
-    assert rc == 1 and "09_llms" in err, out + err  # it ran, reached the model's server, failed there
-    nb = json.loads((run / "notebooks" / "09_llms.ipynb").read_text())
+    assert rc == 1 and "09_systems.llm_qa" in err, out + err  # it ran, reached the model's server, failed there
+    nb = json.loads((run / "notebooks" / "09_systems.llm_qa.ipynb").read_text())
     injected = "".join(next(c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", []))["source"])
     assert shown in injected and "INDICIPR_PARAMETER_llm_endpoints" in injected
     assert "127.0.0.1:9" in json.dumps(nb["cells"])  # the kernel used the endpoint (masked in its error)
@@ -333,7 +336,7 @@ def tiny_models(tmp_path_factory):
     import torch
     from transformers import BertConfig, BertForQuestionAnswering, BertModel
 
-    from indicipr import qa_model
+    from indicipr.systems import qa_model
 
     tok = qa_model.load_tokenizer("minilm-l6")
     torch.manual_seed(0)
@@ -429,10 +432,20 @@ def test_predict_with_a_qa_model_still_works(tiny_models, tmp_path, capsys):
 @pytest.mark.parametrize(
     "notebook, name, value, needle",
     [
-        ("00_core", "strict", "maybe", "strict of 00_core takes true or false or null"),
-        ("11_errors", "n_resamples", "abc", "n_resamples of 11_errors takes an integer"),
-        ("04_split", "seed", "1.5", "seed of 04_split takes an integer"),
-        ("06_metrics", "figures_dir", "5", "figures_dir of 06_metrics takes a string"),
+        (
+            "00h_data.benchmark_tables",
+            "strict",
+            "maybe",
+            "strict of 00h_data.benchmark_tables takes true or false or null",
+        ),
+        (
+            "11_analysis.error_analysis",
+            "n_resamples",
+            "abc",
+            "n_resamples of 11_analysis.error_analysis takes an integer",
+        ),
+        ("04_build.split", "seed", "1.5", "seed of 04_build.split takes an integer"),
+        ("06_scoring.metrics", "figures_dir", "5", "figures_dir of 06_scoring.metrics takes a string"),
     ],
 )
 def test_parameters_with_none_defaults_are_type_checked(tmp_path, capsys, notebook, name, value, needle):
@@ -456,7 +469,7 @@ def test_command_line_paths_are_the_users(tmp_path, monkeypatch):
             [
                 "reproduce",
                 "--only",
-                "05_stats",
+                "05_build.stats",
                 "--figures-dir",
                 "out/figs",
                 "--data-source",
@@ -518,12 +531,12 @@ def test_run_folders_are_created_exclusively(tmp_path):
 
 @pytest.mark.slow
 def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
-    "Two `reproduce --only 00_core` at once write two run folders; the one whose reader left (`| head -1`) still reports."
-    root = project_copy(tmp_path, ["00_core"])
+    "Two `reproduce --only 00h_data.benchmark_tables` at once write two run folders; the one whose reader left (`| head -1`) still reports."
+    root = project_copy(tmp_path, ["00h_data.benchmark_tables"])
     env = clean_env(INDICIPR_ROOT=str(root))
     exe = BIN / "indicipr"
     piped = subprocess.Popen(
-        f"'{exe}' reproduce --only 00_core | head -1",
+        f"'{exe}' reproduce --only 00h_data.benchmark_tables | head -1",
         shell=True,
         env=env,
         stdout=subprocess.PIPE,
@@ -531,7 +544,11 @@ def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
         text=True,
     )
     plain = subprocess.Popen(
-        [str(exe), "reproduce", "--only", "00_core"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(exe), "reproduce", "--only", "00h_data.benchmark_tables"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     out1, err1 = piped.communicate(timeout=600)
     out2, err2 = plain.communicate(timeout=600)
@@ -548,7 +565,7 @@ def test_two_runs_at_once_and_a_closed_pipe(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import os, sys, time
-    from indicipr import basics
+    from indicipr.data import basics
     real_fsync = os.fsync
     def slow_fsync(fd): print("written", flush=True); time.sleep(60)
     os.fsync = slow_fsync
@@ -774,8 +791,8 @@ def test_no_command_writes_the_committed_sample_or_figures(tmp_path, capsys, mon
         ("evaluate", "--gold", GOLD, "--pred", pred, "--out", tmp_path / "link" / "report.md"),
         ("predict", "--model", model, "--data-source", QA_SMALL, "--out", sample / "test.jsonl"),
         ("audit", "score", pred, pred, "--figures-dir", figures),
-        ("reproduce", "--only", "06_metrics", "--run-dir", figures / "run"),
-        ("reproduce", "--only", "06_metrics", "--figures-dir", sample / "figs", "--run-dir", tmp_path / "r"),
+        ("reproduce", "--only", "06_scoring.metrics", "--run-dir", figures / "run"),
+        ("reproduce", "--only", "06_scoring.metrics", "--figures-dir", sample / "figs", "--run-dir", tmp_path / "r"),
         ("build", "--tag", "t", "--figures-dir", figures, "--run-dir", tmp_path / "b"),
     ]:
         rc, _, err = run_main(capsys, *argv)
@@ -832,7 +849,7 @@ def test_deeply_nested_json_is_a_sentence(tmp_path, capsys, form):
         (["train", "--workers", "0"], "--workers must be ≥ 1, 'auto'"),
         (["cleaner-check", "--show", "-1"], "--show -1"),
         (
-            ["reproduce", "--only", "09_llms", "-p", "max_questions", "-3"],
+            ["reproduce", "--only", "09_systems.llm_qa", "-p", "max_questions", "-3"],
             "parameter max_questions must be ≥ 1 or None",
         ),
         (["reproduce", "--only", "08", "-p", "max_steps", "0"], "parameter max_steps must be ≥ 1 or None"),
@@ -854,7 +871,7 @@ def test_numbers_out_of_range_are_refused_before_any_work(tmp_path, capsys, monk
 def test_a_negative_llm_timeout_is_refused_before_a_kernel_starts(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("INDICIPR_LLM_TIMEOUT", "-5")
     monkeypatch.setattr(runner, "ensure_kernel", lambda *a: pytest.fail("a kernel was started"))
-    rc, _, err = run_main(capsys, "reproduce", "--only", "09_llms", "--run-dir", tmp_path / "run")
+    rc, _, err = run_main(capsys, "reproduce", "--only", "09_systems.llm_qa", "--run-dir", tmp_path / "run")
     refused(rc, err, "INDICIPR_LLM_TIMEOUT", "'-5'")
     assert not (tmp_path / "run").exists()
 

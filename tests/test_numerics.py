@@ -11,11 +11,13 @@ import pytest
 from helpers import BIN, ROOT, user_env
 from test_core import write_nb
 
-from indicipr import numerics, pool, runner
+from indicipr.data import numerics
+from indicipr.systems import pool
+from indicipr.run import runner
 
 PROBE = (
     "import json, os, torch\n"
-    "from indicipr import numerics\n"
+    "from indicipr.data import numerics\n"
     "print('PROBE', json.dumps({'caps': {k: os.environ.get(k) for k in numerics.PINS}, "
     "'capability': torch.backends.cpu.get_cpu_capability(), 'threads': torch.get_num_threads()}))"
 )
@@ -38,10 +40,12 @@ def test_the_runner_starts_its_kernels_pinned_and_records_it(tmp_path, monkeypat
         monkeypatch.delenv(k, raising=False)
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    write_nb(nbs / "00_core.ipynb", PROBE)
+    write_nb(nbs / "00h_data.benchmark_tables.ipynb", PROBE)
     lines = []
-    runner.run_pipeline(run_dir=tmp_path / "run", notebooks=["00_core"], nbs_dir=nbs, echo=lines.append)
-    executed = (tmp_path / "run" / "notebooks" / "00_core.ipynb").read_text()
+    runner.run_pipeline(
+        run_dir=tmp_path / "run", notebooks=["00h_data.benchmark_tables"], nbs_dir=nbs, echo=lines.append
+    )
+    executed = (tmp_path / "run" / "notebooks" / "00h_data.benchmark_tables.ipynb").read_text()
     probe_cell = next(c for c in json.loads(executed)["cells"] if "PROBE" in "".join(c["source"]))
     texts = [o.get("text", "") for o in probe_cell["outputs"]]
     seen = _probe("".join("".join(t) if isinstance(t, list) else t for t in texts))
@@ -81,7 +85,7 @@ def test_pool_workers_run_the_pinned_thread_count(monkeypatch):
 
 def test_the_llama_server_runs_the_pinned_thread_count(monkeypatch):
     "The command line of the project's llama.cpp server names the fixed thread count (the server is not started here)."
-    from indicipr import llm_servers
+    from indicipr.llm import servers as llm_servers
 
     seen = {}
 
@@ -103,7 +107,7 @@ def test_the_llama_server_runs_the_pinned_thread_count(monkeypatch):
 
 def test_the_command_line_pins_itself_before_torch():
     "`indicipr` pins its own process (a command that trains or predicts computes in it)."
-    code = "from indicipr import cli\nassert cli.main(['info', '--data-source', '/no/such/folder']) == 2\n" + PROBE
+    code = "from indicipr.run import cli\nassert cli.main(['info', '--data-source', '/no/such/folder']) == 2\n" + PROBE
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=_env_without_pins(), cwd=ROOT
     )

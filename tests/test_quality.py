@@ -1,4 +1,4 @@
-"""indicipr.quality and indicipr.human_audit beyond the notebooks' cell tests: the audit kit end to end through `indicipr audit`
+"""indicipr.analysis.quality and indicipr.analysis.human_audit beyond the notebooks' cell tests: the audit kit end to end through `indicipr audit`
 (export, fill with known answers, score), sheet errors at the command line, the judge against a
 fault-injecting OpenAI-compatible server (one retry after an invalid reply, then missing; failed
 requests recorded; unreachable servers stop the run; the cache makes reruns free), and the real
@@ -13,8 +13,11 @@ from helpers import QA_SMALL as FIXTURE
 from helpers import needs_llama_cpp, notebook_output_text, run_stage_notebook, unused_port
 from standins.openai_server import OpenAIStandIn, constant, error_body
 
-from indicipr import cli, config, core, human_audit, llm, llm_runs, llm_servers, qa_files
-from indicipr import quality as q
+from indicipr.run import cli
+from indicipr.data import config, core, qa_files
+from indicipr.analysis import human_audit
+from indicipr.llm import client as llm, runs as llm_runs, servers as llm_servers
+from indicipr.analysis import quality as q
 
 GOOD = {"question_specificity": 3, "answer_sufficiency": 2, "answer_minimality": 2, "legal_relevance": 3}
 
@@ -124,7 +127,7 @@ def test_bad_sheets_exit_2_naming_sheet_and_row(tmp_path, capsys, edit, expect):
 
 
 def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
-    from indicipr.cli import main  # the console script's module (12b_cli)
+    from indicipr.run.cli import main  # the console script's module (12g_run.cli)
 
     kit = tmp_path / "kit"
     assert main(["audit", "export", "--data-source", str(FIXTURE), "-n", "5", "--out", str(kit)]) == 0
@@ -133,7 +136,7 @@ def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path):
-    "The stage run of 12_quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
+    "The stage run of 12_analysis.quality (judges off): no filled sheets -> says so and shows the kit; two -> the card's table."
     kit, figs = tmp_path / "kit", tmp_path / "figs"
     params = {
         "data_source": str(FIXTURE),
@@ -143,12 +146,12 @@ def test_notebook_stage_renders_instructions_then_scores_filled_sheets(tmp_path)
         "audit_pairs": N,
         "audit_seed": 3,
     }
-    out1 = notebook_output_text(run_stage_notebook("12_quality", tmp_path / "out1.ipynb", params))
+    out1 = notebook_output_text(run_stage_notebook("12_analysis.quality", tmp_path / "out1.ipynb", params))
     assert "No human audit scored" in out1 and "human-audit kit" in out1
     assert (figs / "tables" / "audit_kit_per_act.csv").exists() and not (figs / "tables" / "audit_results.csv").exists()
     fill(kit / "blank" / "sheet_A.csv", kit / "filled" / "sheet_A.csv", SCORES_A)
     fill(kit / "blank" / "sheet_B.csv", kit / "filled" / "sheet_B.csv", SCORES_B)
-    run_stage_notebook("12_quality", tmp_path / "out2.ipynb", params)
+    run_stage_notebook("12_analysis.quality", tmp_path / "out2.ipynb", params)
     table = pd.read_csv(figs / "tables" / "audit_results.csv").set_index("Criterion")
     assert table.loc["Answer Minimality", "Joint Acceptability (%)"] == 75.0
     assert table.loc["Question Clarity", "Joint Acceptability (%)"] == 100.0

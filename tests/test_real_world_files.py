@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from helpers import BIN, QA_SMALL, ROOT, read_qa_small_all, write_prediction_file  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 
-from indicipr import benchmark, cli, core, qa_files, runner  # noqa: E402
+from indicipr.data import benchmark, core, qa_files  # noqa: E402
+from indicipr.run import cli, runner
 
 HUB_ID = core.HUB_ID
 
@@ -74,7 +75,7 @@ def test_the_merged_file_with_extra_columns_loads_from_the_hub_standin(tmp_path)
     for s in ("train", "validation"):
         write_records(repo / core.OFFICIAL_FILES[s], read_qa_small_all()[s], bom=True)
     script = (
-        "import json; from indicipr import benchmark\n"
+        "import json; from indicipr.data import benchmark\n"
         "dd = benchmark.load_benchmark('hub', merged=True)\n"
         "print('SIZES', json.dumps({k: len(v) for k, v in dd.items()}))"
     )
@@ -314,10 +315,12 @@ def test_output_piped_into_head_is_not_an_error(tmp_path, gold_and_preds):
 
 def test_a_parameter_of_the_wrong_type_stops_the_run_before_it_starts(tmp_path):
     rc, out, err = run_cli(
-        "reproduce", "--only", "05_stats", "-p", "top_n_openings", "abc", "--run-dir", tmp_path / "run"
+        "reproduce", "--only", "05_build.stats", "-p", "top_n_openings", "abc", "--run-dir", tmp_path / "run"
     )
     assert (
-        rc == 2 and "top_n_openings of 05_stats takes an integer, got 'abc'" in err and not (tmp_path / "run").exists()
+        rc == 2
+        and "top_n_openings of 05_build.stats takes an integer, got 'abc'" in err
+        and not (tmp_path / "run").exists()
     ), err
 
 
@@ -327,7 +330,7 @@ def test_a_key_in_a_url_is_masked_in_the_preflight_error(tmp_path):
         [
             sys.executable,
             "-c",
-            "from indicipr import llm, llm_servers\n"
+            "from indicipr.llm import client as llm, servers as llm_servers\n"
             "try: llm_servers.check_models_available(llm_servers.llm_config(), ['smollm2x'], timeout=1)\n"
             "except llm.LLMConfigError as e: print('ERR', e)",
         ],
@@ -356,7 +359,15 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
     gold, preds = gold_and_preds
     figs, run = tmp_path / "figs", tmp_path / "run"
     rc, _, err = run_cli(
-        "reproduce", "--only", "00_core,06_metrics", "--figures-dir", figs, "--run-dir", run, umask=0o022, timeout=600
+        "reproduce",
+        "--only",
+        "00h_data.benchmark_tables,06_scoring.metrics",
+        "--figures-dir",
+        figs,
+        "--run-dir",
+        run,
+        umask=0o022,
+        timeout=600,
     )
     assert rc == 0, err
     rc, _, err = run_cli(
@@ -384,7 +395,7 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
         [
             sys.executable,
             "-c",
-            "from indicipr import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+            "from indicipr.scoring import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
         ],
         env=env,
         capture_output=True,
@@ -430,7 +441,7 @@ def test_fetch_verifies_in_a_temporary_folder_before_it_replaces_a_good_copy(tmp
 
 
 def test_a_partial_run_leaves_the_committed_tables_alone(tmp_path):
-    "`reproduce --only 05_stats` (offline, sample) writes its tables into its run folder, never into figures/."
+    "`reproduce --only 05_build.stats` (offline, sample) writes its tables into its run folder, never into figures/."
     assert runner.run_figures_dir(
         {"profile": "offline", "data_source": "sample", "figures_dir": None}, tmp_path, partial=True
     ) == str(tmp_path / "figures")

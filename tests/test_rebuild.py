@@ -16,9 +16,10 @@ from helpers import ROOT, paper_build_args
 from standins.india_code_pdf import typeset_acts
 from standins.openai_server import OpenAIStandIn
 
-from indicipr import benchmark, cli, core, runner
-from indicipr.core import OFFICIAL_FILES
-from indicipr.qa_files import load_qa_file, read_jsonl
+from indicipr.data import benchmark, core
+from indicipr.run import cli, runner
+from indicipr.data.core import OFFICIAL_FILES
+from indicipr.data.qa_files import load_qa_file, read_jsonl
 
 ACTS_USED = ("patents", "copyright")
 SECTIONS_PER_ACT = 6
@@ -112,7 +113,7 @@ def test_build_turns_typeset_pdfs_into_official_files_and_never_writes_data_samp
     # the score job on the new folder: official files only, no model
     figs = tmp_path / "score"
     runner.run_notebook(
-        project / "notebooks" / "02_generate.ipynb",
+        project / "notebooks" / "02_build.generate.ipynb",
         tmp_path / "score.ipynb",
         {"data_source": str(folder), "profile": "paper", "figures_dir": str(figs)},
         runner.ensure_kernel(),

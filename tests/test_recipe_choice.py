@@ -1,4 +1,4 @@
-"""The offline recipe's choice on the validation split (`indicipr.recipe_choice`): candidates kept apart, runs resumed."""
+"""The offline recipe's choice on the validation split (`indicipr.systems.recipe_choice`): candidates kept apart, runs resumed."""
 
 import os
 
@@ -7,8 +7,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL
 
-from indicipr import benchmark, config, core, encoders, predictions, qa_files  # noqa: E402
-from indicipr import recipe_choice as rc
+from indicipr.data import config, core, qa_files  # noqa: E402
+from indicipr.systems import encoders
+from indicipr.scoring import predictions
+from indicipr.systems import recipe_choice as rc
 
 PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
 CANDIDATES = (
@@ -19,11 +21,12 @@ CANDIDATES = (
 
 @pytest.mark.slow  # training, over 8 s on 2 cores
 def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root, monkeypatch):
-    ds = benchmark.load_benchmark(str(QA_SMALL), verbose=False)
+    ctx = config.run_context(str(QA_SMALL), "offline")
+    ds = ctx.benchmark()
     base = config.settings_for(
         "encoders", "offline", models=[tiny_model_dir], learning_rate=1e-3, max_length=128, stride=32
     )
-    rows = rc.compare_recipes(ds, "qa_small", CANDIDATES, seeds=(0,), base=base)
+    rows = encoders.compare_recipes(ctx, CANDIDATES, seeds=(0,), base=base)
     assert [r["candidate"] for r in rows] == ["plain", "two phases"]
     assert all(0.0 <= r["f1"] <= 100.0 for r in rows)
     models = core.data_dir() / "models"
@@ -40,7 +43,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
         raise AssertionError("a finished run was trained again")
 
     monkeypatch.setattr(encoders, "run_encoders", no_training)
-    assert rc.compare_recipes(ds, "qa_small", CANDIDATES, seeds=(0,), base=base) == rows
+    assert encoders.compare_recipes(ctx, CANDIDATES, seeds=(0,), base=base) == rows
     table = rc.recipe_table(rows, CANDIDATES)
     assert table["chosen"].sum() >= 1
     assert rc.chosen_recipe(table, CANDIDATES).name in {"plain", "two phases"}
@@ -48,7 +51,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
 
 def test_the_test_split_takes_no_part(root):
     with pytest.raises(core.InputError, match="validation"):
-        rc.compare_recipes({}, "qa_small", CANDIDATES, split="test")
+        encoders.compare_recipes(config.run_context(str(QA_SMALL), "offline"), CANDIDATES, split="test")
 
 
 def test_a_tie_of_recipes_takes_the_first_listed_and_says_so():

@@ -106,7 +106,7 @@ def test_constraints_pin_every_declared_package_within_its_range():
 
 def test_constraints_pin_the_packages_that_compute_numbers_and_are_installed():
     "The numerics' packages are pinned, and the environment the tests run in was installed at constraints.txt's versions."
-    from indicipr.numerics import NUMERIC_PACKAGES
+    from indicipr.data.numerics import NUMERIC_PACKAGES
 
     pins = constraints()
     assert {_norm(n) for n in NUMERIC_PACKAGES} <= set(pins)

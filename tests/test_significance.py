@@ -1,4 +1,4 @@
-"""Paired bootstrap and Holm correction of indicipr.significance; the benchmark script's checks."""
+"""Paired bootstrap and Holm correction of indicipr.analysis.significance; the benchmark script's checks."""
 
 import subprocess
 import sys
@@ -10,7 +10,8 @@ from helpers import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indicipr import significance as S
+from indicipr.analysis import significance as S
+from indicipr.scoring import bootstrap
 
 
 @settings(max_examples=40, deadline=None)
@@ -25,8 +26,8 @@ def test_vectorized_equals_loop_with_ties(n_systems, n_questions, seed, values):
     rng = np.random.default_rng(seed)
     scores = rng.choice(values, size=(n_systems, n_questions))
     pairs = list(combinations(range(n_systems), 2))
-    vec = S.paired_bootstrap(scores, pairs, 300, seed)
-    loop = S.paired_bootstrap(scores, pairs, 300, seed, loop=True)
+    vec = bootstrap.paired_bootstrap(scores, pairs, 300, seed)
+    loop = bootstrap.paired_bootstrap(scores, pairs, 300, seed, loop=True)
     assert (vec["p_value"].to_numpy() == loop["p_value"].to_numpy()).all()
     assert np.allclose(vec[["diff", "ci_low", "ci_high"]], loop[["diff", "ci_low", "ci_high"]], atol=1e-9)
 
@@ -34,11 +35,11 @@ def test_vectorized_equals_loop_with_ties(n_systems, n_questions, seed, values):
 def test_p_value_against_explicit_definition():
     rng = np.random.default_rng(3)
     a, b = rng.uniform(0, 100, 50), rng.uniform(0, 100, 50)
-    res = S.paired_bootstrap(np.stack([a, b]), [(0, 1)], 2000, seed=11)
+    res = bootstrap.paired_bootstrap(np.stack([a, b]), [(0, 1)], 2000, seed=11)
     idx = np.random.default_rng(11).integers(0, 50, size=(2000, 50))
     boot = (a - b)[idx].mean(axis=1)
     delta = (a - b).mean()
-    expected = (1 + np.sum(np.abs(boot - delta) >= abs(delta) - S.TIE_TOLERANCE)) / 2001
+    expected = (1 + np.sum(np.abs(boot - delta) >= abs(delta) - bootstrap.TIE_TOLERANCE)) / 2001
     assert res["p_value"][0] == pytest.approx(expected)
     assert res["ci_low"][0] == pytest.approx(np.percentile(boot, 2.5))
     assert res["ci_high"][0] == pytest.approx(np.percentile(boot, 97.5))
@@ -47,16 +48,16 @@ def test_p_value_against_explicit_definition():
 def test_null_and_clear_differences():
     rng = np.random.default_rng(0)
     base = rng.uniform(0, 100, 344)
-    same = S.compare_systems({"a": base, "b": base.copy()}, n_resamples=1000)
+    same = bootstrap.compare_systems({"a": base, "b": base.copy()}, n_resamples=1000)
     assert same["p"][0] == 1.0
     assert same["ΔF1 (A−B)"][0] == 0.0
-    better = S.compare_systems({"a": np.minimum(base + 10, 100), "b": base}, n_resamples=1000)
+    better = bootstrap.compare_systems({"a": np.minimum(base + 10, 100), "b": base}, n_resamples=1000)
     assert better["p"][0] == 1 / 1001
     assert better["CI 2.5%"][0] > 0
     assert bool(better["Significant (α=0.05)"][0])
     # pure noise around the same mean: not significant in most seeds
     p = [
-        S.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0]
+        bootstrap.compare_systems({"a": base + rng.normal(0, 5, 344), "b": base}, n_resamples=500, seed=s)["p"][0]
         for s in range(5)
     ]
     assert np.median(p) > 0.05
@@ -64,17 +65,17 @@ def test_null_and_clear_differences():
 
 def test_holm_is_not_holm_sidak():
     p = [0.01, 0.02, 0.03, 0.04]
-    assert np.allclose(S.holm(p), [0.04, 0.06, 0.06, 0.06])
+    assert np.allclose(bootstrap.holm(p), [0.04, 0.06, 0.06, 0.06])
     # where the two differ in the decision: Holm-Šidák would reject the smallest p at 0.05 (1 - 0.9873^4 = 0.0498), Holm does not
     p = [0.0127, 0.02, 0.03, 0.04]
-    assert 1 - (1 - p[0]) ** 4 < 0.05 < S.holm(p)[0] == pytest.approx(4 * 0.0127)
+    assert 1 - (1 - p[0]) ** 4 < 0.05 < bootstrap.holm(p)[0] == pytest.approx(4 * 0.0127)
 
 
 def test_compare_systems_validates_inputs():
     with pytest.raises(ValueError, match="same questions"):
-        S.compare_systems({"a": [1, 2, 3], "b": [1, 2]})
+        bootstrap.compare_systems({"a": [1, 2, 3], "b": [1, 2]})
     with pytest.raises(ValueError, match="unknown systems"):
-        S.compare_systems({"a": [1, 2], "b": [1, 2]}, pairs=[("a", "c")])
+        bootstrap.compare_systems({"a": [1, 2], "b": [1, 2]}, pairs=[("a", "c")])
 
 
 def test_benchmark_script_small():
@@ -111,7 +112,7 @@ def _runs(scores: dict, families: dict, seeds: dict) -> dict:
 
 def test_the_cards_comparisons_under_the_paper_profile():
     "InLegalBERT against each other encoder, one run per system (seed 0 by default), Holm over those three only."
-    from indicipr.config import settings_for
+    from indicipr.data.config import settings_for
 
     rng = np.random.default_rng(5)
     base = rng.uniform(0, 100, 344)
@@ -134,7 +135,7 @@ def test_the_cards_comparisons_under_the_paper_profile():
     assert partners == ["bert-base", "legalbert-us", "incaselawbert"]
     table = S.card_comparisons(frames, focus, partners, n_resamples=2000, seed=0)
     assert table["System B"].tolist() == partners
-    assert np.allclose(table["p (Holm)"], S.holm(table["p"]))  # Holm over the three comparisons only
+    assert np.allclose(table["p (Holm)"], bootstrap.holm(table["p"]))  # Holm over the three comparisons only
     expected = [np.mean(scores["inlegalbert_seed0"] - scores[f"{p}_seed0"]) for p in partners]
     assert np.allclose(table["ΔF1 (A−B)"], expected)
     # offline: the best mean F1 is the focus, compared with every other system

@@ -1,4 +1,4 @@
-"""Selection and section-level split (indicipr.split) end to end: the embedded sample is rebuilt
+"""Selection and section-level split (indicipr.build.split) end to end: the embedded sample is rebuilt
 from the recorded candidates byte for byte, every official file validates, no context or section
 is in two splits, a build in which a context would cross splits fails, only the offline rebuild of
 the sample writes data/sample/, and the stage notebook under the paper profile with official files
@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from helpers import QA_SMALL, ROOT, read_qa_small_all, recorded_candidates, run_stage_notebook
 
-from indicipr import split as S
-from indicipr.core import ACTS, OFFICIAL_FILES, act_for_id
-from indicipr.filters import filter_build
-from indicipr.qa_files import load_qa_file, read_jsonl, write_jsonl
+from indicipr.build import split as S
+from indicipr.data.core import ACTS, OFFICIAL_FILES, act_for_id
+from indicipr.build.filters import filter_build
+from indicipr.data.qa_files import load_qa_file, read_jsonl, write_jsonl
 
 
 def _digest(folder):
@@ -125,7 +125,7 @@ def _digests(folder: Path) -> dict:
 
 @pytest.mark.slow
 def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_nothing(root, tmp_path):
-    "04_split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
+    "04_build.split run with papermill: paper profile, a folder of official files -> checks rendered, no build, data/sample untouched."
     import shutil
 
     shutil.copytree(ROOT / "data" / "sample", root / "data" / "sample")
@@ -136,7 +136,7 @@ def test_stage_notebook_under_paper_with_official_files_builds_and_publishes_not
     shutil.copytree(QA_SMALL, official)
     figs = tmp_path / "figs"
     params = {"data_source": str(official), "profile": "paper", "figures_dir": str(figs)}
-    run_stage_notebook("04_split", tmp_path / "out.ipynb", params)
+    run_stage_notebook("04_build.split", tmp_path / "out.ipynb", params)
     assert _digests(root / "data" / "sample") == before_sample and _digests(root / "data" / "build") == before_build
     integrity = pd.read_csv(figs / "tables" / "split_integrity_official.csv")
     assert len(integrity) == 10 and integrity["Holds"].all()

@@ -18,7 +18,7 @@ from standins import card_benchmark as cb  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn, request_kind  # noqa: E402
 
-from indicipr import benchmark, core, qa_files  # noqa: E402
+from indicipr.data import benchmark, core, qa_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUTES = ROOT / "data" / "sample" / "statutes" / "sections.jsonl"
@@ -77,7 +77,7 @@ def test_card_means_and_question_patterns(card):
 
 
 def test_card_answers_vary_in_structure_and_position(card):
-    from indicipr.error_analysis import is_multi_clause
+    from indicipr.analysis.error_analysis import is_multi_clause
 
     test = card["test"]
     multi = sum(is_multi_clause(r["answers"]["text"][0]) for r in test)
@@ -252,7 +252,7 @@ def test_indicipr_fetch_through_the_hub_standin(hub_root, tmp_path):
 
 # -- OpenAI-compatible stand-in ------------------------------------------------------------------------------
 def _endpoint(url, model, **kw):
-    from indicipr import llm
+    from indicipr.llm import client as llm
 
     return llm.Endpoint(url, model, **{"backoff_s": 0.05, "max_retries": 3, **kw})
 
@@ -268,7 +268,10 @@ def test_openai_standin_models_and_unknown_model():
 
 
 def test_openai_standin_answers_qa_judge_and_generation(card):
-    from indicipr import filters, generate, llm, llm_qa, quality
+    from indicipr.build import filters, generate
+    from indicipr.llm import client as llm
+    from indicipr.systems import llm_qa
+    from indicipr.analysis import quality
 
     rec = card["test"][0]
     with OpenAIStandIn() as srv:
@@ -315,7 +318,7 @@ def test_openai_standin_answers_qa_judge_and_generation(card):
 
 @pytest.mark.parametrize("kind", ["429", "500", "timeout"])
 def test_openai_standin_faults_are_retried(kind):
-    from indicipr import llm
+    from indicipr.llm import client as llm
 
     msgs = [
         {"role": "user", "content": 'Context:\n"""The Controller shall grant the patent."""\n\nQuestion: Who grants?'}
@@ -329,7 +332,7 @@ def test_openai_standin_faults_are_retried(kind):
 
 
 def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
-    from indicipr import llm, llm_runs
+    from indicipr.llm import client as llm, runs as llm_runs
 
     reqs = [
         {

@@ -1,4 +1,4 @@
-"""The project's training loop and the pool of runs (`indicipr.training`, `indicipr.pool`, through `indicipr.encoders`), on tiny models on the CPU:
+"""The project's training loop and the pool of runs (`indicipr.systems.training`, `indicipr.systems.pool`, through `indicipr.systems.encoders`), on tiny models on the CPU:
 
 * the loop computes the `Trainer`'s recipe (same losses step by step, same weights);
 * its hot path asks the host for no tensor value (what is a device sync on a GPU);
@@ -21,16 +21,17 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from helpers import QA_SMALL, ROOT, tiny_bert_config  # noqa: E402
 
-from indicipr import encoders as E  # noqa: E402
-from indicipr import finetune as FT
-from indicipr import pool as P
-from indicipr import predictions
-from indicipr import qa_model as QM
-from indicipr import training as TR
-from indicipr.config import Window
+from indicipr.systems import encoders as E  # noqa: E402
+from indicipr.systems import finetune as FT
+from indicipr.systems import pool as P
+from indicipr.scoring import predictions
+from indicipr.systems import qa_model as QM
+from indicipr.systems import training as TR
+from indicipr.data import config
+from indicipr.data.config import Window
 
-# The training entry point `accelerate launch` starts (python -m ...): `indicipr.cli train`.
-TRAIN_ENTRY = ["-m", "indicipr.cli", "train"]
+# The training entry point `accelerate launch` starts (python -m ...): `indicipr.run.cli train`.
+TRAIN_ENTRY = ["-m", "indicipr.run.cli", "train"]
 # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.15 (several CPU processes need mpirun);
 # `--multi_gpu` on a machine without a GPU starts 2 (torchrun), and `Accelerator(cpu=True)` joins them over gloo.
 ACCELERATE_2_CPU = [
@@ -190,15 +191,16 @@ def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one
 
 def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
     monkeypatch.setenv("INDICIPR_ROOT", str(root))
-    rows, pool = E.run_encoders(
+    ctx = config.run_context(
         data_source,
         "offline",
-        workers=workers,
+        stage="encoders",
         models=[model_dir],
         seeds=list(seeds),
         epochs=1.0,
         batch_size=8,
     )
+    rows, pool = E.run_encoders(ctx, workers=workers)
     logs = {
         r["system"]: json.loads((FT.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
         for r in rows
@@ -344,15 +346,18 @@ def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_p
     assert two_cfg["precision"] == "fp32" and two_cfg["base_model"] == model_dir  # --fp32, --no-intermediate
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path / "one"))
     E.run_encoders(
-        str(QA_SMALL),
-        "offline",
+        config.run_context(
+            str(QA_SMALL),
+            "offline",
+            stage="encoders",
+            models=[model_dir],
+            seeds=[0],
+            max_steps=5,
+            batch_size=16,
+            intermediate=False,
+            cpu_bf16=False,
+        ),
         workers=1,
-        models=[model_dir],
-        seeds=[0],
-        max_steps=5,
-        batch_size=16,
-        intermediate=False,
-        cpu_bf16=False,
     )
     one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
     one = json.loads((one_dir / "train_log.json").read_text())

@@ -15,7 +15,7 @@ What it matches (the card's figures, exactly or to the card's rounding):
 
 How, given that the statutes file holds only 59 sections (~10.5k words) for 1,116 contexts of ~171 words:
 
-- the sections are cleaned with the pipeline's own cleaner (`indicipr.cleaning.clean_section`);
+- the sections are cleaned with the pipeline's own cleaner (`indicipr.build.cleaning.clean_section`);
 - per Act, the sections are divided into a train, a validation and a test pool (whole sections);
 - each pool is REUSED: pass 0 keeps the real section numbers, every later pass renumbers its sections with new
   numbers above the Act's highest real one (so "Section 157", "Section 158", ... are re-used real sections);
@@ -44,7 +44,7 @@ import tempfile
 from pathlib import Path
 
 # -- the card (the spec) -----------------------------------------------------------------------------------
-from indicipr.core import ACTS, CARD, OFFICIAL_FILES  # noqa: E402  (the card's numbers live once, in core.CARD)
+from indicipr.data.core import ACTS, CARD, OFFICIAL_FILES  # noqa: E402  (the card's numbers live once, in core.CARD)
 
 CARD_PER_ACT = CARD["per_act"]  # key: (full dataset, test set), the card's "Per-Act Distribution" table, in its order
 CARD_SHORT = {k: ACTS[k].short for k in CARD_PER_ACT}
@@ -59,7 +59,7 @@ CARD_OPENINGS = CARD["question_patterns"]["openings"]
 CARD_UNIQUE_QUESTIONS = CARD["question_patterns"]["unique"]
 ACT_TITLES = {k: a.title for k, a in ACTS.items()}
 ACT_ORDER = ["patents", "trademarks", "copyright", "designs", "gi", "semiconductor", "plant_varieties"]
-# `cop` is the card's; trm, gid, scl, pvr are not in indicipr.core.ACTS (prefixes or aliases) on purpose
+# `cop` is the card's; trm, gid, scl, pvr are not in indicipr.data.core.ACTS (prefixes or aliases) on purpose
 PREFIXES = {
     "patents": "pat",
     "trademarks": "trm",
@@ -155,8 +155,8 @@ def _fix_sum(values: list[int], target: int, rng: random.Random, lo: int, hi: in
 # -- statutes -> pools of words ------------------------------------------------------------------------------
 def _load_sections(statutes_path) -> dict[str, list[dict]]:
     "Cleaned sections per Act (the pipeline's cleaner), in file order."
-    from indicipr.cleaning import clean_section
-    from indicipr.statutes import read_sections_jsonl
+    from indicipr.build.cleaning import clean_section
+    from indicipr.build.sections import read_sections_jsonl
 
     out = {a: [] for a in ACT_ORDER}
     for rec in read_sections_jsonl(statutes_path):
@@ -311,7 +311,7 @@ def normalize_question(q: str) -> str:
 # -- the build -----------------------------------------------------------------------------------------------
 def build_records(statutes_path, seed: int = 0) -> dict[str, list[dict]]:
     "The records of the four official files (`train`, `validation`, `test`, `merged`), in id order."
-    from indicipr.cleaning import section_title
+    from indicipr.build.cleaning import section_title
 
     rng = random.Random(seed)
     sections = _load_sections(statutes_path)
@@ -566,7 +566,7 @@ Built by `tests/standins/card_benchmark.py` (`build_card_benchmark`, seed {seed}
 `indicipr reproduce --profile paper`. It has the shape of the official files (the dataset card's counts,
 per-Act table, splits, mean lengths and question openings) but not their content:
 
-- contexts are the {n_sections} statute sections of `{statutes}` (cleaned by `indicipr.cleaning.clean_section`),
+- contexts are the {n_sections} statute sections of `{statutes}` (cleaned by `indicipr.build.cleaning.clean_section`),
   REUSED with varied numbering: pass 0 keeps the real section numbers, later passes give the same sections
   new numbers above each Act's highest real one; a context is a renumbered heading plus a window of the text;
 - each Act's Section 1 context (short title) is composed from the Act's title;

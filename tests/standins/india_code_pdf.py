@@ -11,8 +11,8 @@ across pages, and the amendment apparatus: footnote markers glued to a word (`re
 opening bracket (`2[words]`) or to omission stars (`3***`), each matching a line
 `1. Subs. by Act … (w.e.f. …).`, `2. Ins. by …`, `3. Omitted by …`, `4. Subs. by s. 9, ibid., …` in
 the footnote block at the foot of the page that carries the marker (numbered per page, as India
-Code does). The body is the *cleaned* section text (`indicipr.cleaning.clean_section`), so reading the
-PDF back with `indicipr.statutes.read_statute_pdf` and cleaning it must give exactly that text.
+Code does). The body is the *cleaned* section text (`indicipr.build.cleaning.clean_section`), so reading the
+PDF back with `indicipr.build.statutes.read_statute_pdf` and cleaning it must give exactly that text.
 
 `typeset_acts(records, folder, target_contexts=None)` writes `<folder>/<act>.pdf` for every Act in
 `records` (raw section records, e.g. `data/sample/statutes/sections.jsonl`) and returns the expected
@@ -37,10 +37,10 @@ from pathlib import Path
 
 from fpdf import FPDF
 
-from indicipr.cleaning import clean_section, section_title
-from indicipr.core import ACTS
-from indicipr.corpus import build_contexts, section_contexts
-from indicipr.statutes import read_sections_jsonl
+from indicipr.build.cleaning import clean_section, section_title
+from indicipr.data.core import ACTS
+from indicipr.build.corpus import build_contexts, section_contexts
+from indicipr.build.sections import read_sections_jsonl
 
 FRONT_MATTER = {  # act -> (Act number line, date of assent, long title)
     "patents": (
@@ -459,7 +459,7 @@ def typeset_acts(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from indicipr.statutes import statutes_jsonl_paths
+    from indicipr.build.sections import statutes_jsonl_paths
 
     ap = argparse.ArgumentParser(
         description="Typeset the seven Acts as India Code-style PDFs (a stand-in for the official files)."

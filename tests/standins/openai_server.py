@@ -6,12 +6,12 @@ tests and of the dress rehearsal.
 `done_reason`). Replies are deterministic and built only from what the request holds; they never see a gold answer.
 The kind of request is recognised from its messages:
 
-- QA baseline (`indicipr.llm_qa`: `Context: \"\"\"...\"\"\"` + `Question: ...`): a span of the context chosen
+- QA baseline (`indicipr.systems.llm_qa`: `Context: \"\"\"...\"\"\"` + `Question: ...`): a span of the context chosen
   lexically (where the question's words are densest), its length and form depending on the model, as JSON
   `{"answer": ...}`; some models sometimes answer in plain text or re-cased (so that snapping is exercised);
-- judge (`indicipr.quality`: the rubric and `question_specificity`...): 1-3 scores per criterion as JSON, from
+- judge (`indicipr.analysis.quality`: the rubric and `question_specificity`...): 1-3 scores per criterion as JSON, from
   features of the pair (question length, answer length, legal words), varying a little per judge;
-- generation (the card's prompt, `indicipr.generate.build_prompt`): `{"items": [...]}` of which most are good and
+- generation (the card's prompt, `indicipr.build.generate.build_prompt`): `{"items": [...]}` of which most are good and
   some fail each of the filters F1-F6 and F9 where the context allows it (F4 needs a context of at most 380
   characters, F8 an editorial artifact in the context, F7 depends on the context only);
 - anything else: `{}`.

@@ -1,14 +1,16 @@
 """lm-evaluation-harness hooks of the IndicIPR-QA tasks (the YAML files beside this one).
 
 What decides a prompt, a few-shot draw, a prediction or a score is indicipr's own and is only called here:
-`indicipr.llm_qa` (notebook 09: `user_message`, `answer_message`, `draw_shots`, `reply_predictions`) and
-`indicipr.metrics` (notebook 06: `score_question`). This file adapts their signatures to lm-eval's hooks.
+`indicipr.systems.llm_qa` (notebook 09: `user_message`, `answer_message`, `draw_shots`, `reply_predictions`) and
+`indicipr.scoring.metrics` (notebook 06: `score_question`). This file adapts their signatures to lm-eval's hooks.
 """
 from __future__ import annotations
 
 import sys
 
-from indicipr import benchmark, config, llm_qa, metrics
+from indicipr.data import benchmark, config
+from indicipr.systems import llm_qa
+from indicipr.scoring import metrics
 
 DEFAULT_SOURCE = "sample"
 
@@ -56,5 +58,5 @@ def snapped_answers(resps, docs) -> list[list[str]]:
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    "EM, F1 and Char-F1 (percent) of the filtered prediction against the gold answers, by `indicipr.metrics`."
+    "EM, F1 and Char-F1 (percent) of the filtered prediction against the gold answers, by `indicipr.scoring.metrics`."
     return metrics.score_question(results[0], list(doc["answers"]["text"]))
