@@ -445,19 +445,9 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
 def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny_model_dir, tmp_path, monkeypatch):
     "`boundary_runs` decodes a finished run again (weights tuned on validation) and writes `<model>_boundary_seed<k>` with its provenance."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
+    short = dict(seeds=[0], max_steps=3, max_length=128, stride=32, intermediate=False, curve_every=0)
     rows, _ = E.run_encoders(
-        config.run_context(
-            str(FIXTURE),
-            "offline",
-            stage="encoders",
-            models=[tiny_model_dir],
-            seeds=[0],
-            max_steps=3,
-            max_length=128,
-            stride=32,
-            intermediate=False,
-            curve_every=0,
-        )
+        config.run_context(str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir], **short)
     )
     ctx = config.run_context(str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir])
     assert ctx.settings.boundary_models == "all" and ctx.settings.boundary_tune_split == "validation"

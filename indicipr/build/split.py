@@ -339,7 +339,7 @@ def split_integrity_table(splits: dict[str, list[dict]]):
     return pd.DataFrame(rows)
 
 # %% ../../notebooks/04_build.split.ipynb #6338515e
-from ..data.config import RunContext, as_dict, settings_for  # the stage's settings: config.SplitSettings
+from ..data.config import RunContext, SplitSettings, as_dict, settings_for  # the stage's settings (config.SPLIT)
 
 
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
@@ -352,9 +352,10 @@ def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, 
     return paths
 
 # %% ../../notebooks/04_build.split.ipynb #1d5957a5
-def split_build(tag: str, ratios=None, max_per_context=None, seed=None, profile: str = "offline") -> dict:
-    "Selection + section-level split of one build's `filtered.jsonl`; writes the official files; returns a summary."
-    cfg = settings_for("split", profile, ratios=ratios, max_per_context=max_per_context, seed=seed)
+def split_build(tag: str, settings: SplitSettings | None = None) -> dict:
+    """Selection + section-level split of one build's `filtered.jsonl` with `settings` (default: the offline
+    profile's); writes the official files; returns a summary."""
+    cfg = settings or settings_for("split", "offline")
     folder = build_dir(tag)
     src = folder / "filtered.jsonl"
     if not src.is_file():
@@ -488,10 +489,7 @@ def split_stage(ctx: RunContext) -> tuple[dict[str, dict], Path | None]:
     """Split the builds of the run's plan (`split_build`, with the run's settings: `config.SplitSettings`); publish the
     replay build when the plan says so. Returns the summaries and where the sample went."""
     plan, cfg = ctx.plan, ctx.settings
-    summaries = {
-        t: split_build(t, cfg.ratios, cfg.max_per_context, cfg.seed, plan.profile)
-        for t in plan.builds_among(builds_with_candidates())
-    }
+    summaries = {t: split_build(t, cfg) for t in plan.builds_among(builds_with_candidates())}
     published = (
         publish_sample("replay", profile=plan.profile, data_source=plan.data_source)
         if plan.publishes_sample(summaries)
