@@ -354,3 +354,18 @@ def test_main_job_floor_is_a_best_case():
     # the best round counts: a machine that slows one round down does not lower the throughput
     tp = bench.matmul_throughput(64, 32, 64, threads=1, repeats=3)
     assert tp > 0
+
+
+def test_train_profile_groups_operators():
+    "`benchmarks/train_profile.py` puts each operator in its group: products, dropout's masks, AdamW, the loss."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.group_of("aten::addmm") == bench.group_of("aten::bmm") == "matmul"
+    assert bench.group_of("aten::bernoulli_") == bench.group_of("aten::gelu_backward") == "elementwise"
+    assert bench.group_of("aten::_foreach_lerp_") == "optimiser"
+    assert bench.group_of("aten::nll_loss_backward") == "loss"
+    assert bench.group_of("aten::_softmax") == "attention (rest)"
+    assert bench.group_of("aten::something_new") == "other operators"
