@@ -345,8 +345,10 @@ def table_worker(spec: dict) -> dict:
         epochs=spec["epochs"],
         max_steps=spec["max_steps"],
         batch_size=spec["batch_size"],
+        workers=spec["workers"],
+        **spec["train_options"],
     )
-    rows, pool = E.run_encoders(ctx, workers=spec["workers"], train_options=spec["train_options"])
+    rows, pool = E.run_encoders(ctx)
     table_s = time.perf_counter() - t0
     out = {
         "table_s": table_s,

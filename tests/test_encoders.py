@@ -455,7 +455,7 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
-    path = predictions.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
+    path = config.run_context(str(FIXTURE)).predictions / f"{b[0]['system']}.jsonl"
     preds, meta = predictions.read_predictions(path), predictions.read_prediction_meta(path)
     test = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE), verbose=False)["test"]]
     assert set(preds) == {r["id"] for r in test}

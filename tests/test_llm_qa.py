@@ -36,9 +36,9 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
     # upper-cased gold: EM/F1 ignore case, the raw answer is not a context substring, the snapped one is
     assert by["replayed_zero-shot"]["em"] == 100.0 and by["replayed_zero-shot"]["verbatim_in_context"] == 0
-    snapped = predictions.read_predictions(predictions.predictions_dir(str(FIXTURE)) / "replayed_3-shot_snap.jsonl")
+    snapped = predictions.read_predictions(run_context(str(FIXTURE)).predictions / "replayed_3-shot_snap.jsonl")
     assert all(snapped[r["id"]] in r["context"] for r in test)
-    meta = predictions.read_prediction_meta(predictions.predictions_dir(str(FIXTURE)) / "replayed_3-shot.jsonl")
+    meta = predictions.read_prediction_meta(run_context(str(FIXTURE)).predictions / "replayed_3-shot.jsonl")
     assert meta["shots"] == [s["id"] for s in shots] and meta["postprocess"] == "raw" and meta["temperature"] == 0
 
 
@@ -47,8 +47,9 @@ def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_l
     with OpenAIStandIn(["mistral:7b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
             Q.run_llm_baselines(
-                run_context(str(FIXTURE), "paper", stage="llm_qa", max_questions=2),
-                llm_endpoints=f"*=ollama+{fake.base_url}",
+                run_context(
+                    str(FIXTURE), "paper", stage="llm_qa", max_questions=2, llm_endpoints=f"*=ollama+{fake.base_url}"
+                )
             )
         assert fake.requests == [] and fake.gets == ["/v1/models"]
     assert "2 configured model(s)" in str(err.value)

@@ -395,7 +395,7 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
         [
             sys.executable,
             "-c",
-            "from indicipr.scoring import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+            "from indicipr.scoring import predictions\nfrom indicipr.data.config import run_context\npredictions.write_predictions({'a_1': 'x'}, 'demo', run_context().predictions, family='t')",
         ],
         env=env,
         capture_output=True,

@@ -9,7 +9,6 @@ from helpers import QA_SMALL
 
 from indicipr.data import config, core, qa_files  # noqa: E402
 from indicipr.systems import encoders
-from indicipr.scoring import predictions
 from indicipr.systems import recipe_choice as rc
 
 PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
@@ -34,7 +33,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
         {rc.group_tag(c.settings(base)) for c in CANDIDATES}
     )  # each distinct phase 1 under its own tag, never the data source's own models
     assert not (models / "qa_small").exists()
-    preds = next(predictions.predictions_dir("recipe_choice_none").glob("*.jsonl"))  # a run's own folder
+    preds = next(config.run_context("recipe_choice_none").predictions.glob("*.jsonl"))  # a run's own folder
     scored = {r["id"] for r in qa_files.read_jsonl(preds) if "id" in r}
     assert scored == {r["id"] for r in ds["validation"]}  # the validation split, never test
     assert len(list(qa_files.read_jsonl(rc.runs_path()))) == 2

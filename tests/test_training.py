@@ -206,7 +206,7 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
         for r in rows
     }
     preds = {
-        r["system"]: predictions.read_predictions(predictions.predictions_dir(data_source) / f"{r['system']}.jsonl")
+        r["system"]: predictions.read_predictions(config.run_context(data_source).predictions / f"{r['system']}.jsonl")
         for r in rows
     }
     return rows, logs, preds, pool

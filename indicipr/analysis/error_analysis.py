@@ -542,14 +542,15 @@ def gold_structure(
     return groups, caption, gold_structure_figure(feats), length_split
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #96f68ef5
-def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict], length_split: float) -> dict:
+def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict]) -> dict:
     """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs
     of the run `ctx` (its settings: `config.SignificanceSettings`); the report is also written to the run's tables
-    folder as `evaluate_<focus>.md`."""
+    folder as `evaluate_<focus>.md`. Answers are split at the settings' `length_split` (None: the benchmark's median)."""
     from indicipr.data.core import CARD, card_comparable
     from indicipr.analysis.significance import analysis_runs, resolve_focus
 
     run_settings, data_source, report_dir = as_dict(ctx.settings), ctx.data_source, ctx.tables
+    length_split = run_settings["length_split"] or median_answer_words(load_gold("merged", data_source))
     focus, focus_note = resolve_focus(runs, run_settings["focus_system"])
     chosen = analysis_runs(runs, run_settings["focus_seed"])
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}

@@ -482,16 +482,23 @@ def audit_stage(ctx: RunContext, test_records: list[dict], kit) -> dict:
     }
 
 # %% ../../notebooks/12_analysis.quality.ipynb #010c55a4
-def judge_stage(ctx: RunContext, records: list[dict], llm_config, cache, confirm_cost: bool = False) -> dict:
+def judge_stage(ctx: RunContext, records: list[dict]) -> dict:
     """`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges of the run `ctx` (its
-    settings' `judges`) on `records`."""
+    settings' `judges`, at the servers of its `llm_endpoints`; replies cached in `data/cache/llm/judge.jsonl`) on
+    `records`."""
+    from indicipr.llm import client as llm, servers as llm_servers
+
     settings = ctx.settings
     judgments = run_judges(
         records,
         settings.judges,
         ctx.data_source,
-        llm_config,
-        JudgeOptions(cache, settings.concurrency, confirm_cost=confirm_cost),
+        llm_servers.llm_config(settings.llm_endpoints),
+        JudgeOptions(
+            llm.ResponseCache(core.data_dir() / "cache" / "llm" / "judge.jsonl"),
+            settings.concurrency,
+            confirm_cost=settings.confirm_cost,
+        ),
     )
     single, names = settings.judges[0], [j.name for j in settings.judges]
     smoke = " (smoke run of the code path: one local model under three names)" if settings.smoke else ""

@@ -78,6 +78,7 @@ class CorpusSettings(StageSettings):
 
     input: str  # "jsonl": the section JSONL (data/sample/statutes/) | "pdf": the official PDFs (data/statutes/pdf/)
     max_context_words: int = 260  # a section up to this many words is one context; a longer one is packed into pieces
+    statutes_path: str | None = None  # a .jsonl file or a folder of <act>.pdf files; None: the input's default place
 
 
 CORPUS = {"offline": CorpusSettings(input="jsonl"), "paper": CorpusSettings(input="pdf")}
@@ -114,6 +115,10 @@ class GenerateSettings(StageSettings):
     concurrency: int  # requests in flight (offline 2: two copies of the local llama.cpp server, a core each; paper 8: a hosted API)
     params: GenerationParams = GenerationParams()  # request parameters (part of the response cache's key)
     schema_limits: SchemaLimits = SchemaLimits()  # constraints of the reply's schema (part of the cache's key)
+    questions_per_context: int = 5  # question-answer items asked of each context
+    asked_contexts: int | None = None  # a tagged build: contexts generated for (-p live_contexts); None: all
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 GENERATE = {
@@ -148,6 +153,7 @@ class BM25Settings(StageSettings):
     "Notebook 07: the split BM25 answers."
 
     split: str = "test"  # the card's baselines are scored on test
+    params: Any = None  # a `bm25.BM25Params` (k1, b, epsilon, tokens); None: rank-bm25's defaults, word tokens
 
 
 BM25 = {"offline": BM25Settings(), "paper": BM25Settings()}
@@ -186,6 +192,8 @@ class EncodersSettings(StageSettings):
     cpu_bf16: bool = False  # offline True: bf16 autocast where the CPU computes bf16 natively
     rehearsal: float = 0.0  # phase 2: synthetic questions rehearsed, as a share of the training questions
     workers: int | str | None = None  # runs at once: a count, "auto" (a pool sized by a probe), None: "auto"
+    engine: str | None = None  # `TrainConfig.engine` (speed, not the recipe); None: its default
+    cuda_graphs: bool | None = None  # steps replayed as CUDA graphs (`TrainConfig.cuda_graphs`); None: its default
     intermediate: IntermediateTraining | None = None  # phase 1; None (or False, the CLI's --no-intermediate): none
     curve_split: str | None = None  # the split of the learning curve; None: no curve
     curve_every: int | None = None  # optimiser steps between two points of the curve
@@ -232,6 +240,8 @@ class LLMSettings(StageSettings):
     shot_seed: int = 0  # the draw of the 3 shots from the training split
     concurrency: int  # requests in flight (offline 2: two copies of the local server, a core each; paper 2)
     snap: bool = True  # also score each reply snapped to its closest span of the context
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 LLM_QA = {
@@ -272,6 +282,8 @@ class GroundedSettings(StageSettings):
     max_tokens: int  # LLM reply tokens (as notebook 09)
     concurrency: int  # LLM requests in flight (as notebook 09)
     curve_k: int = 20  # depth of the recall curve
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 GROUNDED = {
@@ -311,6 +323,7 @@ class SignificanceSettings(StageSettings):
     compare_family: str  # the systems compared with the focus: "all", or a family ("encoder": the card's)
     n_resamples: int = _SIG["n_resamples"]  # the card's bootstrap resamples
     seed: int = 0  # the bootstrap's seed
+    length_split: float | None = None  # notebook 11: short/long answers in words; None: the median
 
 
 SIGNIFICANCE = {
@@ -352,6 +365,8 @@ class QualitySettings(StageSettings):
     audit_pairs: int = CARD["audit"]["test_pairs"]  # the card's human audit: 200 test pairs
     audit_seed: int = 0  # the stratified draw of the audit kit
     concurrency: int  # requests in flight (offline 1: the local server)
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 QUALITY = {
@@ -378,7 +393,7 @@ QUALITY = {
 # %% ../../notebooks/00g_data.config.ipynb #4551ef56
 REPLACED_ENV = {
     "INDICIPR_TRAIN_WORKERS": "the parameter `workers` of notebook 08 (`-p workers N`, `indicipr train --workers N`)",
-    "INDICIPR_CUDA_GRAPHS": "`training.TrainConfig.cuda_graphs` (`encoders.run_encoders(..., train_options={'cuda_graphs': True})`)",
+    "INDICIPR_CUDA_GRAPHS": "`EncodersSettings.cuda_graphs` (`config.run_context(..., stage='encoders', cuda_graphs=True)`)",
     "INDICIPR_GENERATION_MODEL": "the parameter `generation_model` of notebook 02 (`-p generation_model NAME`)",
     "INDICIPR_QA_MODELS": "the parameter `qa_models` of notebooks 09 and 09a (`-p qa_models a,b`)",
     "INDICIPR_JUDGE_MODELS": "the parameter `judge_models` of notebook 12 (`-p judge_models a,b`)",
@@ -520,7 +535,8 @@ def settings_for(stage: str, profile: str = "offline", names: str = "parameter",
 # %% ../../notebooks/00g_data.config.ipynb #0d40f99a
 @dataclass(frozen=True)
 class RunContext:
-    "One stage run: data source and its tag, profile, figures and tables folders, the stage's settings, the construction plan."
+    """One stage run: data source and its tag, profile, figures and tables folders, the stage's settings, the
+    construction plan, the main job's switch and the runner's run folder (and from them the predictions and models folders)."""
 
     data_source: str | os.PathLike  # "sample" | "hub" | a folder with the official files
     source_tag: str  # benchmark.source_tag(data_source): its name in output paths
@@ -530,7 +546,51 @@ class RunContext:
     tables: Path  # core.tables_path(figures_dir)
     settings: Any = None  # the stage's settings (`settings_for`), None for a stage without any
     plan: Any = None  # notebooks 01–04: what they construct (`core.ConstructionPlan`); None elsewhere
+    main_job: bool = (
+        False  # the main job (`indicipr reproduce`): it alone writes figures/, data/sample/, data/predictions/
+    )
+    run_dir: Path | None = None  # the runner's run folder (timings, skipped stages, predictions); None: run by hand
     _benchmarks: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def predictions(self) -> Path:
+        """Where this run writes its prediction files: the main job's `data/predictions/<source_tag>/`, else the run's
+        own `<run folder>/predictions/<source_tag>/`, or `runs/interactive/predictions/<source_tag>/` run by hand."""
+        from indicipr.data.core import data_dir, scratch_dir
+
+        base = data_dir() if self.main_job else Path(self.run_dir) if self.run_dir else scratch_dir()
+        return base / "predictions" / self.source_tag
+
+    @property
+    def models(self) -> Path:
+        "Where this run's checkpoints go: `data/models/<source_tag>/`."
+        from indicipr.data.core import data_dir
+
+        return data_dir() / "models" / self.source_tag
+
+    def save_table(self, df, name: str, caption: str | None = None, index: bool = False, floatfmt: str = ".2f"):
+        "`artifacts.save_table` into this run's tables folder; returns `df`."
+        from indicipr.data.artifacts import save_table
+
+        return save_table(df, name, self.figures, caption=caption, index=index, floatfmt=floatfmt)
+
+    def save_figure(self, fig, name: str) -> list[Path]:
+        "`artifacts.save_figure` into this run's figures folder."
+        from indicipr.data.artifacts import save_figure
+
+        return save_figure(fig, name, self.figures)
+
+    def record_timings(self, stage: str, **seconds: float | None) -> Path | None:
+        "`artifacts.record_timings` into this run's folder (nothing when run by hand)."
+        from indicipr.data.artifacts import record_timings
+
+        return record_timings(self.run_dir, stage, **seconds)
+
+    def record_skipped(self, stage: str, reason: str) -> Path | None:
+        "`artifacts.record_skipped` into this run's folder (stderr when run by hand)."
+        from indicipr.data.artifacts import record_skipped
+
+        return record_skipped(self.run_dir, stage, reason)
 
     def benchmark(self, merged: bool = False):
         "`benchmark.load_benchmark(data_source, merged)`, loaded once per context."
@@ -556,26 +616,40 @@ class RunContext:
 
 # %% ../../notebooks/00g_data.config.ipynb #e4c99c3f
 def run_context(
-    data_source="sample", profile: str = "offline", figures_dir=None, stage: str | None = None, plan=None, **overrides
+    data_source="sample",
+    profile: str = "offline",
+    figures_dir=None,
+    stage: str | None = None,
+    plan=None,
+    environ: Mapping | None = None,
+    **overrides,
 ) -> RunContext:
     """The `RunContext` of a stage run; `stage` (a key of `STAGE_SETTINGS`) adds its settings with `overrides` applied,
-    `plan` the construction plan of notebooks 01–04 (`core.construction_plan`)."""
+    `plan` the construction plan of notebooks 01–04 (`core.construction_plan`; a `publish` left `None` becomes
+    `main_job`). The main job's switch and the run folder are read from `environ` (default: this process's)."""
+    from indicipr.data.artifacts import RUN_DIR_ENV
     from indicipr.data.benchmark import source_tag
-    from indicipr.data.core import figures_path, tables_path
+    from indicipr.data.core import MAIN_JOB_ENV, figures_path, tables_path
 
     if profile not in PROFILE_NAMES:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
     for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here
         _log.warning("%s", problem)
+    environ = os.environ if environ is None else environ
+    main_job, run_dir = environ.get(MAIN_JOB_ENV) == "1", environ.get(RUN_DIR_ENV) or None
     if figures_dir:  # a notebook run by hand (papermill -p figures_dir figures) never writes the committed outputs
-        check_not_protected(figures_dir, option="parameter figures_dir", folder=True)
+        check_not_protected(figures_dir, option="parameter figures_dir", folder=True, main_job=main_job)
+    if plan is not None and plan.publish is None:
+        plan = replace(plan, publish=main_job)
     return RunContext(
         data_source,
         source_tag(data_source),
         profile,
         figures_dir,
-        figures_path(figures_dir),
-        tables_path(figures_dir),
+        figures_path(figures_dir, main_job),
+        tables_path(figures_dir, main_job),
         settings_for(stage, profile, **overrides) if stage else None,
         plan,
+        main_job,
+        Path(run_dir) if run_dir else None,
     )

@@ -276,7 +276,7 @@ def _add_encoder_commands(sub) -> None:
     _flags(
         t,
         no_intermediate="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
-        fp32="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)",
+        fp32="train in fp32 on a CPU under INDICIPR_NUMERICS=native too (the pinned numerics always train in fp32; native uses bf16 autocast where the CPU computes bf16 natively)",
     )
 
 # %% ../../notebooks/12g_run.cli.ipynb #352caec9
@@ -585,8 +585,9 @@ def predict_command(args) -> int:
     if args.out:
         path = qa_files.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
+        out = config.run_context(data_source, args.profile if "profile" in args else "offline").predictions
         path = predictions.write_predictions(
-            preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
+            preds, model_dir.resolve().name, out, family="encoder", model=str(model_dir), split=args.split
         )
     _, summary = metrics.score_predictions(records, preds)
     print(

@@ -135,6 +135,9 @@ def train_intermediate(
     return out, meta
 
 # %% ../../notebooks/08_systems.encoders.ipynb #7ab32e07
+from ..data.artifacts import number_text
+
+
 def intermediate_note(meta: dict | None) -> str:
     "One line for the settings table: what phase 1 did, e.g. `579 synthetic questions (clause, gap) from 73 training contexts; 2 epochs, lr 3e-4, batch 8, 145 steps, seed 0`."
     if not meta:
@@ -142,7 +145,7 @@ def intermediate_note(meta: dict | None) -> str:
     crop = f" cut to {meta['crop_words']} words" if meta.get("crop_words") else ""
     return (
         f"{meta['questions']} synthetic questions ({', '.join(meta['kinds'])}) from {meta['contexts']} training contexts{crop}; "
-        f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {meta['learning_rate']:g}, batch {meta['batch_size']}, "
+        f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {number_text(meta['learning_rate'])}, batch {meta['batch_size']}, "
         f"{meta['steps']} steps, seed {meta['seed']}"
     )
 
@@ -271,7 +274,7 @@ def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) ->
         "steps": m.get("global_steps"),
         "train_windows": m.get("train_windows"),
         "batch_size": m.get("batch_size"),
-        "learning_rate": f"{m['learning_rate']:g}" if m.get("learning_rate") is not None else None,  # 3e-05, not 0.00
+        "learning_rate": number_text(m.get("learning_rate")),  # 3e-4, not 0.00
         "max_length": m.get("max_length"),
         "stride": m.get("stride"),
         "max_answer_length": m.get("max_answer_length"),
@@ -310,20 +313,19 @@ def stage_records(ds, split: str) -> tuple[list[dict], list[dict]]:
     return train, [dict(r) for r in ds[split]]
 
 # %% ../../notebooks/08_systems.encoders.ipynb #d7540890
-def run_encoders(
-    ctx: RunContext, caps: dict | None = None, workers=None, train_options: dict | None = None
-) -> tuple[list[dict], dict]:
+def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
     """Train every model × seed of the run `ctx` (`ctx.settings`: `config.EncodersSettings`), predict the whole split
     of its benchmark, write predictions; one row per run: scores, `train_s` and `predict_s` (timings) and `settings`
-    (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap of each model
-    (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count or 'auto';
-    default the settings'); `train_options` are `TrainConfig` fields of how a run is executed (`engine`,
-    `cuda_graphs`). Returns the rows and the pool's report (`PoolRun.report`: its plan and each run's worker)."""
+    (the run's effective settings, see `encoder_tables`). The decoding cap of each model is `answer_length_caps`'; the
+    runs go through `run_pool` (the settings' `workers`: a count or 'auto'); the settings' `engine` and `cuda_graphs`
+    (when set) are `TrainConfig` fields of how a run is executed. Returns the rows and the pool's report
+    (`PoolRun.report`: its plan and each run's worker)."""
     run_settings, data_source, tag = ctx.settings, ctx.data_source, ctx.source_tag
     shrink = shrink_note(run_settings, ctx.profile)
     ds = ctx.benchmark()
     train, evalset = stage_records(ds, run_settings.split)
-    caps = caps or answer_length_caps(train, run_settings)[2]
+    caps = answer_length_caps(train, run_settings)[2]
+    train_options = {k: v for k in ("engine", "cuda_graphs") if (v := getattr(run_settings, k)) is not None}
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
     curve_set = (
         [dict(r) for r in ds[run_settings.curve_split]]
@@ -365,7 +367,7 @@ def run_encoders(
                 stride=run_settings.stride,
                 seed=seed,
                 **precision_options(run_settings),
-                **(train_options or {}),
+                **train_options,
             )
             out_dir, first = checkpoint_dir(data_source, model, seed), seed == run_settings.seeds[0]
             replay = rehearsal_records(synthetic, run_settings.rehearsal or 0.0, seed)
@@ -395,8 +397,7 @@ def run_encoders(
                 }
             )
     rows = [None] * len(jobs)
-    workers = workers if workers is not None else run_settings.workers
-    pool = run_pool(_table_run, jobs, (train, evalset, run_settings.eval_batch_size), workers)
+    pool = run_pool(_table_run, jobs, (train, evalset, run_settings.eval_batch_size), run_settings.workers)
     for i, res in pool:
         if res is None:
             continue  # not the main process of a distributed run
@@ -413,7 +414,7 @@ def run_encoders(
         predictions.write_predictions(
             preds,
             system,
-            data_source,
+            ctx.predictions,
             family="encoder",
             model=model,
             setting="fine-tuned",
@@ -532,7 +533,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
         predictions.write_predictions(
             preds,
             system,
-            data_source,
+            ctx.predictions,
             family="encoder",
             model=r["model"],
             setting="fine-tuned, boundary-aware decoding",

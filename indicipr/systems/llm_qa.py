@@ -202,12 +202,11 @@ def cache_path(data_source) -> Path:
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{benchmark.source_tag(data_source)}.jsonl"
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #3c71813d
-def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False) -> list[dict]:
+def run_llm_baselines(ctx: RunContext) -> list[dict]:
     """Every model × setting on the split of the run `ctx` (`ctx.settings`: `config.LLMSettings`): predictions written,
     one result row per system."""
     import time
 
-    from indicipr.data import artifacts
     from indicipr.llm import client as llm, servers as llm_servers
     from indicipr.scoring import metrics
 
@@ -219,7 +218,7 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
     with llm_servers.open_endpoints(
-        llm_servers.llm_config(llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
+        llm_servers.llm_config(run_settings.llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
     ) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
@@ -235,9 +234,9 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
                     run_settings.max_tokens,
                     run_settings.concurrency,
                     desc=f"{short} {setting}",
-                    confirm_cost=confirm_cost,
+                    confirm_cost=run_settings.confirm_cost,
                 )
-                artifacts.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
+                ctx.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
                     if variant == "snap" and not run_settings.snap:
                         continue
@@ -248,7 +247,7 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
                     predictions.write_predictions(
                         preds,
                         system,
-                        data_source,
+                        ctx.predictions,
                         family="llm",
                         model=ep.model,
                         setting=shown,
