@@ -26,7 +26,7 @@ STAGE_OF_NOTEBOOK = {
 }
 RUN = {"data_source", "profile", "figures_dir"}  # every notebook's: the run context
 PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction_plan: which builds, whether to publish
-LOCATIONS = {"predictions_from", "audit_folder"}  # where inputs and outputs are
+LOCATIONS = {"predictions_from"}  # where inputs are
 NOT_SETTINGS = {
     "08_systems.encoders": {
         "choose_recipe"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ..data import benchmark, core, qa_files
 from ..llm import client as llm, runs as llm_runs, servers as llm_servers
 from .human_audit import AUDIT_CRITERIA, SCALE, SCORES, cohen_kappas
-from .human_audit import export_audit_kit, filled_sheets, score_sheets
+from .human_audit import audit_dir, export_audit_kit, filled_sheets, score_sheets
 
 # %% auto #0
 __all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',
@@ -466,14 +466,17 @@ def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
     return pd.DataFrame(rows).round(3)
 
 # %% ../../notebooks/12_analysis.quality.ipynb #3aa58e1e
-def audit_stage(ctx: RunContext, test_records: list[dict], kit) -> dict:
-    """`{manifest, kit_table, filled, sheets, audit_table}` of the run `ctx` (its settings: `config.QualitySettings`):
-    the kit written to `kit`, and the filled sheets' scores (or None)."""
+def audit_stage(ctx: RunContext, test_records: list[dict]) -> dict:
+    """`{kit, manifest, kit_table, filled, sheets, audit_table}` of the run `ctx` (its settings:
+    `config.QualitySettings`): the kit written to the settings' `audit_folder` (None: `human_audit.audit_dir` of the
+    data source), and the filled sheets' scores (or None)."""
     cfg = ctx.settings
+    kit = Path(cfg.audit_folder) if cfg.audit_folder else audit_dir(ctx.data_source)
     manifest = export_audit_kit(test_records, kit, n=cfg.audit_pairs, seed=cfg.audit_seed, source=ctx.data_source)
     found = filled_sheets(kit)
     sheets, audit_table = score_sheets(*found) if len(found) == 2 else ({}, None)
     return {
+        "kit": kit,
         "manifest": manifest,
         "kit_table": pd.DataFrame([{"Act": a, "pairs": c} for a, c in manifest["per_act"].items()]),
         "filled": found,
@@ -493,7 +496,7 @@ def judge_stage(ctx: RunContext, records: list[dict]) -> dict:
         records,
         settings.judges,
         ctx.data_source,
-        llm_servers.llm_config(settings.llm_endpoints),
+        llm_servers.llm_config(settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
         JudgeOptions(
             llm.ResponseCache(core.data_dir() / "cache" / "llm" / "judge.jsonl"),
             settings.concurrency,

@@ -545,7 +545,9 @@ def live_build(ctx: RunContext) -> tuple[str, dict, dict]:
     t0 = time.time()
     # as many copies of the local server as requests in flight (`local_llm_server`'s replicas; a hosted model: unused)
     with open_endpoints(
-        llm_config(settings.llm_endpoints), [settings.generation_model], replicas=settings.concurrency
+        llm_config(settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        [settings.generation_model],
+        replicas=settings.concurrency,
     ) as endpoints:
         endpoint = endpoints[settings.generation_model]
         out = generate_candidates(

@@ -15,21 +15,25 @@ from typing import Any, Iterable, Mapping
 from .basics import InputError, flat_paths, same_file
 
 # %% auto #0
-__all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
-           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path',
-           'tables_path', 'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path', 'Act', 'id_prefix',
-           'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label', 'seed_everything',
-           'best_ties', 'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
+__all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
+           'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
+           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path', 'tables_path',
+           'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path', 'Act', 'id_prefix', 'act_for_key',
+           'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label', 'seed_everything', 'best_ties',
+           'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
            'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
+ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
+
+
 def _has_settings(folder: Path) -> bool:
     return (folder / "settings.ini").is_file() and (folder / "indicipr").is_dir()
 
 
 def project_root() -> Path:
     "The compendium's root folder (the one holding `settings.ini`)."
-    env = os.environ.get("INDICIPR_ROOT")
+    env = os.environ.get(ROOT_ENV)
     if env:
         return Path(env).resolve()
     here = Path(__file__).resolve().parents[2] if "__file__" in globals() else None  # <root>/indicipr/data/core.py
@@ -41,7 +45,7 @@ def project_root() -> Path:
             return folder
     raise FileNotFoundError(
         "cannot find the indicipr project root (a folder with settings.ini); "
-        "set INDICIPR_ROOT or run from inside the checkout"
+        f"set {ROOT_ENV} or run from inside the checkout"
     )
 
 # %% ../../notebooks/00b_data.core.ipynb #cf015774
@@ -71,14 +75,22 @@ def build_dir(tag: str) -> Path:
     return out
 
 # %% ../../notebooks/00b_data.core.ipynb #4561eb5c
+SHARED_ENV = "INDICIPR_SHARED"  # the shared/ folder when it is not beside the checkout (read before any run context)
+
+
 def shared_dir() -> Path | None:
     "The `shared/` folder beside the checkout (statutes, recorded generations), if present."
-    env = os.environ.get("INDICIPR_SHARED")
+    env = os.environ.get(SHARED_ENV)
     candidates = [Path(env)] if env else [project_root().parent / "shared", project_root() / "shared"]
     return next((c for c in candidates if c.is_dir()), None)
 
 # %% ../../notebooks/00b_data.core.ipynb #c170d106
 MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"  # "1" in the main job's kernels (`indicipr reproduce`); read by `config.run_context`
+# the LLM's run variables, read by `config.run_environment` (named here, below the LLM client, for its messages)
+ENDPOINTS_ENV = "INDICIPR_LLM_ENDPOINTS"  # the LLM routes ('NAME=URL,…'), under a stage's `llm_endpoints` parameter
+BASE_URL_ENV = "INDICIPR_LLM_BASE_URL"  # the server of the model names no route names (unset: Ollama)
+TIMEOUT_ENV = "INDICIPR_LLM_TIMEOUT"  # seconds per LLM request (unset: each server's own default)
+YES_ENV = "INDICIPR_YES"  # 1/true/yes: a paid run above the cost threshold is confirmed
 
 # %% ../../notebooks/00b_data.core.ipynb #91ff0e24
 def scratch_dir() -> Path:

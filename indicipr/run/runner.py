@@ -61,6 +61,7 @@ STAGE_FUNCTIONS = (
     "indicipr.systems.bm25:run_bm25",
     "indicipr.systems.encoders:run_encoders",
     "indicipr.systems.encoders:boundary_runs",
+    "indicipr.systems.encoders:compare_recipes",
     "indicipr.systems.llm_qa:run_llm_baselines",
     "indicipr.systems.grounded:grounded_stage",
     "indicipr.analysis.significance:significance_stage",
@@ -202,7 +203,9 @@ COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
     """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored), a value of
     the wrong type for a notebook that declares it (it would fail in a cell minutes later), a number out of its range
-    (`config.check_parameter_ranges`) and an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds."""
+    (`config.check_parameter_ranges`) and a run variable that the kernels' `config.run_context` would refuse
+    (`config.run_environment`: an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds, an `INDICIPR_STRICT`
+    that is no switch)."""
     declared = {nb: notebook_parameter_types(nb) for nb in notebooks}
     names = set(COMMON_PARAMETERS).union(*declared.values())
     unknown = sorted(set(parameters) - names)
@@ -219,13 +222,10 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
                     f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
                     f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
                 )
-    from indicipr.llm.client import LLMConfigError
-    from indicipr.llm.servers import request_timeout
-
     try:
         config.check_parameter_ranges(parameters)
-        request_timeout()
-    except (InputError, LLMConfigError) as e:
+        config.run_environment()
+    except InputError as e:
         raise RunnerUsageError(str(e)) from None
 
 # %% ../../notebooks/12c_run.runner.ipynb #4d691612

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..data.basics import loads_json, write_text_atomic
-from ..data.benchmark import load_benchmark, problem_lines, source_tag, strict_mode
+from ..data.benchmark import load_benchmark, problem_lines, source_tag
 from ..data.core import InputError, data_dir
 from indicipr.data.qa_files import (
     JSONLError,
@@ -310,14 +310,19 @@ SPLIT_ALIASES = {
 
 
 def load_gold(
-    gold: str | Path, data_source: str = "sample", strict: bool | None = None, option: str = "--gold"
+    gold: str | Path,
+    data_source: str = "sample",
+    strict: bool | None = None,
+    option: str = "--gold",
+    act_map: str | None = None,
 ) -> list[dict]:
-    """Gold records from a split name of the benchmark `data_source` or from a QA file (problems on stderr; `strict`: an
-    error). `option` is the caller's name of `gold` in its messages: the command line's flag, or a notebook's
-    `parameter split`."""
+    """Gold records from a split name of the benchmark `data_source` (its Acts with `act_map` on top, as
+    `load_benchmark`) or from a QA file (problems on stderr; `strict`: an error). `option` is the caller's name of
+    `gold` in its messages: the command line's flag, or a notebook's `parameter split`."""
     if str(gold) in SPLIT_ALIASES and not Path(gold).is_file():
         split = SPLIT_ALIASES[str(gold)]
-        records = [dict(r) for r in load_benchmark(data_source, merged=split == "merged", strict=strict)[split]]
+        loaded = load_benchmark(data_source, merged=split == "merged", strict=strict, act_map=act_map)
+        records = [dict(r) for r in loaded[split]]
         if not records:
             raise InputError(f"{option} {gold}: the {split} split of {data_source} has no usable QA record")
         return records
@@ -327,7 +332,7 @@ def load_gold(
     if not path.is_file():
         raise InputError(f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
     f = load_qa_file(path)
-    if f.problems and strict_mode(strict):
+    if f.problems and strict:
         raise QAFormatError(
             "\n".join([f"{path}: {len(f.problems)} problem record(s) (strict):", *problem_lines(f.problems, 20)])
         )

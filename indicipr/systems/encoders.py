@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data import basics, benchmark, core, qa_files
+from ..data import basics, core, qa_files
 from ..scoring import metrics, predictions
 from ..data.config import WINDOW, IntermediateTraining, RunContext, Window
 from indicipr.systems.finetune import (
@@ -67,9 +67,10 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
     return {"model_dir": str(out), "predictions": preds, "predict_s": round(time.perf_counter() - t0, 1)}
 
 # %% ../../notebooks/08_systems.encoders.ipynb #93364f31
-def intermediate_dir(data_source, model: str) -> Path:
-    "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
-    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{model_short_name(model)}_intermediate"
+def intermediate_dir(models, model: str) -> Path:
+    """Where phase 1 of the two-phase recipe saves its checkpoint: `<models>/<model>_intermediate/` (`models`: the run's
+    checkpoints folder, `ctx.models`: `data/models/<source>/`)."""
+    return Path(models) / f"{model_short_name(model)}_intermediate"
 
 # %% ../../notebooks/08_systems.encoders.ipynb #62093cc2
 def _digest(records) -> str:
@@ -320,7 +321,7 @@ def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
     runs go through `run_pool` (the settings' `workers`: a count or 'auto'); the settings' `engine` and `cuda_graphs`
     (when set) are `TrainConfig` fields of how a run is executed. Returns the rows and the pool's report
     (`PoolRun.report`: its plan and each run's worker)."""
-    run_settings, data_source, tag = ctx.settings, ctx.data_source, ctx.source_tag
+    run_settings, tag = ctx.settings, ctx.source_tag
     shrink = shrink_note(run_settings, ctx.profile)
     ds = ctx.benchmark()
     train, evalset = stage_records(ds, run_settings.split)
@@ -345,7 +346,7 @@ def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
         if run_settings.intermediate:
-            folder = intermediate_dir(data_source, model)
+            folder = intermediate_dir(ctx.models, model)
             # phase 1's questions, and phase 2's rehearsal
             synthetic = intermediate_records(train, held_out, run_settings.intermediate)
             start, inter = train_intermediate(
@@ -369,7 +370,7 @@ def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
                 **precision_options(run_settings),
                 **train_options,
             )
-            out_dir, first = checkpoint_dir(data_source, model, seed), seed == run_settings.seeds[0]
+            out_dir, first = checkpoint_dir(ctx.models, model, seed), seed == run_settings.seeds[0]
             replay = rehearsal_records(synthetic, run_settings.rehearsal or 0.0, seed)
             rehearsal = (
                 {"fraction": run_settings.rehearsal, "questions": len(replay), "digest": _digest(replay)}
@@ -500,7 +501,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
     and tuned, its scores)."""
     from indicipr.systems import boundary
 
-    run_settings, data_source = ctx.settings, ctx.data_source
+    run_settings = ctx.settings
     want = run_settings.boundary_models
     if not want:
         return []
@@ -512,7 +513,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
     for r in rows:
         if want != "all" and r["model"] not in want:
             continue
-        folder = checkpoint_dir(data_source, r["model"], r["seed"])
+        folder = checkpoint_dir(ctx.models, r["model"], r["seed"])
         model, tok, cfg = load_finetuned(folder)
         t0 = time.perf_counter()
         if r["model"] not in priors:
@@ -612,17 +613,14 @@ from . import finetune
 from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
 
 # %% ../../notebooks/08_systems.encoders.ipynb #ff83aeeb
-def compare_recipes(
-    ctx: RunContext,
-    candidates=RECIPE_CANDIDATES,
-    seeds=(0, 1),
-    split: str = "validation",
-    base: EncodersSettings | None = None,
-) -> list[dict]:
-    """Fine-tune every candidate with every seed and score it on `split` of the run's benchmark (`ctx.benchmark()`),
-    each from `base` (default: the settings of `ctx.profile`) with its recipe; each candidate's runs are filed under
-    their own tag (`group_tag`). One row per run: candidate, seed, EM, F1, Char-F1."""
-    data_tag, profile = ctx.source_tag, ctx.profile
+def compare_recipes(ctx: RunContext) -> list[dict]:
+    """Fine-tune every candidate of the run's recipe choice (`ctx.settings.recipe_choice`: `config.RecipeChoice`) with
+    every one of its seeds and score it on its split of the run's benchmark (`ctx.benchmark()`), each from its `base`
+    (None: the settings of `ctx.profile`) with the candidate's recipe; each candidate's runs are filed under their own
+    tag (`group_tag`). One row per run: candidate, seed, EM, F1, Char-F1."""
+    choice, data_tag, profile = ctx.settings.recipe_choice, ctx.source_tag, ctx.profile
+    candidates = RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
+    seeds, split, base = choice.seeds, choice.split, choice.base
     if split == "test":
         raise core.InputError("compare_recipes: the recipe is chosen on the validation split, not on test")
     log = runs_path()
@@ -641,10 +639,11 @@ def compare_recipes(
         if todo:
             runs = replace(settings, seeds=todo, workers=len(todo))  # at once: a single-thread process per seed
             tag = group_tag(settings)
-            ran, _ = run_encoders(ctx.filed_under(tag, runs))
+            group = ctx.filed_under(tag, runs)
+            ran, _ = run_encoders(group)
             for r in ran:
-                phase2 = finetune.qa_config(finetune.checkpoint_dir(tag, r["model"], r["seed"]))
-                phase1 = finetune.qa_config(intermediate_dir(tag, r["model"])) if settings.intermediate else {}
+                phase2 = finetune.qa_config(finetune.checkpoint_dir(group.models, r["model"], r["seed"]))
+                phase1 = finetune.qa_config(intermediate_dir(group.models, r["model"])) if settings.intermediate else {}
                 row = {
                     "key": keys[r["seed"]],
                     "candidate": cand.name,

@@ -335,23 +335,16 @@ def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame
     return pd.DataFrame(rows)
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #04f13cf0
-def reader_stage(
-    corpus: OpenCorpus,
-    tune,
-    test,
-    runs: dict,
-    run_settings: GroundedSettings,
-    data_source,
-    out_dir,
-    log=print,
-) -> dict:
-    """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index): per reader,
-    its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
-    `out_dir` (the run's `ctx.predictions / "grounded"`: outside the folder notebook 10 compares)."""
+def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, log=print) -> dict:
+    """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index;
+    `run_settings`: the run's `ctx.settings`): per reader, its gold-context and end-to-end per-question frames, what it
+    chose and how. The encoders are read from the run's checkpoints (`ctx.models`); the end-to-end predictions go to
+    `ctx.predictions / "grounded"` (outside the folder notebook 10 compares)."""
     from indicipr.systems import encoders, finetune, llm_qa
     from indicipr.llm import client as llm, servers as llm_servers
     from indicipr.scoring import metrics
 
+    run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if run_settings.reader_retriever == "best" else run_settings.reader_retriever
     sc = runs["text"].scores[name]
@@ -359,7 +352,7 @@ def reader_stage(
     (tpos, tsc), (pos, psc) = top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
     readers, timing = {}, {}
     for model in run_settings.reader_models:
-        folder = finetune.checkpoint_dir(data_source, model, run_settings.reader_seed)
+        folder = finetune.checkpoint_dir(ctx.models, model, run_settings.reader_seed)
         if not folder.is_dir():
             log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out")
             continue
@@ -393,7 +386,7 @@ def reader_stage(
         k = run_settings.llm_k
         cache = llm.ResponseCache(llm_qa.cache_path(data_source))
         with llm_servers.open_endpoints(
-            llm_servers.llm_config(run_settings.llm_endpoints),
+            llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
             run_settings.qa_models,
             replicas=run_settings.concurrency,
         ) as endpoints:
@@ -546,7 +539,7 @@ def grounded_stage(ctx: RunContext) -> dict:
     t0 = time.perf_counter()
     runs = retrieval_stage(corpus, tune, test, run_settings, splits["train"])
     t1 = time.perf_counter()
-    reading = reader_stage(corpus, tune, test, runs, run_settings, ctx.data_source, ctx.predictions / "grounded")
+    reading = reader_stage(corpus, tune, test, runs, ctx)
     return {
         "settings": run_settings,
         "corpus": corpus,

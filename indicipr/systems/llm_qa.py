@@ -218,7 +218,9 @@ def run_llm_baselines(ctx: RunContext) -> list[dict]:
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
     with llm_servers.open_endpoints(
-        llm_servers.llm_config(run_settings.llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
+        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        run_settings.qa_models,
+        replicas=run_settings.concurrency,
     ) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
