@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from . import numerics
-from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected
+from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
+from .benchmark import load_benchmark, source_tag
 
 _log = logging.getLogger("indicipr.data.config")
 
@@ -534,7 +535,6 @@ class RunContext:
 
     def benchmark(self, merged: bool = False):
         "`benchmark.load_benchmark(data_source, merged)`, loaded once per context."
-        from indicipr.data.benchmark import load_benchmark
 
         if merged not in self._benchmarks:
             self._benchmarks[merged] = load_benchmark(self.data_source, merged=merged)
@@ -544,7 +544,6 @@ class RunContext:
         """This run's benchmark (the splits, loaded once) with other `settings`, its outputs (checkpoints,
         predictions) filed under `data_source` instead: the runs of a comparison, each group under its own tag
         (`encoders.compare_recipes`)."""
-        from indicipr.data.benchmark import source_tag
 
         return replace(
             self,
@@ -560,9 +559,6 @@ def run_context(
 ) -> RunContext:
     """The `RunContext` of a stage run; `stage` (a key of `STAGE_SETTINGS`) adds its settings with `overrides` applied,
     `plan` the construction plan of notebooks 01–04 (`core.construction_plan`)."""
-    from indicipr.data.benchmark import source_tag
-    from indicipr.data.core import figures_path, tables_path
-
     if profile not in PROFILE_NAMES:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
     for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here

@@ -23,8 +23,8 @@ from ..data.core import InputError, figures_path, project_root
 
 # papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
 # the command line (`indicipr --help`, a usage error) starts without them
-if TYPE_CHECKING:
-    from indicipr.run.report import StageResult
+if TYPE_CHECKING:  # annotations only: relative, as nbdev writes the module's imports (it never runs in the notebook)
+    from .report import StageResult
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES',
@@ -202,6 +202,7 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
                     f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
                     f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
                 )
+    # the LLM client and its servers: loaded when a run's parameters are checked, not at every command line start
     from indicipr.llm.client import LLMConfigError
     from indicipr.llm.servers import request_timeout
 
@@ -382,7 +383,7 @@ def remove_quiet_log(log: Path) -> bool:
 # %% ../../notebooks/12c_run.runner.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
-    from indicipr.run.report import StageResult
+    from indicipr.run.report import StageResult  # the report imports pandas: the command line starts without it
 
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
     t0, recorded_before, cpu0 = time.time(), len(artifacts.read_timings(run_dir)), _children_cpu_seconds()
@@ -440,7 +441,7 @@ def _no_verdict(parameters: dict) -> str:
 
 def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
     "What the runner prints when a notebook ended."
-    from indicipr.run.report import format_seconds
+    from indicipr.run.report import format_seconds  # the report imports pandas: the command line starts without it
 
     if r.status == "missing":
         return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
@@ -466,6 +467,7 @@ def run_pipeline(
     echo=print,
 ) -> list[StageResult]:
     "Run the notebooks in order; write executed copies, `timings.jsonl` and the HTML report to `run_dir`."
+    # the report imports pandas: the command line starts without it
     from indicipr.run.report import StageResult, format_seconds, write_report
 
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}

@@ -22,15 +22,8 @@ from ..data.artifacts import RUN_DIR_ENV
 from ..data.basics import loads_json, write_text_atomic
 from ..data.benchmark import load_benchmark, problem_lines, source_tag, strict_mode
 from ..data.core import InputError, data_dir, main_job, scratch_dir
-from indicipr.data.qa_files import (
-    JSONLError,
-    QAFormatError,
-    json_or_jsonl,
-    jsonl_objects,
-    load_qa_file,
-    read_text,
-    write_jsonl,
-)
+from ..data.qa_files import JSONLError, QAFormatError, json_or_jsonl, jsonl_objects, load_qa_file, read_text
+from ..data.qa_files import write_jsonl
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #3e5053ad
 def main_predictions_dir(data_source: str | os.PathLike = "sample") -> Path:
