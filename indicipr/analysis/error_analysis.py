@@ -11,13 +11,13 @@ __all__ = ['ANALYSES', 'MAX_BOOTSTRAP_CELLS', 'clause_boundaries', 'is_multi_cla
            'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #67ffe44c
+import bisect
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-import bisect
 from ..data.basics import write_text_atomic
 from ..data.config import RunContext, as_dict
 from ..data.core import CARD

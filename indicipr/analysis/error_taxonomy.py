@@ -10,11 +10,11 @@ __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MA
 
 # %% ../../notebooks/10a_analysis.error_taxonomy.ipynb #8eb11d71
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from dataclasses import dataclass
 from ..scoring.metrics import normalize_answer, token_f1
 from ..data.core import CARD  # the card's analyses of InLegalBERT: CARD["errors"], CARD["answer_structure"]
 

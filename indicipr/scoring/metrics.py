@@ -9,6 +9,7 @@ __all__ = ['SCORE_COLUMNS', 'SCORE_NAMES', 'normalize_answer', 'exact_match', 't
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #87975085
 import difflib
+import functools
 import re
 import string
 from collections import Counter
@@ -16,11 +17,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import pandas as pd
+
 from ..data.core import UNKNOWN_ACT_KEY, act_keys_in_card_order, act_label, record_act
 from .predictions import PredictionIdError, as_prediction_dict, check_prediction_ids
 from .predictions import read_prediction_meta, system_group, system_name
 from ..data.qa_files import gold_starts
-import functools
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #f9ad375b
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)

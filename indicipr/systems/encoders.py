@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
-from dataclasses import replace
+
 from ..data import basics, benchmark, core, qa_files
 from ..scoring import metrics, predictions
 from ..data.config import WINDOW, IntermediateTraining, RunContext, Window

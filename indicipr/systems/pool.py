@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import torch
-
 from transformers import TrainerCallback
+
 from ..data import numerics
 
 # %% auto #0

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-import warnings
-import weakref
 from ..data import basics, benchmark, core, numerics
 from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from transformers import Trainer, TrainingArguments
+
 from ..data import numerics
 from .qa_model import Windows, round_up
 from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
