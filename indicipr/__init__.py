@@ -8,11 +8,11 @@ __all__ = ["__version__", "load_benchmark", "score_predictions"]
 
 def __getattr__(name: str):
     if name == "load_benchmark":
-        from indicipr.data.benchmark import load_benchmark
+        from indicipr.data.benchmark import load_benchmark  # on first use: `import indicipr` loads no floor
 
         return load_benchmark
     if name == "score_predictions":
-        from indicipr.scoring.metrics import score_predictions
+        from indicipr.scoring.metrics import score_predictions  # on first use: `import indicipr` loads no floor
 
         return score_predictions
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

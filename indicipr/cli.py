@@ -4,7 +4,7 @@ floors, and `python -m indicipr.cli` / `accelerate launch -m indicipr.cli train`
 
 import sys
 
-from indicipr.run.cli import main
+from .run.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,11 +3,16 @@ and `run` (in that order): a module imports modules of its own floor and of the 
 graph of imports (`from .x`, `from ..floor.x`, `from indicipr.floor.x`, `from indicipr.floor import x`,
 `import indicipr.floor.x`, function-level ones included) is acyclic. The notebooks read in order: a notebook's name is
 its number, its letter and its module's path (`08_systems.encoders.ipynb` exports `indicipr.systems.encoders`), and no
-notebook imports, in any cell, the module of a notebook whose name sorts after its own."""
+notebook imports, in any cell, the module of a notebook whose name sorts after its own. A module's project imports
+stand at its top (in the notebook, its first export cell), relative, as nbdev writes a one-line `from indicipr.x import y`;
+one inside a function is lazy on purpose, absolute (nbdev leaves it as written, so the notebook runs it too), and a
+comment beside it says why."""
 
 import ast
+import io
 import json
 import re
+import tokenize
 
 from helpers import ROOT
 
@@ -381,6 +386,115 @@ def test_the_project_reaches_its_own_modules_by_plain_imports():
                     and str(arg.value).startswith("indicipr")
                 ):
                     raise AssertionError(f"{name}: {fn}({arg.value!r}) hides an import from the graph")
+
+
+# ---------------------------------------------------------------- one import form, at the top
+# lm-eval loads its hooks by file path, outside the package, where a relative import cannot resolve: absolute only
+LOADED_BY_PATH = {"lm_eval_tasks/indicipr_qa/utils.py"}
+
+
+def project_imports(tree: ast.Module) -> list[tuple[ast.stmt, bool]]:
+    "Each import of the package in a module, with whether it stands inside a function."
+    inside = {
+        id(node)
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn)
+    }
+    found = []
+    for node in ast.walk(tree):
+        ours = (
+            isinstance(node, ast.ImportFrom)
+            and (node.level or node.module == "indicipr" or (node.module or "").startswith("indicipr."))
+        ) or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "indicipr" for a in node.names))
+        if ours:
+            found.append((node, id(node) in inside))
+    return sorted(found, key=lambda pair: pair[0].lineno)
+
+
+def import_form_problems(source: str, name: str) -> list[str]:
+    """A module-level project import that is not relative, a lazy one (inside a function) that is not absolute or
+    has no comment on its line or the line above (the line above a run of lazy imports speaks for the run)."""
+    tree = ast.parse(source)
+    comments = {
+        t.start[0]: t.line for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
+    }
+    lines = source.splitlines()
+    lazy_lines = {
+        line for node, lazy in project_imports(tree) if lazy for line in range(node.lineno, node.end_lineno + 1)
+    }
+    problems = []
+    for node, lazy in project_imports(tree):
+        relative = isinstance(node, ast.ImportFrom) and node.level > 0
+        if not lazy and not relative:
+            problems.append(f"{name}:{node.lineno}: a module-level project import in the absolute form")
+        if lazy and relative:
+            problems.append(f"{name}:{node.lineno}: a lazy project import in the relative form")
+        if lazy:
+            above = node.lineno - 1
+            while above in lazy_lines:
+                above -= 1
+            said = any(n in comments for n in range(node.lineno, node.end_lineno + 1)) or (
+                above in comments and lines[above - 1].lstrip().startswith("#")
+            )
+            if not said:
+                problems.append(f"{name}:{node.lineno}: a project import inside a function without its reason")
+    return problems
+
+
+def test_the_checker_finds_unexplained_lazy_imports_and_mixed_forms():
+    fine = (
+        "from ..data.core import CARD\nfrom . import verdict\nif 1:\n    from .report import R\n"
+        "def f():\n    from indicipr.run.report import R  # pandas\n"
+        "def g():\n    # pandas and torch\n    from indicipr.run import report\n    from indicipr.systems import qa_model\n"
+        "    import os\n"
+    )
+    assert import_form_problems(fine, "m") == []
+    bad = (
+        "from indicipr.data.core import CARD\nfrom . import verdict\nimport indicipr.run.report\n"
+        "def f():\n    from indicipr.run.report import R\n    from .report import S  # why\n"
+        "def g():\n    x = 1  # a comment about x\n    from indicipr.run import report\n"
+    )
+    assert import_form_problems(bad, "m") == [
+        "m:1: a module-level project import in the absolute form",
+        "m:3: a module-level project import in the absolute form",
+        "m:5: a project import inside a function without its reason",
+        "m:6: a lazy project import in the relative form",
+        "m:9: a project import inside a function without its reason",
+    ]
+
+
+def test_one_import_form_and_lazy_imports_say_why():
+    "Module level: relative, as nbdev writes them; inside a function: absolute, with the reason it is lazy beside it."
+    problems = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        name = str(p.relative_to(PACKAGE))
+        if name == "_modidx.py":
+            continue
+        source = p.read_text(encoding="utf-8")
+        if name in LOADED_BY_PATH:
+            forms = {isinstance(n, ast.ImportFrom) and n.level > 0 for n, _ in project_imports(ast.parse(source))}
+            assert forms == {False}, f"{name}: lm-eval loads it by path, so its project imports are absolute"
+            continue
+        problems += import_form_problems(source, name)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_notebook_imports_in_its_first_export_cell():
+    "A later export cell imports no project module at its top level: the module's imports are read first."
+    late, known = {}, set(modules())
+    for nb in sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb")):
+        cells = [
+            "".join(c["source"])
+            for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]
+            if c["cell_type"] == "code" and "".join(c["source"]).startswith("#| export")
+        ]
+        for i, src in enumerate(cells[1:], 1):
+            top = [n for n in ast.parse(src).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            found = imported_modules(ast.Module(body=top, type_ignores=[]), known)
+            if found:
+                late[f"{nb.stem} export cell {i}"] = sorted(found)
+    assert not late, f"project imports below a notebook's first export cell: {late}"
 
 
 def test_the_card_numbers_are_not_written_as_literals_elsewhere():

@@ -11,6 +11,7 @@ __all__ = ['ANALYSES', 'MAX_BOOTSTRAP_CELLS', 'clause_boundaries', 'is_multi_cla
            'evaluate_report', 'evaluate_files', 'gold_structure', 'errors_stage']
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #67ffe44c
+import bisect
 import re
 from pathlib import Path
 
@@ -20,16 +21,16 @@ import pandas as pd
 from ..data.basics import write_text_atomic
 from ..data.config import RunContext, as_dict
 from ..data.core import CARD
-from indicipr.analysis.error_taxonomy import (
-    ERROR_TYPES,
-    classify_errors,
-    error_class_sensitivity,
-    error_taxonomy_table,
-    locate_span,
-)
+from ..data.core import InputError, act_keys_in_card_order, act_label, card_comparable, check_output, record_act
 from ..scoring.metrics import mean_scores, normalize_answer, per_act_table, score_predictions, unknown_act_ids
-from ..scoring.predictions import check_coverage, load_gold, system_name
+from ..scoring.predictions import SPLIT_ALIASES, as_prediction_dict, check_coverage, load_gold, system_name
 from ..scoring.bootstrap import N_RESAMPLES, compare_systems
+from .error_taxonomy import ERROR_TYPES, classify_errors, error_class_sensitivity, error_taxonomy_table
+from .error_taxonomy import locate_span
+from ..build.clauses import SNAP_REACH_WORDS, boundary_offsets, ends_clause, snap_targets
+from .significance import analysis_runs, decoding_pairs, evaluation_only, resolve_focus, runs_by_seed
+from ..data.benchmark import load_benchmark
+from ..data.qa_files import load_qa_file
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #1bf6e865
 _ENUM_MARKER = re.compile(r"(?:(?<=^)|(?<=[\s\-–—:,]))\((?:[a-z]{1,2}|[ivxlc]{1,6}|\d{1,3}[A-Z]{0,2})\)")
@@ -205,11 +206,6 @@ def median_answer_words(records) -> float:
     return float(np.median([answer_word_count(r["answers"]["text"][0]) for r in records]))
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #75abc0d6
-import bisect
-
-from ..build.clauses import SNAP_REACH_WORDS, boundary_offsets, ends_clause, snap_targets
-
-
 def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]:
     "Whether the character span [start, end) starts on a clause start and ends on a clause end of `context` (trailing punctuation aside)."
     starts, ends = boundary_offsets(context)
@@ -218,8 +214,6 @@ def char_boundary_flags(context: str, start: int, end: int) -> tuple[bool, bool]
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #12380b12
 def gold_on_boundaries(records) -> pd.DataFrame:
     "Per record: id, Act, whether its first gold answer starts / ends / both on clause boundaries."
-    from indicipr.data.core import record_act
-
     rows = []
     for r in records:
         a = int(r["answers"]["answer_start"][0])
@@ -231,8 +225,6 @@ def gold_on_boundaries(records) -> pd.DataFrame:
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #fd16ca65
 def gold_boundary_table(records) -> pd.DataFrame:
     "Per Act (the card's order) and overall: questions, and the % of gold answers starting, ending, and both on clause boundaries."
-    from indicipr.data.core import act_keys_in_card_order, act_label
-
     g = gold_on_boundaries(records)
 
     def row(name, part):
@@ -288,8 +280,6 @@ def snap_oracle(record, prediction: str | None, reach: int = SNAP_REACH_WORDS) -
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #f4fbc7e6
 def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
     "Error classes of `plain` and of its evaluation-only twin `other`, mean count over the seeds both have, and the change."
-    from indicipr.analysis.significance import runs_by_seed
-
     plain_runs, other_runs = runs_by_seed(runs, plain), runs_by_seed(runs, other)
     seeds = [s for s in plain_runs if s in other_runs]
 
@@ -321,8 +311,6 @@ def decoding_error_change(runs: dict, plain: str, other: str) -> pd.DataFrame:
 def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: int = SNAP_REACH_WORDS) -> pd.DataFrame:
     """Per seed of `plain`: its span-boundary errors, how many some snap to clause boundaries would fix (the oracle bound),
     and, with `other`, how many of them its evaluation-only twin got exactly right."""
-    from indicipr.analysis.significance import runs_by_seed
-
     rows, twins = [], runs_by_seed(runs, other) if other else {}
     for label, r in runs_by_seed(runs, plain).items():
         frame, seed = r["frame"], r["meta"].get("seed")
@@ -353,10 +341,6 @@ def snap_oracle_table(runs: dict, plain: str, other: str | None = None, reach: i
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #a444ac9c
 def left_out_ids(gold, data_source: str = "sample") -> set[str]:
     "Ids of the records of the gold file (or split of `data_source`) that were left out as problems."
-    from indicipr.data.benchmark import load_benchmark
-    from indicipr.scoring.predictions import SPLIT_ALIASES
-    from indicipr.data.qa_files import load_qa_file
-
     if str(gold) in SPLIT_ALIASES and not Path(str(gold)).is_file():
         problems = load_benchmark(
             data_source, merged=SPLIT_ALIASES[str(gold)] == "merged", strict=False, verbose=False, as_dataset=False
@@ -370,8 +354,6 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
     """Each predictions file as `{id: text}`, without the predictions of gold records left out as problems (a warning
     gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
     import sys
-
-    from indicipr.scoring.predictions import as_prediction_dict
 
     known, left, out = {r["id"] for r in gold_records}, None, []
     for p in paths:
@@ -493,8 +475,6 @@ def evaluate_files(
 ) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
     Every file must answer some gold question (`predictions.check_coverage`); `strict`, `act_map`: as `load_gold`'s."""
-    from indicipr.data.core import InputError, check_output
-
     if out is not None:
         check_output(
             out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []}
@@ -547,9 +527,6 @@ def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict]) -> dict:
     """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs
     of the run `ctx` (its settings: `config.SignificanceSettings`); the report is also written to the run's tables
     folder as `evaluate_<focus>.md`. Answers are split at the settings' `length_split` (None: the benchmark's median)."""
-    from indicipr.data.core import CARD, card_comparable
-    from indicipr.analysis.significance import analysis_runs, resolve_focus
-
     run_settings, data_source, report_dir = as_dict(ctx.settings), ctx.data_source, ctx.tables
     length_split = run_settings["length_split"] or median_answer_words(
         load_gold("merged", data_source, ctx.strict, act_map=ctx.act_map)
@@ -583,7 +560,6 @@ def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict]) -> dict:
         "other defensible rules (see notebook 11, Weighing the rule)",
     )
     figures = {"error_taxonomy": taxonomy_figure(taxonomy), "answer_structure": structure_figure(structure)}
-    from indicipr.analysis.significance import decoding_pairs, evaluation_only
 
     pairs = decoding_pairs(runs)
     if pairs:

@@ -10,11 +10,13 @@ __all__ = ['Span', 'ERROR_TYPES', 'BOUNDARY_F1', 'MINOR_WORD_F1', 'MINOR_WORD_MA
 
 # %% ../../notebooks/10a_analysis.error_taxonomy.ipynb #8eb11d71
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..scoring.metrics import normalize_answer, token_f1
+from ..data.core import CARD  # the card's analyses of InLegalBERT: CARD["errors"], CARD["answer_structure"]
 
 # %% ../../notebooks/10a_analysis.error_taxonomy.ipynb #73f33499
 Span = tuple[int, int]
@@ -87,8 +89,6 @@ PARTIAL_OVERLAP_F1 = (
 )
 OVERLAPPING = ("equal", "inside", "contains", "crossing")  # the span relations of overlapping spans
 
-from ..data.core import CARD  # the card's analyses of InLegalBERT: CARD["errors"], CARD["answer_structure"]
-
 
 def span_relation(pred: Span, gold: Span) -> str:
     "'equal', 'inside' (pred within gold), 'contains' (gold within pred), 'crossing' or 'disjoint' for two character spans."
@@ -150,9 +150,6 @@ def classify_error(prediction: str | None, golds: list[str], context: str, answe
     return class_of_evidence(error_evidence(prediction, golds, context, answer_starts), PROJECT_RULE)
 
 # %% ../../notebooks/10a_analysis.error_taxonomy.ipynb #0ee2f030
-from dataclasses import dataclass
-
-
 @dataclass(frozen=True)
 class ErrorRule:
     "The order and constants of the taxonomy's rules."

@@ -20,6 +20,9 @@ from ..llm import client as llm, runs as llm_runs, servers as llm_servers
 from .human_audit import AUDIT_CRITERIA, SCALE, SCORES, cohen_kappas
 from .human_audit import audit_dir, export_audit_kit, filled_sheets, score_sheets
 
+# a judge; a stage run's context, its settings config.QualitySettings
+from ..data.config import Judge, RunContext
+
 # %% auto #0
 __all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',
            'JudgeScores', 'parse_judge_reply', 'judge_messages', 'judgment', 'JudgeOptions', 'judge_all',
@@ -39,12 +42,6 @@ HUMAN_TO_JUDGE = {
     "answer_correctness": "answer_sufficiency",
     "answer_minimality": "answer_minimality",
 }
-
-# %% ../../notebooks/12_analysis.quality.ipynb #866fe6ff
-from indicipr.data.config import (
-    Judge,
-    RunContext,
-)  # a judge; a stage run's context, its settings config.QualitySettings
 
 # %% ../../notebooks/12_analysis.quality.ipynb #35156604
 def _reject_bool(v):
@@ -489,8 +486,6 @@ def judge_stage(ctx: RunContext, records: list[dict]) -> dict:
     """`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges of the run `ctx` (its
     settings' `judges`, at the servers of its `llm_endpoints`; replies cached in `data/cache/llm/judge.jsonl`) on
     `records`."""
-    from indicipr.llm import client as llm, servers as llm_servers
-
     settings = ctx.settings
     judgments = run_judges(
         records,

@@ -15,9 +15,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.core import CARD, act_label
+from ..data.core import CARD, act_label, card_comparable
 from ..scoring.metrics import per_act_table, unknown_act_ids
 from ..scoring.bootstrap import N_RESAMPLES, compare_systems, bootstrap_ci
+from ..scoring.predictions import system_group
+
+# its settings: config.SignificanceSettings, shared by 11_analysis.error_analysis
+from ..data.config import RunContext
 
 # %% ../../notebooks/10_analysis.significance.ipynb #cf2e56ab
 FAMILY_ORDER = ("lexical", "encoder", "llm")
@@ -95,10 +99,6 @@ def results_table(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES, seed
     return pd.DataFrame(rows)
 
 # %% ../../notebooks/10_analysis.significance.ipynb #bf5b5357
-from indicipr.data.config import (
-    RunContext,
-)  # its settings: config.SignificanceSettings, shared by 11_analysis.error_analysis
-
 _SIG = CARD["significance"]  # the card's setting: focus system, compared family, resamples
 
 
@@ -250,8 +250,6 @@ def ci_figure(comparisons: pd.DataFrame):
 # %% ../../notebooks/10_analysis.significance.ipynb #da1748bf
 def decoding_pairs(runs: Mapping[str, dict]) -> list[tuple[str, str]]:
     "(plain system, evaluation-only system) pairs: each system whose runs name a `plain_system` that is scored too."
-    from indicipr.scoring.predictions import system_group
-
     groups, pairs = {r["group"] for r in runs.values()}, {}
     for r in runs.values():
         plain = r["meta"].get("plain_system")
@@ -302,8 +300,6 @@ def decoding_comparison(runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES
 def significance_stage(ctx: RunContext, runs: Mapping[str, dict], gold_records: list[dict]) -> dict:
     """`{"tables": {name: (frame, caption, floatfmt)}, "figures": {name: figure}, "notes": [lines], "focus", "chosen"}`
     of the stage for the scored `runs` of the run `ctx` (its settings: `config.SignificanceSettings`)."""
-    from indicipr.data.core import card_comparable
-
     run_settings, data_source = ctx.settings, ctx.data_source
     n, where = len(gold_records), f"{run_settings.split} questions ({data_source})"
     tables = {"results_runs": (per_run_table(runs), f"Every run on the {n} {where}", ".2f")}

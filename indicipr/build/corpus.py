@@ -17,6 +17,7 @@ from ..data.qa_files import record_section, write_jsonl
 from .statutes import pdf_dir, read_official_pdfs
 from .sections import batch_files
 from .sections import read_sections_jsonl, sample_statutes_dir, statutes_jsonl_paths
+from ..data.config import RunContext, settings_for  # the stage's settings: config.CorpusSettings
 
 # %% auto #0
 __all__ = ['LEFTOVER_PATTERNS', 'WORD_TYPES', 'pack_units', 'split_long_unit', 'section_contexts', 'build_contexts',
@@ -367,9 +368,6 @@ def plot_context_lengths(contexts: list[dict]):
     return fig
 
 # %% ../../notebooks/01_build.corpus.ipynb #e6f5a325
-from ..data.config import RunContext, settings_for  # the stage's settings: config.CorpusSettings
-
-
 def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
     "Copy each existing file of `sources` into folder `dest` when the copy there is missing or differs (atomically: a temporary file, then a rename)."
     dest.mkdir(parents=True, exist_ok=True)

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..data.core import act_for_key, build_dir, data_dir, shared_dir
+from ..data.core import act_keys_in_card_order, act_label, record_act
 from .corpus import sync_shared_files
 from .sections import batch_files
 from ..llm.client import Endpoint, ReplayMissError, ResponseCache, messages_key, replay_endpoint
 from ..llm.runs import run_requests
 from ..llm.servers import llm_config, open_endpoints
 from ..data.qa_files import JSONLError, read_jsonl, write_jsonl
+from ..data.config import RunContext, present
 
 # %% ../../notebooks/02_build.generate.ipynb #af2de711
 SYSTEM_MESSAGE = "You generate extractive legal QA and return only valid JSON."
@@ -461,8 +463,6 @@ def live_contexts_source() -> Path:
     return built if built.exists() else ensure_recorded_sample()
 
 # %% ../../notebooks/02_build.generate.ipynb #498f8450
-from ..data.core import act_keys_in_card_order, act_label, record_act
-
 QA_PER_ACT_COLUMNS = ["Act", "QA pairs", "Contexts", "Mean question words", "Mean answer words"]
 
 
@@ -502,8 +502,6 @@ def tagged_contexts(build_tag: str, limit: int | None = None) -> tuple[Path, lis
     return path, contexts if limit is None else contexts[: int(limit)]
 
 # %% ../../notebooks/02_build.generate.ipynb #850b078e
-from ..data.config import RunContext, present
-
 GENERATION_CACHE = "generate.jsonl"  # under data/cache/llm/
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Iterable
 
 from ..data.basics import replace_atomic
-from ..data.benchmark import source_tag
+from ..data.benchmark import load_benchmark, source_tag
 from ..data.core import ACTS, CARD, CARD_PER_ACT, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS, act_keys_in_card_order
 from ..data.core import act_label, build_dir, card_comparable, data_dir, may_publish_sample, record_act
 from .filters import builds_with_candidates
 from ..data.qa_files import QAFormatError, load_qa_file, make_qa_record, read_jsonl, record_section, write_jsonl
+from ..data.config import RunContext, SplitSettings, as_dict, settings_for  # the stage's settings (config.SPLIT)
 
 # %% auto #0
 __all__ = ['CARD_CONSTRUCTION', 'BUILD_FILES', 'normalize_question', 'question_jaccard', 'span_overlap', 'near_duplicate',
@@ -339,9 +340,6 @@ def split_integrity_table(splits: dict[str, list[dict]]):
     return pd.DataFrame(rows)
 
 # %% ../../notebooks/04_build.split.ipynb #6338515e
-from ..data.config import RunContext, SplitSettings, as_dict, settings_for  # the stage's settings (config.SPLIT)
-
-
 def write_split_files(folder: Path, splits: dict[str, list[dict]]) -> dict[str, Path]:
     "Write the four official files atomically and validate each with `load_qa_file(strict=True)`."
     paths = {}
@@ -518,8 +516,6 @@ def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, l
 def source_tables(data_source, strict: bool | None = None, act_map: str | None = None) -> tuple[dict[str, tuple], bool]:
     """`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the
     card's figures are beside them; `strict`, `act_map`: as `load_benchmark`'s (a run passes its context's)."""
-    from indicipr.data.benchmark import load_benchmark
-
     tag, source = source_tag(data_source), load_benchmark(data_source, merged=True, strict=strict, act_map=act_map)
     splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}
     card = card_comparable(data_source, splits)

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from . import numerics
-from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected
+from . import core, numerics  # core: `data_dir`, `scratch_dir` looked up at each call (tests move them)
+from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
+from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
+from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
+from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
 
 _log = logging.getLogger("indicipr.data.config")
 
@@ -574,46 +577,32 @@ class RunContext:
     def predictions(self) -> Path:
         """Where this run writes its prediction files: the main job's `data/predictions/<source_tag>/`, else the run's
         own `<run folder>/predictions/<source_tag>/`, or `runs/interactive/predictions/<source_tag>/` run by hand."""
-        from indicipr.data.core import data_dir, scratch_dir
-
-        base = data_dir() if self.main_job else Path(self.run_dir) if self.run_dir else scratch_dir()
+        base = core.data_dir() if self.main_job else Path(self.run_dir) if self.run_dir else core.scratch_dir()
         return base / "predictions" / self.source_tag
 
     @property
     def models(self) -> Path:
         "Where this run's checkpoints go: `data/models/<source_tag>/`."
-        from indicipr.data.core import data_dir
-
-        return data_dir() / "models" / self.source_tag
+        return core.data_dir() / "models" / self.source_tag
 
     def save_table(self, df, name: str, caption: str | None = None, index: bool = False, floatfmt: str = ".2f"):
         "`artifacts.save_table` into this run's tables folder; returns `df`."
-        from indicipr.data.artifacts import save_table
-
         return save_table(df, name, self.figures, caption=caption, index=index, floatfmt=floatfmt)
 
     def save_figure(self, fig, name: str) -> list[Path]:
         "`artifacts.save_figure` into this run's figures folder."
-        from indicipr.data.artifacts import save_figure
-
         return save_figure(fig, name, self.figures)
 
     def record_timings(self, stage: str, **seconds: float | None) -> Path | None:
         "`artifacts.record_timings` into this run's folder (nothing when run by hand)."
-        from indicipr.data.artifacts import record_timings
-
         return record_timings(self.run_dir, stage, **seconds)
 
     def record_skipped(self, stage: str, reason: str) -> Path | None:
         "`artifacts.record_skipped` into this run's folder (stderr when run by hand)."
-        from indicipr.data.artifacts import record_skipped
-
         return record_skipped(self.run_dir, stage, reason)
 
     def benchmark(self, merged: bool = False):
         "`benchmark.load_benchmark(data_source, merged)` with this run's `strict` and `act_map`, loaded once per context."
-        from indicipr.data.benchmark import load_benchmark
-
         if merged not in self._benchmarks:
             self._benchmarks[merged] = load_benchmark(
                 self.data_source, merged=merged, strict=self.strict, act_map=self.act_map
@@ -624,8 +613,6 @@ class RunContext:
         """This run's benchmark (the splits, loaded once) with other `settings`, its outputs (checkpoints,
         predictions) filed under `data_source` instead: the runs of a comparison, each group under its own tag
         (`encoders.compare_recipes`)."""
-        from indicipr.data.benchmark import source_tag
-
         return replace(
             self,
             data_source=data_source,
@@ -640,8 +627,6 @@ _YES = ("1", "true", "yes")
 
 def _seconds(raw: str | None) -> float | None:
     "`core.TIMEOUT_ENV`'s value as seconds (None when unset); anything but a positive number is refused."
-    from indicipr.data.core import TIMEOUT_ENV
-
     if raw is None or raw == "":
         return None
     try:
@@ -657,10 +642,6 @@ def run_environment(environ: Mapping | None = None) -> dict:
     """Every run variable of `environ` (default: this process's), read and checked once: `main_job` and `run_dir` (set
     by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map` (`benchmark.ACT_MAP_ENV`), `llm_endpoints`,
     `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`, `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`)."""
-    from indicipr.data.artifacts import RUN_DIR_ENV
-    from indicipr.data.benchmark import ACT_MAP_ENV, STRICT_ENV, strict_switch
-    from indicipr.data.core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
-
     environ = os.environ if environ is None else environ
     return {
         "main_job": environ.get(MAIN_JOB_ENV) == "1",
@@ -689,9 +670,6 @@ def run_context(
     `main_job`). The run variables are read from `environ` (default: this process's) by `run_environment`: the main
     job's switch, the run folder, `strict` (unless given), the Act mapping, the LLM servers' base URL and timeout, and,
     for a stage whose settings have them, the LLM routes (unless `llm_endpoints` is given) and the cost confirmation."""
-    from indicipr.data.benchmark import source_tag
-    from indicipr.data.core import figures_path, tables_path
-
     if profile not in PROFILE_NAMES:
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
     for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here

@@ -21,16 +21,8 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from tqdm.auto import tqdm
 
 from ..data.core import YES_ENV
-from indicipr.llm.client import (
-    ChatResult,
-    Endpoint,
-    LLMCostError,
-    LLMRequestError,
-    ResponseCache,
-    chat_json,
-    mask_url,
-    request_key,
-)
+from .client import ChatResult, Endpoint, LLMCostError, LLMRequestError, ResponseCache, chat_json, mask_url
+from .client import request_key
 
 _log = logging.getLogger("indicipr.llm.runs")
 

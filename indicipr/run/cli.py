@@ -16,12 +16,14 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from ..data import basics, benchmark, config, core, numerics
+from ..data import artifacts, basics, benchmark, config, core, numerics, qa_files
 from ..scoring import predictions
 from ..data.core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, main_job_env, run_pipeline
 from .runner import select_notebooks, temporary_environ
+from .. import __version__
+from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
@@ -345,8 +347,6 @@ def _add_quality_commands(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     "The `indicipr` command line: every subcommand of the compendium."
-    from indicipr import __version__
-
     p = argparse.ArgumentParser(prog="indicipr", description="IndicIPR-QA research compendium")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
@@ -490,8 +490,6 @@ MAX_RESAMPLES = 1_000_000  # a hundred times the card's count; more takes minute
 
 
 def metrics_split_names() -> tuple:
-    from indicipr.scoring.predictions import SPLIT_ALIASES
-
     return tuple(SPLIT_ALIASES)
 
 # %% ../../notebooks/12g_run.cli.ipynb #4d4724b1
@@ -543,7 +541,7 @@ def evaluate_command(args) -> int:
 # %% ../../notebooks/12g_run.cli.ipynb #98820956
 def _evaluate_explorer(args, gold, data_source) -> Path:
     "The error-explorer page of `--pred` (the `--against` files beside it) written to the `.html` `--out` of `indicipr evaluate`."
-    from indicipr.analysis import explorer
+    from indicipr.analysis import explorer  # numpy and pandas: loaded for `evaluate --explorer` only
 
     paths = [args.pred, *args.against]
     names = [predictions.system_name(p) for p in paths]
@@ -578,8 +576,7 @@ def predict_command(args) -> int:
             },
         )
     from indicipr.systems import finetune  # after the option checks: they import torch and transformers
-    from indicipr.scoring import metrics
-    from indicipr.data import qa_files
+    from indicipr.scoring import metrics  # pandas: loaded by the commands that score only
 
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
     records = [dict(r) for r in benchmark.load_benchmark(data_source, **_loading())[args.split]]
@@ -606,8 +603,8 @@ def predict_command(args) -> int:
 def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     options = train_options(args)  # before torch is imported and the models are looked for
-    from indicipr.systems import encoders, finetune
-    from indicipr.systems.qa_model import check_model_reachable
+    from indicipr.systems import encoders, finetune  # torch and transformers: loaded for `train` only
+    from indicipr.systems.qa_model import check_model_reachable  # torch and transformers: loaded for `train` only
 
     for name in args.models or []:
         check_model_reachable(name)
@@ -629,8 +626,7 @@ def train_command(args) -> int:
 # %% ../../notebooks/12g_run.cli.ipynb #0baada73
 def audit_command(args) -> int:
     "`indicipr audit export|score`."
-    from indicipr.data import artifacts
-    from indicipr.analysis import human_audit
+    from indicipr.analysis import human_audit  # pandas: loaded for `audit` only
 
     if args.audit_command == "export":
         check_count("-n", args.n, 1, None, "of pairs to draw")
@@ -668,6 +664,7 @@ def audit_command(args) -> int:
 # %% ../../notebooks/12g_run.cli.ipynb #781eefd2
 def cleaner_check_command(args) -> int:
     "`indicipr cleaner-check`: per source, the editorial leftovers and lost statutory words after cleaning; 1 when any."
+    # the statute readers: loaded for `cleaner-check` only, not at every start
     from indicipr.build import corpus, sections
 
     check_count("--show", args.show, 0, None, "of findings to list")
@@ -685,7 +682,7 @@ def cleaner_check_command(args) -> int:
 # %% ../../notebooks/12g_run.cli.ipynb #7b02a1dd
 def doctor_command(args) -> int:
     "`indicipr doctor`: the canary of `indicipr.run.doctor`; 0 when this machine reproduces the committed digests, 1 when not."
-    from indicipr.run.doctor import run_doctor
+    from indicipr.run.doctor import run_doctor  # torch and transformers (the canaries): loaded for `doctor` only
 
     return run_doctor(record=args.record, llm=not args.no_llm)
 

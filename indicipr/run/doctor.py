@@ -14,7 +14,13 @@ from pathlib import Path
 
 from ..data import numerics
 from ..data.basics import loads_json, write_text_atomic
-from ..data.core import OFFICIAL_FILES, InputError, project_root
+from ..data.core import OFFICIAL_FILES, InputError, project_root, seed_everything
+from ..data.qa_files import load_qa_file, training_records
+from ..data.config import settings_for
+from ..systems.qa_model import encode_windows, load_qa_model, load_tokenizer, window_logits
+from ..systems.training import PackedWindows, TrainConfig, fit
+from ..llm.client import chat_json
+from ..llm.servers import local_llm_server
 
 # %% auto #0
 __all__ = ['CANARY_FILE', 'CANARY_STEPS', 'CANARY_BATCH', 'CANARY_TRAIN', 'CANARY_EVAL', 'CANARY_PROMPTS', 'CANARY_TOKENS',
@@ -72,8 +78,6 @@ def digest_texts(texts) -> str:
 # %% ../../notebooks/12f_run.doctor.ipynb #43f2e36d
 def canary_records(root: Path | None = None) -> tuple[list[dict], list[dict]]:
     "(training records, evaluation records) of the canary: the first of `data/sample`'s train and validation files by id."
-    from indicipr.data.qa_files import load_qa_file, training_records
-
     sample = Path(root or project_root()) / "data" / "sample"
     out = []
     for name, n in ((OFFICIAL_FILES["train"], CANARY_TRAIN), (OFFICIAL_FILES["validation"], CANARY_EVAL)):
@@ -88,11 +92,6 @@ def canary_records(root: Path | None = None) -> tuple[list[dict], list[dict]]:
 # %% ../../notebooks/12f_run.doctor.ipynb #3c9fd484
 def encoder_canary(train: list[dict], evalset: list[dict], workdir: Path) -> dict:
     "Fine-tune the offline encoder `CANARY_STEPS` steps by the offline recipe; digests of its weights and its logits on `evalset`."
-    from indicipr.data.config import settings_for
-    from indicipr.data.core import seed_everything
-    from indicipr.systems.qa_model import encode_windows, load_qa_model, load_tokenizer, window_logits
-    from indicipr.systems.training import PackedWindows, TrainConfig, fit
-
     settings = settings_for("encoders", "offline")
     model_name = settings.models[0]
     seed_everything(0)
@@ -120,9 +119,6 @@ def encoder_canary(train: list[dict], evalset: list[dict], workdir: Path) -> dic
 # %% ../../notebooks/12f_run.doctor.ipynb #af55bad3
 def llama_canary() -> dict:
     "SmolLM2 on the project's llama.cpp server: the digest of its greedy replies to `CANARY_PROMPTS`."
-    from indicipr.llm.client import chat_json
-    from indicipr.llm.servers import local_llm_server
-
     replies = []
     with local_llm_server() as endpoint:
         for prompt in CANARY_PROMPTS:

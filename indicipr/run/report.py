@@ -18,6 +18,8 @@ from ..data.basics import write_text_atomic
 from ..data.core import CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES
 from ..data.core import MAIN_JOB_ENV, act_label, card_comparable, figures_path, tables_path
 from ..analysis.error_taxonomy import ERROR_TYPES
+from ..data import numerics
+from . import verdict
 
 # %% auto #0
 __all__ = ['REPORT_SECTIONS', 'CARD_TABLES', 'SPLITS_TABLE', 'REPORT_TEMPLATE', 'REPORT_STYLESHEET', 'REPORT_PACKAGES',
@@ -621,9 +623,6 @@ def _notebook_pages(results: list[StageResult], rep: Path) -> dict:
 
 def _run_record_context(extra: dict) -> dict:
     "The template's numerics and verdict: one line each, the caps and CPU flags, the moved numbers."
-    from indicipr.data import numerics
-    from indicipr.run import verdict
-
     status, tables = extra.get("numerics"), extra.get("verdict")
     return {
         "numerics_line": numerics.status_line(status) if status else "",

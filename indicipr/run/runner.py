@@ -23,8 +23,8 @@ from ..data.core import InputError, figures_path, project_root
 
 # papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
 # the command line (`indicipr --help`, a usage error) starts without them
-if TYPE_CHECKING:
-    from indicipr.run.report import StageResult
+if TYPE_CHECKING:  # annotations only: relative, as nbdev writes the module's imports (it never runs in the notebook)
+    from .report import StageResult
 
 # %% auto #0
 __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV',
@@ -399,7 +399,7 @@ def remove_quiet_log(log: Path) -> bool:
 # %% ../../notebooks/12c_run.runner.ipynb #53b72add
 def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageResult:
     "Run one notebook of the pipeline; a failure becomes a `failed` result naming the notebook and its failing cell."
-    from indicipr.run.report import StageResult
+    from indicipr.run.report import StageResult  # the report imports pandas: the command line starts without it
 
     out, kernel_log = run_dir / "notebooks" / nb.name, run_dir / "notebooks" / f"{nb.stem}.kernel.log"
     t0, recorded_before, cpu0 = time.time(), len(artifacts.read_timings(run_dir)), _children_cpu_seconds()
@@ -457,7 +457,7 @@ def _no_verdict(parameters: dict) -> str:
 
 def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
     "What the runner prints when a notebook ended."
-    from indicipr.run.report import format_seconds
+    from indicipr.run.report import format_seconds  # the report imports pandas: the command line starts without it
 
     if r.status == "missing":
         return f"{tag}: MISSING (no {r.name}.ipynb in {nbs_dir}) | elapsed {format_seconds(elapsed)}"
@@ -483,6 +483,7 @@ def run_pipeline(
     echo=print,
 ) -> list[StageResult]:
     "Run the notebooks in order; write executed copies, `timings.jsonl` and the HTML report to `run_dir`."
+    # the report imports pandas: the command line starts without it
     from indicipr.run.report import StageResult, format_seconds, write_report
 
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}

@@ -9,6 +9,7 @@ __all__ = ['SCORE_COLUMNS', 'SCORE_NAMES', 'normalize_answer', 'exact_match', 't
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #87975085
 import difflib
+import functools
 import re
 import string
 from collections import Counter
@@ -17,9 +18,12 @@ from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
-# %% ../../notebooks/06_scoring.metrics.ipynb #f9ad375b
-import functools
+from ..data.core import UNKNOWN_ACT_KEY, act_keys_in_card_order, act_label, record_act
+from .predictions import PredictionIdError, as_prediction_dict, check_prediction_ids
+from .predictions import read_prediction_meta, system_group, system_name
+from ..data.qa_files import gold_starts
 
+# %% ../../notebooks/06_scoring.metrics.ipynb #f9ad375b
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
@@ -108,10 +112,6 @@ def char_f1(prediction: str, golds: str | Iterable[str], variant: str = "multise
     return _best_over_golds(_CHAR_F1_VARIANTS[variant], prediction, golds)
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #dc64b1f5
-from ..data.core import record_act
-from .predictions import as_prediction_dict, check_prediction_ids
-from ..data.qa_files import gold_starts
-
 SCORE_COLUMNS = ["em", "f1", "char_f1"]
 
 
@@ -169,8 +169,6 @@ def score_predictions(gold, predictions, char_variant: str = "multiset", source:
     return frame, summary
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #f1a88f14
-from ..data.core import UNKNOWN_ACT_KEY, act_keys_in_card_order, act_label
-
 SCORE_NAMES = {"em": "EM", "f1": "F1", "char_f1": "Char-F1"}  # a score column → its name in the tables
 
 
@@ -201,9 +199,6 @@ def unknown_act_ids(frame: pd.DataFrame) -> list[str]:
     return frame.loc[frame["act"] == UNKNOWN_ACT_KEY, "id"].tolist()
 
 # %% ../../notebooks/06_scoring.metrics.ipynb #bb897a86
-from .predictions import PredictionIdError, read_prediction_meta, system_group, system_name
-
-
 def score_runs(gold, files: Iterable, char_variant: str = "multiset", verbose: bool = True) -> dict[str, dict]:
     "Score every prediction file on `gold`: run name -> {frame, summary, meta, group, path}."
     records = _gold_records(gold)

@@ -20,15 +20,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..data.basics import loads_json, write_text_atomic
 from ..data.benchmark import load_benchmark, problem_lines, source_tag
 from ..data.core import InputError, data_dir
-from indicipr.data.qa_files import (
-    JSONLError,
-    QAFormatError,
-    json_or_jsonl,
-    jsonl_objects,
-    load_qa_file,
-    read_text,
-    write_jsonl,
-)
+from ..data.qa_files import JSONLError, QAFormatError, json_or_jsonl, jsonl_objects, load_qa_file, read_text
+from ..data.qa_files import write_jsonl
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #3e5053ad
 def main_predictions_dir(data_source: str | os.PathLike = "sample") -> Path:

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from ..scoring import predictions
+from ..scoring import metrics, predictions
+from ..scoring.metrics import score_predictions
+from ..data.config import RunContext
+
+# CARD["bm25"]: the card's lexical baselines on the official 344-question test split
+from ..data.core import CARD
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -147,7 +152,6 @@ def predict_records(records, system: str, params: BM25Params = BM25Params()) -> 
 def sensitivity_rows(records, metric=None) -> list[dict]:
     "EM/F1/Char-F1 of both systems under each token scheme × IDF scope."
     if metric is None:
-        from indicipr.scoring.metrics import score_predictions
 
         def metric(recs, preds):
             return score_predictions(recs, preds)[1]
@@ -173,17 +177,9 @@ def sensitivity_rows(records, metric=None) -> list[dict]:
     return rows
 
 # %% ../../notebooks/07_systems.bm25.ipynb #d00e1f03
-from ..data.config import RunContext
-from indicipr.data.core import (
-    CARD,
-)  # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
-
-
 def run_bm25(ctx: RunContext):
     """Predict the split of the run `ctx` (`ctx.settings`: `config.BM25Settings`) with both systems, write the
     predictions, return `{system: (predictions, (frame, summary))}`; `ctx.settings.params` (None: `BM25Params()`)."""
-    from indicipr.scoring import metrics
-
     split, params = ctx.settings.split, ctx.settings.params or BM25Params()
     records = list(ctx.benchmark()[split])
     results = {}

@@ -16,6 +16,7 @@ from ..build.clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, sn
 from ..data.core import best_ties, simplest_best, tie_note
 from ..scoring.metrics import token_f1
 from .qa_model import answer_token_lengths, best_spans, encode_windows, window_logits
+from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
 __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'BoundaryParams', 'Candidates', 'window_candidates',
@@ -59,9 +60,6 @@ def fit_length_prior(records, tokenizer, min_sigma: float = 0.25) -> LengthPrior
     return LengthPrior(float(logs.mean()), max(float(logs.std()), min_sigma))
 
 # %% ../../notebooks/07c_systems.boundary.ipynb #f3c264cb
-from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
-
-
 @dataclass(frozen=True)
 class BoundaryParams:
     "The rescoring weights (step 4), and how candidates are drawn (steps 2-3)."

@@ -8,34 +8,26 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from transformers import TrainerCallback
+
 from ..data import basics, core, qa_files
+from ..data.artifacts import number_text
 from ..scoring import metrics, predictions
 from ..data.config import WINDOW, IntermediateTraining, RunContext, Window
-from indicipr.systems.finetune import (
-    checkpoint_dir,
-    is_main_process,
-    load_finetuned,
-    predict_split,
-    qa_config,
-    train_encoder,
-    trained_window,
-)
 from .pool import run_pool
-from indicipr.systems.qa_model import (
-    CARD_NAMES,
-    MODEL_REGISTRY,
-    answer_length_profile,
-    answer_token_lengths,
-    load_tokenizer,
-    model_short_name,
-    predict_answers,
-    suggest_max_answer_length,
-)
 from .training import TrainConfig
+from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_split, qa_config
+from .finetune import train_encoder, trained_window
+from .qa_model import CARD_NAMES, MODEL_REGISTRY, answer_length_profile, answer_token_lengths
+from .qa_model import load_tokenizer, model_short_name, predict_answers, suggest_max_answer_length
+from ..build import clauses
+from . import boundary, finetune
+from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
+from ..data.config import EncodersSettings, settings_for  # the stage's settings (config.ENCODERS)
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -79,8 +71,6 @@ def _digest(records) -> str:
 
 def intermediate_records(train_records, held_out, spec: IntermediateTraining) -> list[dict]:
     "Phase 1's synthetic questions by `spec` (`kinds`, `per_piece`, and `crop_words`: contexts cut to that many words around the answer)."
-    from indicipr.build import clauses
-
     synthetic = clauses.synthetic_records(train_records, held_out, tuple(spec.kinds), spec.per_piece)
     return [clauses.crop_context(r, spec.crop_words) for r in synthetic] if spec.crop_words else synthetic
 
@@ -136,9 +126,6 @@ def train_intermediate(
     return out, meta
 
 # %% ../../notebooks/08_systems.encoders.ipynb #7ab32e07
-from ..data.artifacts import number_text
-
-
 def intermediate_note(meta: dict | None) -> str:
     "One line for the settings table: what phase 1 did, e.g. `579 synthetic questions (clause, gap) from 73 training contexts; 2 epochs, lr 3e-4, batch 8, 145 steps, seed 0`."
     if not meta:
@@ -151,8 +138,6 @@ def intermediate_note(meta: dict | None) -> str:
     )
 
 # %% ../../notebooks/08_systems.encoders.ipynb #999c79c6
-from transformers import TrainerCallback
-
 CURVE_FILE = "learning_curve.json"
 
 
@@ -177,8 +162,6 @@ class F1Curve(TrainerCallback):
         self.path, self.window, self.points = Path(path), window, []
 
     def _score(self, step: int, model) -> None:
-        from indicipr.scoring import metrics
-
         was_training = model.training
         answers = predict_answers(model, self.tok, self.records, self.window, self.answer_cap)
         model.train(was_training)
@@ -194,8 +177,6 @@ class F1Curve(TrainerCallback):
             self._score(state.global_step, model)
 
     def on_train_end(self, args, state, control, model=None, **kw):
-        from indicipr.data import basics
-
         if not self.points or self.points[-1]["step"] != state.global_step:
             self._score(state.global_step, model)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,8 +222,6 @@ def plot_learning_curve(curve, reference: dict[str, float] | None = None, title:
     return fig
 
 # %% ../../notebooks/08_systems.encoders.ipynb #76b89fbd
-from ..data.config import EncodersSettings, settings_for  # the stage's settings (config.ENCODERS)
-
 _SHRINK_PARAMETERS = ("epochs", "max_steps")  # what a CPU rehearsal may shrink; data and inference stay full size
 
 
@@ -499,8 +478,6 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
     `ctx.settings.boundary_models` ("all": every model): weights tuned on its `boundary_tune_split`, the evaluated split
     predicted and written as `<model>_boundary_seed<k>`; one row per run (its tuned weights, the tuning split's F1 plain
     and tuned, its scores)."""
-    from indicipr.systems import boundary
-
     run_settings = ctx.settings
     want = run_settings.boundary_models
     if not want:
@@ -601,16 +578,9 @@ def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") 
 # %% ../../notebooks/08_systems.encoders.ipynb #4c319dc5
 def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
     "Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than `predict_answers`."
-    from indicipr.systems import boundary
-
     plain = predict_answers(model, tok, records, kw["window"], kw["max_answer_length"])
     zero = boundary.boundary_decode(records, candidates, boundary.BoundaryParams())
     return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))
-
-# %% ../../notebooks/08_systems.encoders.ipynb #41638a47
-from dataclasses import replace
-from . import finetune
-from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
 
 # %% ../../notebooks/08_systems.encoders.ipynb #ff83aeeb
 def compare_recipes(ctx: RunContext) -> list[dict]:

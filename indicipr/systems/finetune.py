@@ -16,23 +16,11 @@ import torch
 
 from ..data import basics, core
 from ..data.config import WINDOW, Window
-from indicipr.systems.qa_model import (
-    MODEL_REGISTRY,
-    encode_windows,
-    load_qa_model,
-    load_tokenizer,
-    model_short_name,
-    predict_answers,
-)
-from indicipr.systems.training import (
-    SPEED_SETTINGS,
-    PackedWindows,
-    TrainConfig,
-    fit,
-    planned_steps,
-    resolved_cuda_graphs,
-    resolved_pad_multiple,
-)
+from .qa_model import MODEL_REGISTRY, encode_windows, load_qa_model, load_tokenizer, model_short_name
+from .qa_model import predict_answers
+from .training import SPEED_SETTINGS, PackedWindows, TrainConfig, fit, planned_steps
+from .training import resolved_cuda_graphs, resolved_pad_multiple
+from ..data.core import InputError
 
 # %% auto #0
 __all__ = ['ENCODER_MODEL_TYPES', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
@@ -201,8 +189,6 @@ def _nonfinite_weight(model) -> str | None:
 
 def load_finetuned(model_dir) -> tuple:
     "(model, tokenizer, qa_config) of a folder written by `train_encoder`; a folder that is not one is named, with what it lacks."
-    from indicipr.data.core import InputError
-
     model_dir = check_finetuned(model_dir)
     try:
         model, tok = load_qa_model(str(model_dir)), load_tokenizer(str(model_dir))
@@ -224,8 +210,6 @@ def check_finetuned(model_dir) -> Path:
     model type, a `qa_config.json` (when present) whose window and cap are positive integers, the tokenizer's files,
     weights that can be read, and a question-answering head in them (a base model's folder has none: its answers would
     be random)."""
-    from indicipr.data.core import InputError
-
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise InputError(

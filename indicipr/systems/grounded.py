@@ -13,25 +13,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..data import core
-from ..scoring import predictions
-from indicipr.systems.retrieval import (
-    BM25S,
-    DenseRetriever,
-    OpenCorpus,
-    RankBM25,
-    choose_weight,
-    corpus_documents,
-    finetune_dense,
-    gold_ranks,
-    open_corpus,
-    open_queries,
-    retrieval_per_query,
-    retrieval_summary,
-    rrf_scores,
-    section_leaks,
-    top_k,
-    weighted_scores,
-)
+from ..scoring import metrics, predictions
+from .retrieval import BM25S, DenseRetriever, OpenCorpus, RankBM25, choose_weight, corpus_documents
+from .retrieval import finetune_dense, gold_ranks, open_corpus, open_queries, retrieval_per_query
+from .retrieval import retrieval_summary, rrf_scores, section_leaks, top_k, weighted_scores
+from .finetune import load_finetuned, predict_as_trained
+from ..scoring.metrics import mean_scores, score_predictions
+from ..scoring.bootstrap import N_RESAMPLES, bootstrap_ci, compare_systems
+from . import encoders, finetune, llm_qa
+from ..llm import client as llm, servers as llm_servers
+from ..data.config import GroundedSettings, RunContext, as_dict
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -63,8 +54,6 @@ def encoder_candidates(
     model_dir, records, corpus: OpenCorpus, positions: np.ndarray, gold: np.ndarray, batch_size=None
 ) -> list[dict]:
     "Per record: {context position: (best span, span score)} of the encoder in `model_dir` over its `positions` and its gold context."
-    from indicipr.systems.finetune import load_finetuned, predict_as_trained
-
     model, tok, cfg = load_finetuned(model_dir)
     pairs = sorted(
         {(i, int(p)) for i, row in enumerate(positions) for p in row} | {(i, int(g)) for i, g in enumerate(gold)}
@@ -90,8 +79,6 @@ def read_topk(
 # %% ../../notebooks/09a_systems.grounded.ipynb #01871871
 def tune_lambda(cands, positions, scores, records, k: int, lambdas=READER_LAMBDAS) -> tuple[float, dict]:
     "The λ with the best F1 on `records` (validation), the simplest on ties (`lambda_simplicity`), and each λ's F1."
-    from indicipr.scoring.metrics import score_predictions
-
     f1 = {}
     for lam in lambdas:
         _, answers = read_topk(cands, positions, scores, lam, k)
@@ -131,8 +118,6 @@ def answer_provision(answer: str, contexts: list[str]) -> int | None:
 def retrieval_tax(gold_frame, open_frame, n_resamples: int | None = None, seed: int = 0) -> "pd.DataFrame":
     "Per Act (and `all`): questions, F1 on the gold context, F1 end to end, the tax and its 95% interval (paired bootstrap)."
     import pandas as pd
-
-    from indicipr.scoring.bootstrap import N_RESAMPLES, bootstrap_ci
 
     g = gold_frame.set_index("id")
     o = open_frame.set_index("id").loc[g.index]
@@ -278,8 +263,6 @@ def retrieval_tests(runs: dict, gold: np.ndarray, n_resamples: int | None = None
     "Paired bootstrap of MRR@10 (per question, in %) between the retrievers of each index (Holm over that index's pairs)."
     import pandas as pd
 
-    from indicipr.scoring.bootstrap import N_RESAMPLES, compare_systems
-
     frames = []
     for variant, run in runs.items():
         rr = {
@@ -340,10 +323,6 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
     `run_settings`: the run's `ctx.settings`): per reader, its gold-context and end-to-end per-question frames, what it
     chose and how. The encoders are read from the run's checkpoints (`ctx.models`); the end-to-end predictions go to
     `ctx.predictions / "grounded"` (outside the folder notebook 10 compares)."""
-    from indicipr.systems import encoders, finetune, llm_qa
-    from indicipr.llm import client as llm, servers as llm_servers
-    from indicipr.scoring import metrics
-
     run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if run_settings.reader_retriever == "best" else run_settings.reader_retriever
@@ -454,8 +433,6 @@ def end_to_end_table(reading: dict) -> "pd.DataFrame":
     "Per reader: EM / F1 / Char-F1 on the gold context and end to end, the gold context's presence among the k, wrong provisions."
     import pandas as pd
 
-    from indicipr.scoring.metrics import mean_scores
-
     rows = []
     for reader, r in reading["readers"].items():
         for setting, frame in (("gold context", r["gold"]), (f"top-{r['k']} of {reading['retriever']}", r["open"])):
@@ -526,9 +503,6 @@ def tax_figure(tax: "pd.DataFrame"):
     return fig
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #dd03a0a4
-from ..data.config import GroundedSettings, RunContext, as_dict
-
-
 def grounded_stage(ctx: RunContext) -> dict:
     """Retrieval and reading on the open protocol for the run `ctx` (its settings: `config.GroundedSettings`): settings,
     corpus, retrieval runs, reading, leaks and timings."""

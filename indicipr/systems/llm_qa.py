@@ -11,9 +11,12 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data import core
+from ..data import benchmark, core
 from ..data.config import RunContext
-from ..scoring import predictions
+from ..scoring import metrics, predictions
+from ..llm.client import parse_json_reply, strip_code_fence
+from ..scoring.metrics import normalize_answer
+from ..llm import client as llm, runs as llm_runs, servers as llm_servers
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -72,8 +75,6 @@ def draw_shots(train_records, k: int = 3, seed: int = 0) -> list[dict]:
 # %% ../../notebooks/09_systems.llm_qa.ipynb #7f18fc30
 def reply_answer(raw: str | None, finish_reason: str | None = None) -> tuple[str, bool]:
     "`(answer, parsed_ok)` from a chat reply: the JSON `answer`, the text of a truncated one, else the raw text."
-    from indicipr.llm.client import parse_json_reply, strip_code_fence
-
     obj, _ = parse_json_reply(raw, finish_reason, schema=ANSWER_SCHEMA)
     if obj is not None:
         return obj["answer"].strip(), True
@@ -87,8 +88,6 @@ def reply_answer(raw: str | None, finish_reason: str | None = None) -> tuple[str
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #612e5c42
 def _norm_tokens(text: str) -> list[str]:
-    from indicipr.scoring.metrics import normalize_answer
-
     return normalize_answer(text).split()
 
 
@@ -160,8 +159,6 @@ def predict_llm(
     confirm_cost: bool = False,
 ) -> tuple[dict, dict, dict]:
     "`(raw_predictions, snapped_predictions, stats)` for `records` with one model and one few-shot set (`max_tokens`: the profile's)."
-    from indicipr.llm import runs as llm_runs
-
     results = llm_runs.run_requests(
         endpoint,
         qa_requests(records, shots, max_tokens),
@@ -197,8 +194,6 @@ def lm_eval_tasks_dir() -> Path:
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #3ec83144
 def cache_path(data_source) -> Path:
-    from indicipr.data import benchmark, core
-
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{benchmark.source_tag(data_source)}.jsonl"
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #3c71813d
@@ -206,9 +201,6 @@ def run_llm_baselines(ctx: RunContext) -> list[dict]:
     """Every model × setting on the split of the run `ctx` (`ctx.settings`: `config.LLMSettings`): predictions written,
     one result row per system."""
     import time
-
-    from indicipr.llm import client as llm, servers as llm_servers
-    from indicipr.scoring import metrics
 
     run_settings, ds, data_source = ctx.settings, ctx.benchmark(), ctx.data_source
     records = [dict(r) for r in ds[run_settings.split]]

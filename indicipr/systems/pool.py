@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import TrainerCallback
 
 from ..data import numerics
 
@@ -60,9 +61,6 @@ def plan_pool(n_runs: int, free: list, probe: dict | None = None, cpus: int | No
     }
 
 # %% ../../notebooks/07d_systems.pool.ipynb #9eea102b
-from transformers import TrainerCallback
-
-
 class _ProbeCallback(TrainerCallback):
     "After `seconds` of steady steps (from step `start`), send the run's device footprint and busy % to the pool, once."
 

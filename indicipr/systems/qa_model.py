@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..data import core, numerics
+from ..data import basics, benchmark, core, numerics
+from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
@@ -100,9 +103,6 @@ def load_qa_model(name_or_dir: str, quiet: bool = True):
             hf_logging.enable_progress_bar()
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #e52f0d37
-from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
-
-
 @dataclass
 class Windows:
     "Tokenised sliding windows of a list of QA records."
@@ -304,8 +304,6 @@ def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]
 # %% ../../notebooks/07a_systems.qa_model.ipynb #c4ecd3e2
 def check_model_reachable(name: str, option: str = "--models") -> None:
     "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
-    from indicipr.data import basics, benchmark
-
     ref = MODEL_REGISTRY.get(name, name)
     if ref.startswith("package:") or Path(ref).is_dir():
         return
@@ -325,9 +323,6 @@ def check_model_reachable(name: str, option: str = "--models") -> None:
         )
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #1d208b34
-import warnings
-import weakref
-
 ENGINES = ("auto", "torch", "openvino")
 _AUTO_MIN_TOKENS = (
     64 * WINDOW.max_length

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..data import basics, core, qa_files
 from .bm25 import BM25Params, bm25_tokens
+from ..data.benchmark import hub_endpoint, hub_reachable
+from .qa_model import pretrained_kwargs, resolve_model
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -234,8 +236,6 @@ class BM25S(Retriever):
 def _hub_options(name: str, ref: str) -> dict:
     """`from_pretrained` options for a hub model that the hub cannot serve now (`HF_HUB_OFFLINE`, no network): its cached
     copy only (`local_files_only`), else an `InputError` at once, instead of a minute of retries."""
-    from indicipr.data.benchmark import hub_endpoint, hub_reachable
-
     if Path(ref).is_dir() or hub_reachable():
         return {}
     from huggingface_hub import try_to_load_from_cache
@@ -274,8 +274,6 @@ class DenseRetriever(Retriever):
         "The encoder and its tokenizer (loaded once)."
         if self.model is None and self._embed_fn is None:
             from transformers import AutoModel, AutoTokenizer
-
-            from indicipr.systems.qa_model import pretrained_kwargs, resolve_model
 
             ref = resolve_model(self.model_name)
             options = {**pretrained_kwargs(ref), **_hub_options(self.model_name, ref)}

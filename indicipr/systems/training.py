@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from transformers import Trainer, TrainingArguments
 
 from ..data import numerics
 from .qa_model import Windows, round_up
+from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
 __all__ = ['TRAIN_ENGINES', 'SPEED_SETTINGS', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'resolved_cuda_graphs',
@@ -110,10 +112,6 @@ class _LengthGroupedBatchSampler(torch.utils.data.Sampler):
             yield batches[i].tolist()
 
 # %% ../../notebooks/07b_systems.training.ipynb #bfc00164
-from transformers import Trainer, TrainingArguments
-
-from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
-
 TRAIN_ENGINES = ("loop", "trainer")
 
 
