@@ -333,3 +333,16 @@ def test_focus_system_tables_with_the_card_beside_them():
         "EM",
         "F1",
     }  # every group present has the card's figure
+
+
+def test_evaluate_report_among_the_committed_tables_only_in_the_main_job(root):
+    """Stage 11 writes `evaluate_<focus>.md` among the tables of `figures/`: `evaluate_files` allows that for the main
+    job (`main_job=True`, as `errors_stage` passes `ctx.main_job`) and refuses it otherwise, writing nothing."""
+    gold = read_qa_small("test")
+    pred = write_prediction_file(root / "p.jsonl", {r["id"]: r["answers"]["text"][0] for r in gold})
+    out = root / "figures" / "tables" / "evaluate_p.md"
+    with pytest.raises(core.InputError, match="main job"):
+        E.evaluate_files(FIXTURE / "test_squad.jsonl", pred, out=out, n_resamples=100)
+    assert not out.exists()
+    report = E.evaluate_files(FIXTURE / "test_squad.jsonl", pred, out=out, n_resamples=100, main_job=True)
+    assert out.read_text() == report

@@ -472,12 +472,16 @@ def evaluate_files(
     char_variant: str = "multiset",
     strict: bool | None = None,
     act_map: str | None = None,
+    main_job: bool = False,
 ) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
-    Every file must answer some gold question (`predictions.check_coverage`); `strict`, `act_map`: as `load_gold`'s."""
+    Every file must answer some gold question (`predictions.check_coverage`); `strict`, `act_map`: as `load_gold`'s;
+    `main_job`: the run is the main job, which writes its report among the committed tables."""
     if out is not None:
         check_output(
-            out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []}
+            out,
+            {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []},
+            main_job=main_job,
         )
     gold_records = load_gold(gold, data_source, strict=strict, act_map=act_map)
     if (
@@ -587,6 +591,7 @@ def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict]) -> dict:
         strict=ctx.strict,
         out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None,
         act_map=ctx.act_map,
+        main_job=ctx.main_job,
     )
     return {
         "tables": tables,
