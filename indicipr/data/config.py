@@ -232,6 +232,12 @@ class LLMSettings(StageSettings):
     shot_seed: int = 0  # the draw of the 3 shots from the training split
     concurrency: int  # requests in flight (offline 2: two copies of the local server, a core each; paper 2)
     snap: bool = True  # also score each reply snapped to its closest span of the context
+    closed_book: tuple = (
+        "closed-book",
+        "act-named",
+        "wrong-context",
+    )  # llm_qa.CLOSED_BOOK: the probe without the gold context; (): none
+    wrong_context_seed: int = 0  # the draw of the wrong context (another section of the question's Act)
 
 
 LLM_QA = {
