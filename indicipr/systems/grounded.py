@@ -346,7 +346,8 @@ def reader_stage(
 ) -> dict:
     """The readers on the contexts of `run_settings['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
     its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
-    `predictions.predictions_dir(data_source)/grounded/` (outside the folder notebook 10 compares)."""
+    `predictions.predictions_dir(data_source)/grounded/`, each naming its gold-context twin (`gold_context_system`):
+    notebook 10 adds them to the results and tests each against its twin, beside the gold-context systems it compares."""
     from indicipr.systems import encoders, finetune, llm_qa
     from indicipr.llm import client as llm, servers as llm_servers
     from indicipr.scoring import metrics
@@ -379,6 +380,7 @@ def reader_stage(
             out_dir=out_dir,
             family="encoder",
             setting=f"top-{k} of {name} (text index), λ={lam:g}",
+            gold_context_system=f"{encoders.model_short_name(model)}_seed{run_settings['reader_seed']}",
             seed=run_settings["reader_seed"],
             split=run_settings["split"],
         )
@@ -432,6 +434,7 @@ def reader_stage(
                     family="llm",
                     model=ep.model,
                     setting=f"zero-shot, top-{k} of {name} (text index)",
+                    gold_context_system=f"{short}_zero-shot",
                     split=run_settings["split"],
                     temperature=0,
                     max_tokens=run_settings["max_tokens"],
