@@ -50,6 +50,7 @@ from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn  # noqa: 
 
 from indicipr.data import benchmark, core  # noqa: E402
 from indicipr.run import runner
+from indicipr.systems import llm_qa  # noqa: E402
 from indicipr.systems.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -310,6 +311,20 @@ EXPECTED = {
         "answer from a wrong provision (%)",
     ],
     "grounded_retrieval_tax": ["reader", "Act", "questions", "tax (F1)", "tax 2.5%", "tax 97.5%"],
+    "closed_book": [
+        "model name",
+        "setting",
+        "system",
+        "EM",
+        "F1",
+        "Char-F1",
+        "verbatim in the gold context (%)",
+        "reading gain (F1)",
+        "gain 2.5%",
+        "gain 97.5%",
+    ],
+    "closed_book_per_act": ["model name", "setting", "Act", "questions", "F1", "reading gain (F1)"],
+    "significance_settings": ["System A", "Setting", "System B", "p (Holm)"],
     "judge_status": ["judge", "ok", "invalid", "error"],
     "judge_score_distribution": ["rater", "criterion", "pairs", "missing"],
     "judge_flagged_by_act_single": ["Act"],
@@ -496,6 +511,19 @@ def check_rehearsal(
         want = {(n, s) for n in CARD_LLMS for s in CARD_SETTINGS}
         chk.has_all("LLMs: 6 rows (3 models x zero-/3-shot), raw", want, got)
         chk.on_every_test_question("LLMs: every row on 344 questions", t)
+
+    t = _table(chk, tables, "closed_book")
+    if t is not None:
+        got = {(str(r["model name"]), str(r["setting"])) for _, r in t.iterrows()}
+        want = {
+            (n, s)
+            for n in CARD_LLMS
+            for s in [f"gold context ({llm_qa.CLOSED_BOOK_STYLE})", *llm_qa.CLOSED_BOOK.values()]
+        }
+        chk.has_all("closed-book probe: every LLM in its twin's setting and the three without the context", want, got)
+        chk.on_every_test_question("closed-book probe: every row on 344 questions", t)
+    _table(chk, tables, "closed_book_per_act")
+    _table(chk, tables, "significance_settings")
 
     t = _table(chk, tables, "results_runs")
     if t is not None:
