@@ -210,7 +210,7 @@ def setting_twins(runs: dict, chosen: dict) -> dict[str, list[tuple[str, str, Pa
 
 
 def add_twins(data: dict, gold_records, twins: dict, char_variant: str = "multiset") -> dict:
-    "`data` (`explorer_data`'s) with each question's twin answers (`{system: [(setting, kind, predictions)]}`) under `tw`."
+    "`data` (`explorer_data`'s) with each question's twin answers (those given) (`{system: [(setting, kind, predictions)]}`) under `tw`."
     gold_records = [dict(r) for r in gold_records]
     for q in data["questions"]:
         q.setdefault("tw", {})
@@ -221,6 +221,8 @@ def add_twins(data: dict, gold_records, twins: dict, char_variant: str = "multis
             source = str(preds) if isinstance(preds, (str, Path)) else label
             frame = score_predictions(gold_records, preds, char_variant, source=source)[0]
             for q, row in zip(data["questions"], frame.itertuples()):
+                if not row.answered:  # a question this setting was not asked
+                    continue
                 q["tw"].setdefault(system, []).append(
                     {
                         "l": label,

@@ -6,7 +6,8 @@
 __all__ = ['FAMILY_ORDER', 'SETTING_FOLDERS', 'per_run_table', 'system_f1_ci', 'results_table', 'system_families',
            'other_settings', 'evaluation_only', 'resolve_focus', 'analysis_runs', 'runs_by_seed', 'comparison_partners',
            'card_comparisons', 'per_act_f1_table', 'per_act_figure', 'ci_figure', 'decoding_pairs',
-           'decoding_comparison', 'setting_files', 'gold_context_twins', 'setting_comparison', 'significance_stage']
+           'decoding_comparison', 'setting_files', 'score_setting_runs', 'gold_context_twins', 'setting_comparison',
+           'significance_stage']
 
 # %% ../../notebooks/10_analysis.significance.ipynb #ee259583
 import re
@@ -318,6 +319,18 @@ def setting_files(data_source: str = "sample", folder=None) -> list:
     )
 
 
+def score_setting_runs(gold_records, files) -> dict[str, dict]:
+    "`metrics.score_runs` of each file of another setting, on the gold questions it answers (a probe may ask a subset)."
+    from indicipr.scoring.metrics import score_runs
+    from indicipr.scoring.predictions import read_predictions
+
+    out = {}
+    for f in files:
+        ids = set(read_predictions(f))
+        out.update(score_runs([r for r in gold_records if r["id"] in ids], [f], verbose=False))
+    return out
+
+
 def gold_context_twins(runs: Mapping[str, dict]) -> dict[str, str]:
     "`{system: run of its gold-context twin}` for every system of `other_settings` whose twin is among `runs`."
     out = {}
@@ -331,17 +344,22 @@ def gold_context_twins(runs: Mapping[str, dict]) -> dict[str, str]:
 def setting_comparison(
     runs: Mapping[str, dict], n_resamples: int = N_RESAMPLES, seed: int = 0, alpha: float = 0.05
 ) -> pd.DataFrame:
-    "Paired bootstrap of each system of another setting (its analysis run) against its gold-context twin, Holm over these comparisons."
+    """Paired bootstrap of each system of another setting (its analysis run) against its gold-context twin on the
+    questions it answers, Holm over these comparisons."""
+    from indicipr.scoring.bootstrap import holm
+
     twins, chosen = gold_context_twins(runs), analysis_runs(runs)
-    if not twins:
-        columns = ["System A", "Setting", "System B", "ΔF1 (A−B)", "CI 2.5%", "CI 97.5%", "p", "p (Holm)"]
-        return pd.DataFrame(columns=[*columns, f"Significant (α={alpha:g})"])
-    scores = {}
+    columns = ["System A", "Setting", "System B", "Questions", "ΔF1 (A−B)", "CI 2.5%", "CI 97.5%", "p", "p (Holm)"]
+    rows = []
     for system, twin in twins.items():
-        scores[system] = runs[chosen[system]]["frame"]["f1"].to_numpy()
-        scores[twin] = runs[twin]["frame"]["f1"].to_numpy()
-    table = compare_systems(scores, list(twins.items()), n_resamples, seed, alpha)
-    table.insert(1, "Setting", [runs[chosen[s]]["meta"].get("setting", "") for s in table["System A"]])
+        frame = runs[chosen[system]]["frame"]
+        gold_f1 = runs[twin]["frame"].set_index("id")["f1"].reindex(frame["id"]).to_numpy()
+        t = compare_systems({"a": frame["f1"].to_numpy(), "b": gold_f1}, [("a", "b")], n_resamples, seed, alpha).iloc[0]
+        setting = runs[chosen[system]]["meta"].get("setting", "")
+        rows.append([system, setting, twin, len(frame), *(t[c] for c in columns[4:8]), None])
+    table = pd.DataFrame(rows, columns=columns)
+    table["p (Holm)"] = holm(table["p"]) if rows else []
+    table[f"Significant (α={alpha:g})"] = table["p (Holm)"] < alpha
     return table
 
 # %% ../../notebooks/10_analysis.significance.ipynb #47dc66f3

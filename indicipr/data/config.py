@@ -238,10 +238,15 @@ class LLMSettings(StageSettings):
         "wrong-context",
     )  # llm_qa.CLOSED_BOOK: the probe without the gold context; (): none
     wrong_context_seed: int = 0  # the draw of the wrong context (another section of the question's Act)
+    closed_book_questions: int | None = (
+        None  # the probe's questions (llm_qa.probe_questions: every Act in turn); None: all
+    )
 
 
 LLM_QA = {
-    "offline": LLMSettings(qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2),
+    "offline": LLMSettings(
+        qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2, closed_book_questions=10
+    ),  # 10: the probe's three settings add about 25 s to the main job on 2 cores
     "paper": LLMSettings(qa_models=tuple(CARD["models"]["qa"]), max_tokens=256, concurrency=2),
 }
 

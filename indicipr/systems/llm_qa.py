@@ -24,8 +24,9 @@ __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS
            'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'reply_predictions', 'llm_short_name',
            'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'run_llm_baselines', 'llm_results_table',
            'section_number', 'named_message', 'word_grams', 'wrong_contexts', 'closed_book_messages',
-           'closed_book_requests', 'predict_closed_book', 'closed_book_dir', 'run_closed_book', 'verbatim_share',
-           'reading_gain', 'closed_book_table', 'closed_book_per_act', 'closed_book_figure', 'closed_book_caption']
+           'closed_book_requests', 'predict_closed_book', 'closed_book_dir', 'probe_questions', 'run_closed_book',
+           'verbatim_share', 'reading_gain', 'closed_book_table', 'closed_book_per_act', 'closed_book_figure',
+           'closed_book_caption']
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #243f0f71
 QA_SYSTEM = (
@@ -400,9 +401,29 @@ def closed_book_dir(data_source) -> Path:
     return predictions.predictions_dir(data_source) / "closed_book"
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #7475f799
+def probe_questions(records, n: int | None) -> list[dict]:
+    "`n` of `records` (None: all), taking each Act's in turn in their order: every Act among the first when `n` allows."
+    from indicipr.data.core import record_act
+
+    if not n:
+        return list(records)
+    by_act: dict[str, list] = {}
+    for r in records:
+        by_act.setdefault(record_act(r), []).append(r)
+    turns = [
+        r
+        for k in range(max(map(len, by_act.values()), default=0))
+        for rs in by_act.values()
+        if k < len(rs)
+        for r in [rs[k]]
+    ]
+    return turns[: int(n)]
+
+
 def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False) -> dict:
-    """The probe of the run `ctx` (`ctx.settings.closed_book`, on the questions `run_llm_baselines` answers): every model
-    in every setting, predictions written under `closed_book_dir` naming their gold-context twin.
+    """The probe of the run `ctx` (`ctx.settings.closed_book`, on `closed_book_questions` of the questions
+    `run_llm_baselines` answers, `probe_questions`): every model in every setting, predictions written under
+    `closed_book_dir` naming their gold-context twin.
     `{"records", "runs": [{model, setting, system, twin, predictions}]}`."""
     import time
 
@@ -413,8 +434,10 @@ def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = Fa
     records = [dict(r) for r in ds[run_settings.split]]
     if run_settings.max_questions:
         records = records[: int(run_settings.max_questions)]
+    total, records = len(records), probe_questions(records, run_settings.closed_book_questions)
     if not run_settings.closed_book:
         return {"records": records, "runs": []}
+    subset = f" ({len(records)} of the {total} questions, every Act in turn)" if len(records) < total else ""
     pool = [dict(r) for s in ("train", "validation", "test") if s in ds for r in ds[s]]
     seed = run_settings.wrong_context_seed
     wrong = wrong_contexts(records, pool, seed) if "wrong-context" in run_settings.closed_book else {}
@@ -448,7 +471,7 @@ def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = Fa
                     out_dir=closed_book_dir(data_source),
                     family="llm",
                     model=ep.model,
-                    setting=CLOSED_BOOK[setting],
+                    setting=CLOSED_BOOK[setting] + subset,
                     gold_context_system=twin,
                     prompt_style=CLOSED_BOOK_STYLE,
                     **({"seed": seed} if setting == "wrong-context" else {}),
@@ -489,6 +512,8 @@ def _probe_rows(records, probe: dict, twins: dict):
     for model in dict.fromkeys(r["model"] for r in probe["runs"]):
         runs = [r for r in probe["runs"] if r["model"] == model]
         twin = twins.get(runs[0]["twin"])
+        if twin is not None:  # the probe's questions only
+            twin = {r["id"]: twin[r["id"]] for r in records if r["id"] in twin}
         if twin is not None:
             yield model, f"gold context ({CLOSED_BOOK_STYLE})", runs[0]["twin"], twin, None
         for r in runs:
