@@ -168,9 +168,8 @@ def test_reading_filters_change_the_count_in_chromium(browser, tmp_path):
     def shown():
         return page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).length")
 
-    assert shown() == len(gold) and page.locator(".tw-closed").count() == page.locator(".tw-grounded").count() == len(
-        gold
-    )
+    assert shown() == len(gold) and page.locator(".tw-closed").count() == len(gold)
+    assert page.locator(".tw-grounded").count() == len(grounded)  # the answers given
     for value, n in (("without", without), ("with", only_with), ("", len(gold))):
         page.select_option("#reading", value)
         assert shown() == n and page.inner_text("#count") == str(n), value
