@@ -608,7 +608,13 @@ def closed_book_caption(run_settings, source_tag: str) -> str:
     return (
         f"Closed-book probe on the {run_settings.split} split of `{source_tag}` ({CLOSED_BOOK_STYLE}, temperature 0, "
         f"replies capped at {run_settings.max_tokens} tokens; the wrong context drawn with seed "
-        f"{run_settings.wrong_context_seed}). Reading gain: gold-context F1 − the setting's F1, paired-bootstrap 95% "
+        f"{run_settings.wrong_context_seed}"
+        + (
+            f"; at most {run_settings.closed_book_questions} questions, every Act in turn"
+            if run_settings.closed_book_questions
+            else ""
+        )
+        + "). Reading gain: gold-context F1 − the setting's F1, paired-bootstrap 95% "
         "interval. Verbatim: share of the non-empty answers found word for word in the gold context. "
         f'Prompts: system message "{QA_SYSTEM}"; user turn of closed-book "{CLOSED_BOOK_TEMPLATE}"; '
         f'of act-named "{NAMED_TEMPLATE}"; of wrong context the gold-context turn with another section of the Act '
