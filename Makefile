@@ -22,7 +22,7 @@ $(STAMP): settings.ini setup.py constraints.txt
 	# torch first, on its own: here `torch==2.13.0` is a CPU wheel on disk (44 s); elsewhere pip
 	# takes the default build for your platform
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# llama.cpp compiled for one fixed x86-64 instruction set, never -march=native (see "Same numbers" in the README):
+	# llama.cpp compiled for one fixed x86-64 instruction set, never -march=native (see "Same numbers on every machine" in notebooks/running.md):
 	# the wheel is built once into a cache outside the checkout, keyed by its version and flags, and installed from there
 	$(MAKE) --no-print-directory llama-wheel
 	$(BIN)/python -m pip install -q --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl

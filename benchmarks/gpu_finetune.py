@@ -319,10 +319,11 @@ def build_stand_ins(work: Path, models: list[str], size: str) -> tuple[Path, Pat
     return card, work / "hub"
 
 
-def _curve(card, model: str, seed: int):
+def _curve(models_dir, model: str, seed: int):
+    "The step losses of a run whose checkpoint is in `models_dir` (its run context's `models`), or None."
     from indicipr.systems import finetune as FT
 
-    path = FT.checkpoint_dir(card, model, seed) / "train_log.json"
+    path = FT.checkpoint_dir(models_dir, model, seed) / "train_log.json"
     return json.loads(path.read_text()).get("step_losses") if path.exists() else None
 
 
@@ -345,8 +346,10 @@ def table_worker(spec: dict) -> dict:
         epochs=spec["epochs"],
         max_steps=spec["max_steps"],
         batch_size=spec["batch_size"],
+        workers=spec["workers"],
+        **spec["train_options"],
     )
-    rows, pool = E.run_encoders(ctx, workers=spec["workers"], train_options=spec["train_options"])
+    rows, pool = E.run_encoders(ctx)
     table_s = time.perf_counter() - t0
     out = {
         "table_s": table_s,
@@ -363,14 +366,14 @@ def table_worker(spec: dict) -> dict:
                 "predict_s": r["predict_s"],
                 "steps": r["settings"]["steps"],
                 "train_windows": r["settings"]["train_windows"],
-                "final_loss": FT.qa_config(FT.checkpoint_dir(spec["card"], r["model"], r["seed"])).get("final_loss"),
-                "curve": _curve(spec["card"], r["model"], r["seed"]),
+                "final_loss": FT.qa_config(FT.checkpoint_dir(ctx.models, r["model"], r["seed"])).get("final_loss"),
+                "curve": _curve(ctx.models, r["model"], r["seed"]),
             }
             for r in rows
         ],
     }
     for r in out["runs"]:
-        log = FT.checkpoint_dir(spec["card"], r["model"], r["seed"]) / "train_log.json"
+        log = FT.checkpoint_dir(ctx.models, r["model"], r["seed"]) / "train_log.json"
         log = json.loads(log.read_text()) if log.exists() else {}
         final = next((h for h in reversed(log.get("log_history") or []) if "train_runtime" in h), {})
         r.update(
@@ -380,7 +383,7 @@ def table_worker(spec: dict) -> dict:
         )
     if spec.get("inference") and rows:
         test = [dict(r) for r in benchmark.load_benchmark(spec["card"])["test"]]
-        model, tok, cfg = FT.load_finetuned(FT.checkpoint_dir(spec["card"], spec["models"][0], spec["seeds"][0]))
+        model, tok, cfg = FT.load_finetuned(FT.checkpoint_dir(ctx.models, spec["models"][0], spec["seeds"][0]))
         kw = dict(window=FT.trained_window(cfg), max_answer_length=cfg["max_answer_length"])
         QM.predict_answers(model, tok, test[:16], **kw)  # warm-up (kernels, allocator)
         if torch.cuda.is_available():
@@ -403,11 +406,12 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr.data import benchmark
+        from indicipr.data import benchmark, config
         from indicipr.scoring import metrics, predictions
         from indicipr.systems import finetune as FT
         from indicipr.systems import qa_model as QM
 
+        models_dir = config.run_context(card).models  # the table's checkpoints under `root`
         test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
         out = []
         for m in models:
@@ -417,7 +421,7 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
                 if not pred.exists():
                     continue
                 _, summary = metrics.score_predictions(test, predictions.read_predictions(pred))
-                meta = FT.qa_config(FT.checkpoint_dir(card, m, s))
+                meta = FT.qa_config(FT.checkpoint_dir(models_dir, m, s))
                 out.append(
                     {
                         "system": system,

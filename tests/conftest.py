@@ -22,13 +22,13 @@ def root(tmp_path, monkeypatch):
 @pytest.fixture
 def tmp_data_dir(tmp_path, monkeypatch):
     """`data_dir()` (the main job's predictions, caches) and the scratch folder of a run outside the main job (where its
-    predictions go: `predictions.predictions_dir`) in a temporary folder; the rest of the project stays where it is."""
+    predictions go: `RunContext.predictions`) in a temporary folder; the rest of the project stays where it is."""
     from indicipr.data import artifacts
     from indicipr.scoring import predictions
 
     for module in (core, predictions):
-        monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # predictions writes the prediction files
-    monkeypatch.setattr(predictions, "scratch_dir", lambda: tmp_path / "runs" / "interactive")
+        monkeypatch.setattr(module, "data_dir", lambda: tmp_path)  # predictions reads the main job's prediction files
+    monkeypatch.setattr(core, "scratch_dir", lambda: tmp_path / "runs" / "interactive")
     for name in (core.MAIN_JOB_ENV, artifacts.RUN_DIR_ENV):
         monkeypatch.delenv(name, raising=False)
     return tmp_path

@@ -317,13 +317,18 @@ def test_retrieval_benchmark_pins_and_prints_its_threads(capsys):
     assert bench.DEFAULT_THREADS == 2
 
 
-def test_main_job_durations_read_as_minutes_and_seconds():
-    "`benchmarks/main_job.py` writes 156.8 s as 2m36.8s (whole minutes, never rounded up) and 895.3 s as 14m55.3s."
+def _main_job_bench():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("main_job_bench", ROOT / "benchmarks" / "main_job.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_main_job_durations_read_as_minutes_and_seconds():
+    "`benchmarks/main_job.py` writes 156.8 s as 2m36.8s (whole minutes, never rounded up) and 895.3 s as 14m55.3s."
+    bench = _main_job_bench()
     assert [bench.fmt_s(s) for s in (None, 59.0, 60.0, 156.76, 895.34, 414.7)] == [
         "—",
         "59.0s",
@@ -332,3 +337,35 @@ def test_main_job_durations_read_as_minutes_and_seconds():
         "14m55.3s",
         "6m54.7s",
     ]
+
+
+def test_main_job_floor_is_a_best_case():
+    """`benchmarks/main_job.py` never prints a time below its floor as a ratio: a ratio under 1 says the floor was
+    measured on a busy machine. The grid measured before the job is read between its points in log(rows)."""
+    bench = _main_job_bench()
+    assert bench.ratio_text(150.0, 100.0) == "1.50"
+    assert bench.ratio_text(100.0, 100.0) == "1.00"
+    below = bench.ratio_text(54.0, 100.0)
+    assert below.startswith("—") and "busy machine" in below and "0.54" in below
+    grid = [(1024, 10.0), (2048, 20.0), (4096, 30.0)]
+    assert bench.from_grid(grid, 512) == 10.0 and bench.from_grid(grid, 8192) == 30.0
+    assert bench.from_grid(grid, 2048) == 20.0
+    assert abs(bench.from_grid(grid, 2896) - 25.0) < 0.01  # the geometric middle of 2048 and 4096
+    # the best round counts: a machine that slows one round down does not lower the throughput
+    tp = bench.matmul_throughput(64, 32, 64, threads=1, repeats=3)
+    assert tp > 0
+
+
+def test_train_profile_groups_operators():
+    "`benchmarks/train_profile.py` puts each operator in its group: products, dropout's masks, AdamW, the loss."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.group_of("aten::addmm") == bench.group_of("aten::bmm") == "matmul"
+    assert bench.group_of("aten::bernoulli_") == bench.group_of("aten::gelu_backward") == "elementwise"
+    assert bench.group_of("aten::_foreach_lerp_") == "optimiser"
+    assert bench.group_of("aten::nll_loss_backward") == "loss"
+    assert bench.group_of("aten::_softmax") == "attention (rest)"
+    assert bench.group_of("aten::something_new") == "other operators"

@@ -56,7 +56,7 @@ def test_run_writes_predictions(tmp_data_dir):
     results = bm25.run_bm25(run_context(str(FIXTURE), stage="bm25"))
     gold = {r["id"]: r["answers"]["text"] for r in read_qa_small("test")}
     for system in bm25.SYSTEMS:
-        path = predictions.predictions_dir(str(FIXTURE)) / f"{system}.jsonl"
+        path = run_context(str(FIXTURE)).predictions / f"{system}.jsonl"
         written = predictions.read_predictions(path)
         assert written == results[system][0] and set(written) == set(gold)  # every test question, nothing else
         assert predictions.read_prediction_meta(path)["family"] == "lexical"

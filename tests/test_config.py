@@ -26,16 +26,11 @@ STAGE_OF_NOTEBOOK = {
 }
 RUN = {"data_source", "profile", "figures_dir"}  # every notebook's: the run context
 PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction_plan: which builds, whether to publish
-LOCATIONS = {"statutes_path", "predictions_from", "audit_folder"}  # where inputs and outputs are
-ENDPOINTS = {"llm_endpoints", "confirm_cost"}  # which servers, and the consent to a paid run
+LOCATIONS = {"predictions_from"}  # where inputs are
 NOT_SETTINGS = {
     "08_systems.encoders": {
         "choose_recipe"
     },  # whether to run the recipe comparison, a job of its own (make recipe-choice)
-    "02_build.generate": {"questions_per_context"},  # the card's prompt text ("up to 5"), the same in both profiles
-    "11_analysis.error_analysis": {
-        "length_split"
-    },  # the analysis' answer-length threshold (default: the benchmark's median)
     "12_analysis.quality": {"run_judge", "judge_models"},  # whether to call the judges; model names, made `judges` by
     # config.judges_from_models
 }
@@ -58,7 +53,7 @@ def field_names(stage: str) -> set[str]:
 
 def test_every_stage_parameter_is_a_setting_or_named_here():
     for notebook, stage in STAGE_OF_NOTEBOOK.items():
-        others = RUN | PLAN | LOCATIONS | ENDPOINTS | NOT_SETTINGS.get(notebook, set())
+        others = RUN | PLAN | LOCATIONS | NOT_SETTINGS.get(notebook, set())
         unknown = [p for p in parameter_names(notebook) if p not in field_names(stage) | others]
         assert not unknown, f"{notebook}: parameters that are not fields of {stage}'s settings: {unknown}"
 
@@ -72,10 +67,11 @@ def test_the_train_commands_flags_are_the_encoder_settings():
 
 
 def test_the_config_module_sits_on_the_foundation_only():
-    "The settings and the run context need paths, the card, the numerics and the benchmark's loader, nothing of a stage."
+    """The settings and the run context need paths, the card, the numerics, the benchmark's loader and the table and
+    figure writers, nothing of a stage."""
     from test_import_graph import import_graph
 
-    below = {"data.basics", "data.core", "data.numerics", "data.qa_files", "data.benchmark"}
+    below = {"data.basics", "data.core", "data.numerics", "data.qa_files", "data.benchmark", "data.artifacts"}
     assert import_graph()["data.config"] <= below
 
 

@@ -257,10 +257,11 @@ def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     figs = tmp_path / "figs"
     write_nb(
         nbs / "00h_data.benchmark_tables.ipynb",
-        "import pandas as pd\nfrom indicipr.data.artifacts import record_timings, save_table\n"
-        "save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo', figures_dir)\n"
+        "import pandas as pd\nfrom indicipr.data.config import run_context\n"
+        "ctx = run_context(data_source, profile, figures_dir)\n"
+        "ctx.save_table(pd.DataFrame({'profile': [profile]}), 'runner_demo')\n"
         "print('chatter that belongs to the executed copy')\n"
-        "record_timings('00h_data.benchmark_tables', demo=1.25)",
+        "ctx.record_timings('00h_data.benchmark_tables', demo=1.25)",
         "from ipykernel.kernelapp import IPKernelApp\nIPKernelApp.instance().log.warning('kernel plumbing note')",
     )
     write_nb(nbs / "02_build.generate.ipynb", "a = 1", "raise ValueError('boom in cell two')", "never = True")
@@ -305,8 +306,8 @@ def test_a_stage_that_skipped_every_input_is_reported_and_fails_the_run(tmp_path
     nbs.mkdir()
     write_nb(
         nbs / "10_analysis.significance.ipynb",
-        "from indicipr.data.artifacts import record_skipped\n"
-        "record_skipped('10_analysis.significance', 'none of the 2 prediction files answers the test split')",
+        "from indicipr.data.config import run_context\n"
+        "run_context().record_skipped('10_analysis.significance', 'none of the 2 prediction files answers the test split')",
     )
     write_nb(nbs / "11_analysis.error_analysis.ipynb", "x = 1")
     lines = []

@@ -194,9 +194,9 @@ def test_every_subcommand_help_starts_with_a_line_and_ends_with_examples():
 
 
 def test_the_readme_keeps_papermill_under_runs_and_nbdev_docs_behind_make_docs():
-    "The README's papermill line writes under runs/ (gitignored); nbdev's docs tools are reached through `make docs` only."
-    text = (ROOT / "README.md").read_text()
-    block = text.split("### Every notebook on its own", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    "The docs' papermill line writes under runs/ (gitignored); nbdev's docs tools are reached through `make docs` only."
+    text = (ROOT / "notebooks" / "running.md").read_text()
+    block = text.split("## Every notebook on its own", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     outputs = [  # the word after the notebook: papermill's output path
         words[i + 1]
         for words in map(str.split, block.splitlines())

@@ -397,15 +397,16 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
         rehearsal=0.5,
     )
     assert config.ENCODERS["offline"].freeze_embeddings  # what the runs below inherit
-    rows, _ = E.run_encoders(config.run_context(str(FIXTURE), "offline", stage="encoders", **kw))
-    folder = E.intermediate_dir(str(FIXTURE), tiny_model_dir)
+    ctx = config.run_context(str(FIXTURE), "offline", stage="encoders", **kw)
+    rows, _ = E.run_encoders(ctx)
+    folder = E.intermediate_dir(ctx.models, tiny_model_dir)
     phase1 = FT.qa_config(folder)
     assert phase1["phase"] == "intermediate" and phase1["train_ids_head"][0].startswith("syn_")
     assert phase1["synthetic"]["questions"] == phase1["train_examples"] > 0 and phase1["freeze_embeddings"]
     n_train = len(qa_files.training_records(benchmark.load_benchmark(str(FIXTURE), verbose=False)["train"])[0])
     replay = []
     for r in rows:  # every seed starts from phase 1 and the settings table says what it was
-        cfg = FT.qa_config(FT.checkpoint_dir(str(FIXTURE), tiny_model_dir, r["seed"]))
+        cfg = FT.qa_config(FT.checkpoint_dir(ctx.models, tiny_model_dir, r["seed"]))
         assert cfg["base_model"] == str(folder) and cfg["intermediate"]["digest"] == phase1["synthetic"]["digest"]
         assert cfg["rehearsal"]["questions"] == round(
             0.5 * phase1["synthetic"]["questions"]
@@ -430,7 +431,7 @@ def test_two_phase_recipe_trains_phase_one_once_and_the_settings_say_so(tiny_mod
     from transformers import AutoModelForQuestionAnswering
 
     base = AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).get_input_embeddings().weight
-    tuned = AutoModelForQuestionAnswering.from_pretrained(FT.checkpoint_dir(str(FIXTURE), tiny_model_dir, 0))
+    tuned = AutoModelForQuestionAnswering.from_pretrained(FT.checkpoint_dir(ctx.models, tiny_model_dir, 0))
     assert torch.equal(base, tuned.get_input_embeddings().weight)
     assert not torch.equal(
         AutoModelForQuestionAnswering.from_pretrained(tiny_model_dir).qa_outputs.weight, tuned.qa_outputs.weight
@@ -455,7 +456,7 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")
     assert b[0]["tune_f1"] >= b[0]["tune_f1_plain"]  # the grid holds the plain decoding (all weights 0)
     assert b[0]["zero_differs_tune"] == b[0]["zero_differs"] == 0  # and weights 0 answer as the plain decoding
-    path = predictions.predictions_dir(str(FIXTURE)) / f"{b[0]['system']}.jsonl"
+    path = config.run_context(str(FIXTURE)).predictions / f"{b[0]['system']}.jsonl"
     preds, meta = predictions.read_predictions(path), predictions.read_prediction_meta(path)
     test = [dict(r) for r in benchmark.load_benchmark(str(FIXTURE), verbose=False)["test"]]
     assert set(preds) == {r["id"] for r in test}

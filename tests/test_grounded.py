@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from indicipr.data import benchmark, core
+from indicipr.data import benchmark, config, core
 from indicipr.systems import finetune
 from indicipr.systems import grounded as gr
 from indicipr.systems import retrieval as rt
@@ -126,8 +126,11 @@ def test_fusion_weight_leaves_out_a_useless_dense_side(sample):
     ).all()  # fusing a ranking with itself keeps it
 
 
+SAMPLE_MODELS = config.run_context("sample").models  # notebook 08's checkpoints of the sample
+
+
 @pytest.mark.skipif(
-    not finetune.checkpoint_dir("sample", "minilm-l6", 0).is_dir(),
+    not finetune.checkpoint_dir(SAMPLE_MODELS, "minilm-l6", 0).is_dir(),
     reason="no fine-tuned MiniLM checkpoint (notebook 08 writes data/models/sample/minilm-l6_seed0)",
 )
 def test_encoder_reader_on_retrieved_contexts_matches_gold_when_gold_comes_first(sample):
@@ -136,7 +139,7 @@ def test_encoder_reader_on_retrieved_contexts_matches_gold_when_gold_comes_first
     _, g = rt.open_queries(test, corpus)
     positions = np.stack([g, (g + 1) % len(corpus)], axis=1)  # the gold first, a wrong context second
     scores = np.tile([2.0, 1.0], (len(test), 1))
-    cands = gr.encoder_candidates(finetune.checkpoint_dir("sample", "minilm-l6", 0), test, corpus, positions, g)
+    cands = gr.encoder_candidates(finetune.checkpoint_dir(SAMPLE_MODELS, "minilm-l6", 0), test, corpus, positions, g)
     chosen, answers = gr.read_topk(cands, positions, scores, np.inf, 2)
     assert chosen == g.tolist() and answers == [c[int(i)][0] for c, i in zip(cands, g)]
     chosen0, _ = gr.read_topk(cands, positions, scores, 0.0, 2)  # span score alone may pick the wrong one

@@ -17,6 +17,7 @@ import pytest
 from helpers import needs_llama_cpp, port_open, unused_port
 from standins.openai_server import OpenAIStandIn, constant, error_body
 
+from indicipr.data import config
 from indicipr.llm import runs as llm_runs
 from indicipr.llm.client import (
     ChatResult,
@@ -366,8 +367,10 @@ def test_cost_above_threshold_needs_confirmation(tmp_path, monkeypatch, capsys):
             run_requests(paid(fake), reqs, None, progress=False)
         assert fake.requests == []  # nothing was sent
         assert run_requests(paid(fake), reqs, None, progress=False, confirm_cost=True)[0].parsed == {"items": [1, 2]}
-        monkeypatch.setenv("INDICIPR_YES", "1")
-        assert run_requests(paid(fake), reqs, None, progress=False)[0].parsed == {"items": [1, 2]}
+        monkeypatch.setenv("INDICIPR_YES", "1")  # read by the run's context as the stage's confirm_cost
+        confirmed = config.run_environment()["confirm_cost"]
+        res = run_requests(paid(fake), reqs, None, progress=False, confirm_cost=confirmed)
+        assert res[0].parsed == {"items": [1, 2]}
     assert capsys.readouterr().out.count("cost estimate for gpt-4o") == 3
 
 

@@ -36,9 +36,9 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
     assert set(by) == {"replayed_zero-shot", "replayed_zero-shot_snap", "replayed_3-shot", "replayed_3-shot_snap"}
     # upper-cased gold: EM/F1 ignore case, the raw answer is not a context substring, the snapped one is
     assert by["replayed_zero-shot"]["em"] == 100.0 and by["replayed_zero-shot"]["verbatim_in_context"] == 0
-    snapped = predictions.read_predictions(predictions.predictions_dir(str(FIXTURE)) / "replayed_3-shot_snap.jsonl")
+    snapped = predictions.read_predictions(run_context(str(FIXTURE)).predictions / "replayed_3-shot_snap.jsonl")
     assert all(snapped[r["id"]] in r["context"] for r in test)
-    meta = predictions.read_prediction_meta(predictions.predictions_dir(str(FIXTURE)) / "replayed_3-shot.jsonl")
+    meta = predictions.read_prediction_meta(run_context(str(FIXTURE)).predictions / "replayed_3-shot.jsonl")
     assert meta["shots"] == [s["id"] for s in shots] and meta["postprocess"] == "raw" and meta["temperature"] == 0
 
 
@@ -93,14 +93,16 @@ def test_closed_book_probe_writes_predictions_naming_their_twin(splits, monkeypa
     monkeypatch.setattr(
         llm_servers, "open_endpoints", lambda config, models, **kw: nullcontext({m: ep for m in models})
     )
-    probe = Q.run_closed_book(run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4))
+    ctx = run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4)
+    probe = Q.run_closed_book(ctx)
     assert [r["system"] for r in probe["runs"]] == [
         "replayed_closed-book",
         "replayed_act-named",
         "replayed_wrong-context",
     ]
-    folder = Q.closed_book_dir(str(FIXTURE))
-    assert folder.parent == predictions.predictions_dir(str(FIXTURE))
+    assert probe["records"] == test and probe["asked_of"] == 4  # 4 questions, within the offline cap
+    folder = Q.closed_book_dir(ctx.predictions)
+    assert folder == ctx.predictions / "closed_book"
     for run in probe["runs"]:
         meta = predictions.read_prediction_meta(folder / f"{run['system']}.jsonl")
         assert meta["gold_context_system"] == "replayed_zero-shot" and meta["setting"] == Q.CLOSED_BOOK[run["setting"]]
@@ -111,6 +113,15 @@ def test_closed_book_probe_writes_predictions_naming_their_twin(splits, monkeypa
     )
     assert table["reading gain (F1)"].tolist()[1:] == [100.0, 100.0, 0.0]
     assert Q.run_closed_book(run_context(str(FIXTURE), "offline", stage="llm_qa", closed_book=()))["runs"] == []
+    sub = Q.run_closed_book(
+        run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4, closed_book_questions=2)
+    )
+    assert len(sub["records"]) == 2 and sub["asked_of"] == 4
+    meta = predictions.read_prediction_meta(folder / "replayed_act-named.jsonl")
+    assert (
+        meta["setting"] == Q.CLOSED_BOOK["act-named"] + " (2 of the 4 questions, drawn with seed 0, each Act in turn)"
+    )
+    assert set(predictions.read_predictions(folder / "replayed_act-named.jsonl")) == {r["id"] for r in sub["records"]}
 
 
 def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_llm_api_key):
@@ -118,8 +129,9 @@ def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_l
     with OpenAIStandIn(["mistral:7b"]) as fake:
         with pytest.raises(llm.LLMConfigError) as err:
             Q.run_llm_baselines(
-                run_context(str(FIXTURE), "paper", stage="llm_qa", max_questions=2),
-                llm_endpoints=f"*=ollama+{fake.base_url}",
+                run_context(
+                    str(FIXTURE), "paper", stage="llm_qa", max_questions=2, llm_endpoints=f"*=ollama+{fake.base_url}"
+                )
             )
         assert fake.requests == [] and fake.gets == ["/v1/models"]
     assert "2 configured model(s)" in str(err.value)

@@ -417,18 +417,18 @@ def test_a_run_outside_the_main_job_never_overwrites_its_predictions(tmp_data_di
     monkeypatch.delenv(core.MAIN_JOB_ENV)
     before = {p.name: p.read_bytes() for p in main.iterdir()}
     assert "bm25_retrieval.jsonl" in before
-    assert predictions.prediction_files(str(QA_SMALL)) == sorted(
+    own = run_context(str(QA_SMALL)).predictions
+    assert own == tmp_data_dir / "runs" / "interactive" / "predictions" / "qa_small"
+    assert predictions.prediction_files(str(QA_SMALL), own=own) == sorted(
         main.glob("*.jsonl")
     )  # none of its own: the main job's
     bm25.run_bm25(
         run_context(str(QA_SMALL), stage="bm25", split="validation")
     )  # a plain papermill run, `-p split validation`
     assert {p.name: p.read_bytes() for p in main.iterdir()} == before
-    own = predictions.predictions_dir(str(QA_SMALL))
-    assert own == tmp_data_dir / "runs" / "interactive" / "predictions" / "qa_small"
-    assert predictions.prediction_files(str(QA_SMALL)) == sorted(own.glob("*.jsonl"))  # its own, now it has some
+    assert predictions.prediction_files(str(QA_SMALL), own=own) == sorted(own.glob("*.jsonl"))  # its own, now
     monkeypatch.setenv(artifacts.RUN_DIR_ENV, str(tmp_data_dir / "run"))  # under the runner: the run's folder
-    assert predictions.predictions_dir(str(QA_SMALL)) == tmp_data_dir / "run" / "predictions" / "qa_small"
+    assert run_context(str(QA_SMALL)).predictions == tmp_data_dir / "run" / "predictions" / "qa_small"
 
 
 def test_a_split_value_is_named_as_the_parameter_the_user_typed():

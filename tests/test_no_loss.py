@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import BIN, QA_SMALL, ROOT, tiny_bert_config
 
-from indicipr.data import basics, benchmark, core, qa_files
+from indicipr.data import basics, benchmark, config, core, qa_files
 from indicipr.run import cli, runner
 from indicipr.analysis import error_analysis, error_taxonomy
 from indicipr.llm import client as llm, servers as llm_servers
@@ -299,7 +299,7 @@ def test_predictions_of_records_left_out_are_counted_apart(tmp_path, capsys):
 )
 def test_indicipr_strict_reads_every_switch_word(monkeypatch, value, strict):
     monkeypatch.setenv(benchmark.STRICT_ENV, value)
-    assert benchmark.strict_mode() is strict
+    assert config.run_environment()["strict"] is strict
 
 
 def test_indicipr_strict_refuses_other_words(tmp_path, capsys, monkeypatch):

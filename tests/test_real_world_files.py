@@ -330,8 +330,10 @@ def test_a_key_in_a_url_is_masked_in_the_preflight_error(tmp_path):
         [
             sys.executable,
             "-c",
+            "from indicipr.data import config\n"
             "from indicipr.llm import client as llm, servers as llm_servers\n"
-            "try: llm_servers.check_models_available(llm_servers.llm_config(), ['smollm2x'], timeout=1)\n"
+            "routes = config.run_environment()['llm_endpoints']\n"  # what a run's context reads
+            "try: llm_servers.check_models_available(llm_servers.llm_config(routes), ['smollm2x'], timeout=1)\n"
             "except llm.LLMConfigError as e: print('ERR', e)",
         ],
         env=env,
@@ -395,7 +397,7 @@ def test_every_file_the_project_writes_is_0644_under_umask_022(tmp_path, gold_an
         [
             sys.executable,
             "-c",
-            "from indicipr.scoring import predictions\npredictions.write_predictions({'a_1': 'x'}, 'demo', 'sample', family='t')",
+            "from indicipr.scoring import predictions\nfrom indicipr.data.config import run_context\npredictions.write_predictions({'a_1': 'x'}, 'demo', run_context().predictions, family='t')",
         ],
         env=env,
         capture_output=True,

@@ -9,7 +9,6 @@ from helpers import QA_SMALL
 
 from indicipr.data import config, core, qa_files  # noqa: E402
 from indicipr.systems import encoders
-from indicipr.scoring import predictions
 from indicipr.systems import recipe_choice as rc
 
 PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
@@ -21,12 +20,13 @@ CANDIDATES = (
 
 @pytest.mark.slow  # training, over 8 s on 2 cores
 def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root, monkeypatch):
-    ctx = config.run_context(str(QA_SMALL), "offline")
-    ds = ctx.benchmark()
     base = config.settings_for(
         "encoders", "offline", models=[tiny_model_dir], learning_rate=1e-3, max_length=128, stride=32
     )
-    rows = encoders.compare_recipes(ctx, CANDIDATES, seeds=(0,), base=base)
+    choice = config.RecipeChoice(candidates=CANDIDATES, seeds=(0,), base=base)
+    ctx = config.run_context(str(QA_SMALL), "offline", stage="encoders", recipe_choice=choice)
+    ds = ctx.benchmark()
+    rows = encoders.compare_recipes(ctx)
     assert [r["candidate"] for r in rows] == ["plain", "two phases"]
     assert all(0.0 <= r["f1"] <= 100.0 for r in rows)
     models = core.data_dir() / "models"
@@ -34,7 +34,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
         {rc.group_tag(c.settings(base)) for c in CANDIDATES}
     )  # each distinct phase 1 under its own tag, never the data source's own models
     assert not (models / "qa_small").exists()
-    preds = next(predictions.predictions_dir("recipe_choice_none").glob("*.jsonl"))  # a run's own folder
+    preds = next(config.run_context("recipe_choice_none").predictions.glob("*.jsonl"))  # a run's own folder
     scored = {r["id"] for r in qa_files.read_jsonl(preds) if "id" in r}
     assert scored == {r["id"] for r in ds["validation"]}  # the validation split, never test
     assert len(list(qa_files.read_jsonl(rc.runs_path()))) == 2
@@ -43,7 +43,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
         raise AssertionError("a finished run was trained again")
 
     monkeypatch.setattr(encoders, "run_encoders", no_training)
-    assert encoders.compare_recipes(ctx, CANDIDATES, seeds=(0,), base=base) == rows
+    assert encoders.compare_recipes(ctx) == rows
     table = rc.recipe_table(rows, CANDIDATES)
     assert table["chosen"].sum() >= 1
     assert rc.chosen_recipe(table, CANDIDATES).name in {"plain", "two phases"}
@@ -51,7 +51,8 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
 
 def test_the_test_split_takes_no_part(root):
     with pytest.raises(core.InputError, match="validation"):
-        encoders.compare_recipes(config.run_context(str(QA_SMALL), "offline"), CANDIDATES, split="test")
+        choice = config.RecipeChoice(candidates=CANDIDATES, split="test")
+        encoders.compare_recipes(config.run_context(str(QA_SMALL), "offline", stage="encoders", recipe_choice=choice))
 
 
 def test_a_tie_of_recipes_takes_the_first_listed_and_says_so():

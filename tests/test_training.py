@@ -199,14 +199,15 @@ def _table(data_source, model_dir, root, monkeypatch, workers, seeds=(0, 1)):
         seeds=list(seeds),
         epochs=1.0,
         batch_size=8,
+        workers=workers,
     )
-    rows, pool = E.run_encoders(ctx, workers=workers)
+    rows, pool = E.run_encoders(ctx)
     logs = {
-        r["system"]: json.loads((FT.checkpoint_dir(data_source, model_dir, r["seed"]) / "train_log.json").read_text())
+        r["system"]: json.loads((FT.checkpoint_dir(ctx.models, model_dir, r["seed"]) / "train_log.json").read_text())
         for r in rows
     }
     preds = {
-        r["system"]: predictions.read_predictions(predictions.predictions_dir(data_source) / f"{r['system']}.jsonl")
+        r["system"]: predictions.read_predictions(config.run_context(data_source).predictions / f"{r['system']}.jsonl")
         for r in rows
     }
     return rows, logs, preds, pool

@@ -489,16 +489,17 @@ def evaluate_files(
     seed: int = 0,
     char_variant: str = "multiset",
     strict: bool | None = None,
+    act_map: str | None = None,
 ) -> str:
     """The report of `pred` (and the `against` files) on `gold` (written to `out` if given): what `indicipr evaluate` prints.
-    Every file must answer some gold question (`predictions.check_coverage`)."""
+    Every file must answer some gold question (`predictions.check_coverage`); `strict`, `act_map`: as `load_gold`'s."""
     from indicipr.data.core import InputError, check_output
 
     if out is not None:
         check_output(
             out, {"--pred": pred, "--against": list(against), "--gold": [gold] if Path(str(gold)).is_file() else []}
         )
-    gold_records = load_gold(gold, data_source, strict=strict)
+    gold_records = load_gold(gold, data_source, strict=strict, act_map=act_map)
     if (
         against and n_resamples * len(gold_records) > MAX_BOOTSTRAP_CELLS
     ):  # the bootstrap holds resamples × questions indices
@@ -542,14 +543,17 @@ def gold_structure(
     return groups, caption, gold_structure_figure(feats), length_split
 
 # %% ../../notebooks/11_analysis.error_analysis.ipynb #96f68ef5
-def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict], length_split: float) -> dict:
+def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict]) -> dict:
     """`{"tables": {name: (frame, caption)}, "figures": {name: figure}, "notes", "report", "focus"}` of the scored runs
     of the run `ctx` (its settings: `config.SignificanceSettings`); the report is also written to the run's tables
-    folder as `evaluate_<focus>.md`."""
+    folder as `evaluate_<focus>.md`. Answers are split at the settings' `length_split` (None: the benchmark's median)."""
     from indicipr.data.core import CARD, card_comparable
     from indicipr.analysis.significance import analysis_runs, resolve_focus
 
     run_settings, data_source, report_dir = as_dict(ctx.settings), ctx.data_source, ctx.tables
+    length_split = run_settings["length_split"] or median_answer_words(
+        load_gold("merged", data_source, ctx.strict, act_map=ctx.act_map)
+    )
     focus, focus_note = resolve_focus(runs, run_settings["focus_system"])
     chosen = analysis_runs(runs, run_settings["focus_seed"])
     frames = {s: runs[r]["frame"] for s, r in chosen.items()}
@@ -604,7 +608,9 @@ def errors_stage(ctx: RunContext, runs: dict, gold_records: list[dict], length_s
         data_source=data_source,
         n_resamples=run_settings["n_resamples"],
         seed=run_settings["seed"],
+        strict=ctx.strict,
         out=Path(report_dir) / f"evaluate_{focus}.md" if report_dir is not None else None,
+        act_map=ctx.act_map,
     )
     return {
         "tables": tables,

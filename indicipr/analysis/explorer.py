@@ -208,7 +208,7 @@ def setting_twins(runs: dict, chosen: dict) -> dict[str, list[tuple[str, str, Pa
             out.setdefault(system, []).append((r["meta"].get("setting") or name, kind, r["path"]))
     return out
 
-
+# %% ../../notebooks/10b_analysis.explorer.ipynb #32cc4887
 def add_twins(data: dict, gold_records, twins: dict, char_variant: str = "multiset") -> dict:
     "`data` (`explorer_data`'s) with each question's twin answers (those given) (`{system: [(setting, kind, predictions)]}`) under `tw`."
     gold_records = [dict(r) for r in gold_records]
@@ -311,7 +311,7 @@ def script_json(obj) -> str:
     text = json.dumps(obj, ensure_ascii=False)
     return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
 
-
+# %% ../../notebooks/10b_analysis.explorer.ipynb #aa6999e8
 def _block(q: dict, name: str, labels: dict) -> str:
     "One system's answer to one question (the script's `block`, in Python)."
     v = q["by"][name]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from ..data import benchmark, core, qa_files
 from ..llm import client as llm, runs as llm_runs, servers as llm_servers
 from .human_audit import AUDIT_CRITERIA, SCALE, SCORES, cohen_kappas
-from .human_audit import export_audit_kit, filled_sheets, score_sheets
+from .human_audit import audit_dir, export_audit_kit, filled_sheets, score_sheets
 
 # %% auto #0
 __all__ = ['JUDGE_CRITERIA', 'HUMAN_TO_JUDGE', 'Score', 'JUDGE_SCHEMA', 'JUDGE_SYSTEM', 'JUDGE_RUBRIC', 'JUDGE_FORMAT',
@@ -466,14 +466,17 @@ def judge_human_agreement(raters: pd.DataFrame, sheets: dict[str, pd.DataFrame],
     return pd.DataFrame(rows).round(3)
 
 # %% ../../notebooks/12_analysis.quality.ipynb #3aa58e1e
-def audit_stage(ctx: RunContext, test_records: list[dict], kit) -> dict:
-    """`{manifest, kit_table, filled, sheets, audit_table}` of the run `ctx` (its settings: `config.QualitySettings`):
-    the kit written to `kit`, and the filled sheets' scores (or None)."""
+def audit_stage(ctx: RunContext, test_records: list[dict]) -> dict:
+    """`{kit, manifest, kit_table, filled, sheets, audit_table}` of the run `ctx` (its settings:
+    `config.QualitySettings`): the kit written to the settings' `audit_folder` (None: `human_audit.audit_dir` of the
+    data source), and the filled sheets' scores (or None)."""
     cfg = ctx.settings
+    kit = Path(cfg.audit_folder) if cfg.audit_folder else audit_dir(ctx.data_source)
     manifest = export_audit_kit(test_records, kit, n=cfg.audit_pairs, seed=cfg.audit_seed, source=ctx.data_source)
     found = filled_sheets(kit)
     sheets, audit_table = score_sheets(*found) if len(found) == 2 else ({}, None)
     return {
+        "kit": kit,
         "manifest": manifest,
         "kit_table": pd.DataFrame([{"Act": a, "pairs": c} for a, c in manifest["per_act"].items()]),
         "filled": found,
@@ -482,16 +485,23 @@ def audit_stage(ctx: RunContext, test_records: list[dict], kit) -> dict:
     }
 
 # %% ../../notebooks/12_analysis.quality.ipynb #010c55a4
-def judge_stage(ctx: RunContext, records: list[dict], llm_config, cache, confirm_cost: bool = False) -> dict:
+def judge_stage(ctx: RunContext, records: list[dict]) -> dict:
     """`{judgments, raters, names, tables: {name: (table, caption)}, figure}` of the judges of the run `ctx` (its
-    settings' `judges`) on `records`."""
+    settings' `judges`, at the servers of its `llm_endpoints`; replies cached in `data/cache/llm/judge.jsonl`) on
+    `records`."""
+    from indicipr.llm import client as llm, servers as llm_servers
+
     settings = ctx.settings
     judgments = run_judges(
         records,
         settings.judges,
         ctx.data_source,
-        llm_config,
-        JudgeOptions(cache, settings.concurrency, confirm_cost=confirm_cost),
+        llm_servers.llm_config(settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        JudgeOptions(
+            llm.ResponseCache(core.data_dir() / "cache" / "llm" / "judge.jsonl"),
+            settings.concurrency,
+            confirm_cost=settings.confirm_cost,
+        ),
     )
     single, names = settings.judges[0], [j.name for j in settings.judges]
     smoke = " (smoke run of the code path: one local model under three names)" if settings.smoke else ""

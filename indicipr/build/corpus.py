@@ -431,7 +431,7 @@ def released_contexts(records: Iterable[dict]) -> list[dict]:
     return out
 
 # %% ../../notebooks/01_build.corpus.ipynb #28aaf2ba
-def corpus_stage(ctx: RunContext, statutes_path: str | Path | None = None) -> tuple[list[dict], str]:
+def corpus_stage(ctx: RunContext) -> tuple[list[dict], str]:
     """The contexts the run `ctx` describes (its plan, and its settings: `config.CorpusSettings`), and where they come
     from (see above); a rebuild writes its build's `contexts.jsonl`."""
     plan = ctx.plan
@@ -440,7 +440,7 @@ def corpus_stage(ctx: RunContext, statutes_path: str | Path | None = None) -> tu
     if plan.of_sample and plan.publish:
         sync_sample_statutes()  # only the main job writes data/sample/ (never a tagged build)
     max_words = ctx.settings.max_context_words
-    sections = load_statutes(plan.profile, statutes_path)
+    sections = load_statutes(plan.profile, ctx.settings.statutes_path)
     contexts = build_contexts(sections, max_words)
     check = cleaner_check_table([check_section(r) for r in sections])
     print("cleaner check (editorial leftovers, statutory words lost):\n" + check.to_string(index=False))

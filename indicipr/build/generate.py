@@ -533,23 +533,21 @@ def generation_contexts(plan, limit: int | None = None) -> tuple[Path, list[dict
     return path, contexts if limit is None else contexts[: int(limit)]
 
 # %% ../../notebooks/02_build.generate.ipynb #2aa23a82
-def live_build(
-    ctx: RunContext,
-    questions_per_context: int = 5,
-    asked_contexts: int | None = None,
-    llm_endpoints=None,
-    confirm_cost: bool = False,
-) -> tuple[str, dict, dict]:
+def live_build(ctx: RunContext) -> tuple[str, dict, dict]:
     """(label, output, summary row) of the live build of the run `ctx` (its plan, and its settings:
     `config.GenerateSettings`): the configured generation model on the plan's contexts (a tagged build: all of them, or
-    the `asked_contexts` first; the sample's live build: the settings' `live_contexts`)."""
+    the settings' `asked_contexts` first; the sample's live build: the settings' `live_contexts`)."""
     plan, settings = ctx.plan, ctx.settings
-    path, contexts = generation_contexts(plan, asked_contexts if plan.build_tag is not None else settings.live_contexts)
+    path, contexts = generation_contexts(
+        plan, settings.asked_contexts if plan.build_tag is not None else settings.live_contexts
+    )
     cache = ResponseCache(data_dir() / "cache" / "llm" / GENERATION_CACHE)
     t0 = time.time()
     # as many copies of the local server as requests in flight (`local_llm_server`'s replicas; a hosted model: unused)
     with open_endpoints(
-        llm_config(llm_endpoints), [settings.generation_model], replicas=settings.concurrency
+        llm_config(settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        [settings.generation_model],
+        replicas=settings.concurrency,
     ) as endpoints:
         endpoint = endpoints[settings.generation_model]
         out = generate_candidates(
@@ -557,11 +555,11 @@ def live_build(
             endpoint,
             cache=cache,
             out_dir=build_dir(plan.contexts_tag),
-            questions_per_context=questions_per_context,
+            questions_per_context=settings.questions_per_context,
             concurrency=settings.concurrency,
             params=present(settings.params),
             schema_limits=present(settings.schema_limits),
-            confirm_cost=confirm_cost,
+            confirm_cost=settings.confirm_cost,
         )
     label = "llama.cpp (local)" if endpoint.kind == "llama_cpp" else endpoint.kind
     if plan.build_tag is not None:
@@ -570,9 +568,7 @@ def live_build(
         f"{plan.contexts_tag} build from {path}: {len(contexts)} contexts, {cache.stores} model calls, {cache.hits} cache hits, "
         f"{time.time() - t0:.1f} s"
     )
-    from indicipr.data.artifacts import record_timings
-
-    record_timings("generation", generation_seconds=time.time() - t0)
+    ctx.record_timings("generation", generation_seconds=time.time() - t0)
     return label, out, generation_summary(label, endpoint.model, out["generations"], out["candidates"])
 
 # %% ../../notebooks/02_build.generate.ipynb #6e1a7ba5

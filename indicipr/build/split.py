@@ -515,11 +515,12 @@ def build_tables(tag: str, summary: dict) -> tuple[dict[str, tuple], dict[str, l
     }, splits
 
 # %% ../../notebooks/04_build.split.ipynb #90cb96ae
-def source_tables(data_source) -> tuple[dict[str, tuple], bool]:
-    "`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the card's figures are beside them."
+def source_tables(data_source, strict: bool | None = None, act_map: str | None = None) -> tuple[dict[str, tuple], bool]:
+    """`{name: (table, caption)}` of the data source's own files (integrity, Jaccard, sizes, per Act), and whether the
+    card's figures are beside them; `strict`, `act_map`: as `load_benchmark`'s (a run passes its context's)."""
     from indicipr.data.benchmark import load_benchmark
 
-    tag, source = source_tag(data_source), load_benchmark(data_source, merged=True)
+    tag, source = source_tag(data_source), load_benchmark(data_source, merged=True, strict=strict, act_map=act_map)
     splits = {s: source[s].to_list() for s in (*SPLITS, "merged")}
     card = card_comparable(data_source, splits)
     return {

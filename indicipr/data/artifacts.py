@@ -16,8 +16,8 @@ from .core import figures_path, tables_path
 from .qa_files import append_jsonl, read_jsonl
 
 # %% auto #0
-__all__ = ['RUN_DIR_ENV', 'TIMINGS_FILE', 'SKIPPED_FILE', 'timing_columns', 'save_table', 'save_figure', 'record_timings',
-           'read_timings', 'record_skipped', 'read_skipped']
+__all__ = ['RUN_DIR_ENV', 'TIMINGS_FILE', 'SKIPPED_FILE', 'timing_columns', 'save_table', 'number_text', 'save_figure',
+           'record_timings', 'read_timings', 'record_skipped', 'read_skipped']
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #aabcd99a
 _TIMING_COLUMN = re.compile(
@@ -34,6 +34,22 @@ def timing_columns(columns) -> list[str]:
     return [str(c) for c in columns if _TIMING_COLUMN.search(str(c).strip())]
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #9966a809
+def _numbers_in_text(df, index: bool, floatfmt: str) -> list[int]:
+    """tabulate's positions of the text columns with a cell it would print as a number in `floatfmt` (`"3e-4"` as
+    `0.00`): those columns are printed as written."""
+    columns = ([df.index] if index else []) + [df.iloc[:, i] for i in range(df.shape[1])]
+
+    def reprinted(v) -> bool:
+        if not isinstance(v, str) or v.strip().lstrip("+-").isdigit():
+            return False
+        try:
+            return format(float(v), floatfmt) != v.strip()
+        except ValueError:
+            return False
+
+    return [i for i, col in enumerate(columns) if any(map(reprinted, col))]
+
+
 def save_table(
     df,
     name: str,
@@ -42,22 +58,35 @@ def save_table(
     index: bool = False,
     floatfmt: str = ".2f",
 ):
-    "Write `df` to `tables/<name>.csv|.md|.tex` and return it (so a notebook cell displays it)."
+    """Write `df` to `tables/<name>.csv|.md|.tex` and return it (so a notebook cell displays it). Numbers print in
+    `floatfmt`; text prints as written (a setting formatted by `number_text`, `3e-4`, stays `3e-4`)."""
     timed = timing_columns(df.columns)
     if timed:
         raise ValueError(
             f"save_table({name!r}): column(s) {timed} look like timings; a committed table holds results "
-            "only: drop them and pass the durations to indicipr.data.artifacts.record_timings(stage, **seconds)"
+            "only: drop them and pass the durations to ctx.record_timings(stage, **seconds)"
         )
     out = tables_path(figures_dir)
     write_text_atomic(out / f"{name}.csv", df.to_csv(index=index))
-    md = df.to_markdown(index=index, floatfmt=floatfmt)
+    md = df.to_markdown(index=index, floatfmt=floatfmt, disable_numparse=_numbers_in_text(df, index, floatfmt))
     write_text_atomic(out / f"{name}.md", (f"**{caption}**\n\n" if caption else "") + md + "\n")
     tex = df.to_latex(
         index=index, float_format=lambda x: format(x, floatfmt), caption=caption, label=f"tab:{name}", escape=True
     )
     write_text_atomic(out / f"{name}.tex", tex)
     return df
+
+# %% ../../notebooks/00f_data.artifacts.ipynb #5e77a1c2
+def number_text(x: float | int | None) -> str | None:
+    """A setting's number as a table should print it: `3e-4` (a learning rate), `0.5`, `2`, `22.6`; `None` stays
+    `None`. (A fixed `.2f` would print a learning rate as `0.00`.)"""
+    if x is None:
+        return None
+    x = float(x)
+    if x != 0 and abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.6e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    return f"{x:g}"
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #f580c9e2
 def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dpi: int = 150) -> list[Path]:
@@ -80,13 +109,12 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
     return paths
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #c33317a7
-RUN_DIR_ENV = "INDICIPR_RUN_DIR"
+RUN_DIR_ENV = "INDICIPR_RUN_DIR"  # the runner's run folder, in its kernels' environment; read by `config.run_context`
 TIMINGS_FILE = "timings.jsonl"
 
 
-def record_timings(stage: str, **seconds: float | None) -> Path | None:
-    "Append `{stage, name, seconds}` lines to the runner's `timings.jsonl` (no-op outside the runner; `None` values skipped)."
-    run_dir = os.environ.get(RUN_DIR_ENV)
+def record_timings(run_dir: str | os.PathLike | None, stage: str, **seconds: float | None) -> Path | None:
+    "Append `{stage, name, seconds}` lines to the run folder's `timings.jsonl` (no-op without one; `None` values skipped)."
     if not run_dir:
         return None
     path = Path(run_dir) / TIMINGS_FILE
@@ -105,9 +133,8 @@ def read_timings(run_dir: str | os.PathLike) -> list[dict]:
 SKIPPED_FILE = "skipped.jsonl"
 
 
-def record_skipped(stage: str, reason: str) -> Path | None:
-    "Say that `stage` skipped every input it was given: a line of the runner's `skipped.jsonl`, else `reason` on stderr."
-    run_dir = os.environ.get(RUN_DIR_ENV)
+def record_skipped(run_dir: str | os.PathLike | None, stage: str, reason: str) -> Path | None:
+    "Say that `stage` skipped every input it was given: a line of the run folder's `skipped.jsonl`, else `reason` on stderr."
     if not run_dir:
         print(f"{stage}: skipped every input it was given: {reason}", file=sys.stderr)
         return None

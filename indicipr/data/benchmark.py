@@ -24,7 +24,7 @@ from .qa_files import QAFile, QAFormatError, QAProblem, load_qa_file, read_text
 # %% auto #0
 __all__ = ['ACT_MAP_ENV', 'STRICT_ENV', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report',
            'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'hub_reachable', 'Benchmark',
-           'problem_lines', 'benchmark_diagnostics', 'strict_mode', 'load_benchmark', 'verify_benchmark',
+           'problem_lines', 'benchmark_diagnostics', 'strict_switch', 'load_benchmark', 'verify_benchmark',
            'fetch_benchmark']
 
 # %% ../../notebooks/00e_data.benchmark.ipynb #1d0a3b97
@@ -140,7 +140,7 @@ def attach_acts(
     records: list[dict], card_counts: dict[str, int] | None = None, override: str | None = None
 ) -> tuple[list[dict], dict[str, str | None], str]:
     """Each record with its `act`: an Act column when every record has a readable one, else the prefix mapping inferred
-    from the data with `override` (`INDICIPR_ACT_MAP`'s syntax) on top. Returns the records, the prefix mapping used
+    from the data with `override` (`parse_act_mapping`'s syntax) on top. Returns the records, the prefix mapping used
     (empty for an Act column) and how it was decided."""
     from_column = [_act_column_value(r) for r in records]
     if records and all(from_column):
@@ -354,7 +354,7 @@ def _features():
     )
 
 
-def _read_benchmark(data_source: str | os.PathLike, merged: bool) -> Benchmark:
+def _read_benchmark(data_source: str | os.PathLike, merged: bool, act_map: str | None = None) -> Benchmark:
     "The benchmark of a data source with every problem found, the Acts attached (see `load_benchmark`)."
     files = _official_files(data_source, merged=True)
     if merged and "merged" not in files:
@@ -364,9 +364,7 @@ def _read_benchmark(data_source: str | os.PathLike, merged: bool) -> Benchmark:
     if resolve_source(data_source)[0] == "sample":  # the sample's ids use the registry's prefixes
         by_id, mapping, how = {r["id"]: record_act({"id": r["id"]}) for r in base}, {}, "the registry's prefixes"
     else:
-        attached, mapping, how = attach_acts(
-            base, {k: full for k, (full, _) in CARD_PER_ACT.items()}, os.environ.get(ACT_MAP_ENV)
-        )
+        attached, mapping, how = attach_acts(base, {k: full for k, (full, _) in CARD_PER_ACT.items()}, act_map)
         by_id = {r["id"]: r["act"] for r in attached}
 
     def act_of(r):
@@ -426,16 +424,14 @@ STRICT_ENV = "INDICIPR_STRICT"  # `indicipr reproduce --strict` sets it for ever
 _ON, _OFF = ("1", "true", "yes", "on", "y", "t"), ("", "0", "false", "no", "off", "n", "f")
 
 
-def strict_mode(strict: bool | None = None) -> bool:
-    "`strict` when given, else `INDICIPR_STRICT` read as a switch (1/0, true/false, yes/no, on/off); another value is refused."
-    if strict is not None:
-        return bool(strict)
-    value = os.environ.get(STRICT_ENV, "").strip().lower()
-    if value in _ON:
+def strict_switch(value: str | None) -> bool:
+    "`STRICT_ENV`'s `value` read as a switch (1/0, true/false, yes/no, on/off; unset: off); another value is refused."
+    text = (value or "").strip().lower()
+    if text in _ON:
         return True
-    if value in _OFF:
+    if text in _OFF:
         return False
-    raise InputError(f"{STRICT_ENV}={os.environ[STRICT_ENV]!r}: use 1/0, true/false, yes/no or on/off")
+    raise InputError(f"{STRICT_ENV}={value!r}: use 1/0, true/false, yes/no or on/off")
 
 # %% ../../notebooks/00e_data.benchmark.ipynb #70fd52db
 def load_benchmark(
@@ -444,13 +440,14 @@ def load_benchmark(
     strict: bool | None = None,
     verbose: bool = True,
     as_dataset: bool = True,
+    act_map: str | None = None,
 ):
     """The benchmark as a `DatasetDict` (`train`, `validation`, `test`, and `merged` on request), every record with its
-    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (None:
-    `INDICIPR_STRICT`) makes any problem a `QAFormatError`. `as_dataset=False`: the `Benchmark` (records as dicts, every
-    problem, how the Acts were decided)."""
-    b = _read_benchmark(data_source, merged)
-    if strict_mode(strict) and b.problems:
+    `act`. Problems are listed on stderr (`verbose`) and the records that can be used are kept; `strict` (None: off)
+    makes any problem a `QAFormatError`; `act_map` ('prefix=act_key,…'; None: none) overrides inferred Acts.
+    `as_dataset=False`: the `Benchmark` (records as dicts, every problem, how the Acts were decided)."""
+    b = _read_benchmark(data_source, merged, act_map)
+    if strict and b.problems:
         raise QAFormatError(
             f"{data_source}: {len(b.problems)} problem(s) in the official files (strict):\n"
             + "\n".join(problem_lines(b.problems, 20))

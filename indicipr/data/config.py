@@ -23,10 +23,10 @@ _log = logging.getLogger("indicipr.data.config")
 __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODERS', 'LLM_QA', 'GROUNDED', 'SIGNIFICANCE',
            'QUALITY', 'REPLACED_ENV', 'PARAMETER_RANGES', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present',
            'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
-           'BM25Settings', 'IntermediateTraining', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
+           'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
            'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name', 'settings_for',
-           'RunContext', 'run_context']
+           'RunContext', 'run_environment', 'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ class CorpusSettings(StageSettings):
 
     input: str  # "jsonl": the section JSONL (data/sample/statutes/) | "pdf": the official PDFs (data/statutes/pdf/)
     max_context_words: int = 260  # a section up to this many words is one context; a longer one is packed into pieces
+    statutes_path: str | None = None  # a .jsonl file or a folder of <act>.pdf files; None: the input's default place
 
 
 CORPUS = {"offline": CorpusSettings(input="jsonl"), "paper": CorpusSettings(input="pdf")}
@@ -114,6 +115,10 @@ class GenerateSettings(StageSettings):
     concurrency: int  # requests in flight (offline 2: two copies of the local llama.cpp server, a core each; paper 8: a hosted API)
     params: GenerationParams = GenerationParams()  # request parameters (part of the response cache's key)
     schema_limits: SchemaLimits = SchemaLimits()  # constraints of the reply's schema (part of the cache's key)
+    questions_per_context: int = 5  # question-answer items asked of each context
+    asked_contexts: int | None = None  # a tagged build: contexts generated for (-p live_contexts); None: all
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 GENERATE = {
@@ -148,6 +153,7 @@ class BM25Settings(StageSettings):
     "Notebook 07: the split BM25 answers."
 
     split: str = "test"  # the card's baselines are scored on test
+    params: Any = None  # a `bm25.BM25Params` (k1, b, epsilon, tokens); None: rank-bm25's defaults, word tokens
 
 
 BM25 = {"offline": BM25Settings(), "paper": BM25Settings()}
@@ -164,6 +170,16 @@ class IntermediateTraining(StageSettings):
     learning_rate: float = 0.0003  # as phase 2 offline
     batch_size: int = 8  # as phase 2 offline
     seed: int = 0  # phase 1 runs once per model; every seed of phase 2 starts from it
+
+# %% ../../notebooks/00g_data.config.ipynb #7c2d9e40
+@dataclass(frozen=True, kw_only=True)
+class RecipeChoice(StageSettings):
+    "How the offline recipe is chosen (`encoders.compare_recipes`, `-p choose_recipe true` in notebook 08)."
+
+    candidates: tuple | None = None  # `recipe_choice.Candidate`s compared; None: `recipe_choice.RECIPE_CANDIDATES`
+    seeds: tuple = (0, 1)  # each candidate trains with every seed: two, to tell a recipe from a lucky seed
+    split: str = "validation"  # the split the candidates are scored on (never test: it takes no part in the choice)
+    base: Any = None  # the `EncodersSettings` every candidate's recipe is set on; None: the profile's
 
 # %% ../../notebooks/00g_data.config.ipynb #d029138d
 @dataclass(frozen=True, kw_only=True)
@@ -186,11 +202,14 @@ class EncodersSettings(StageSettings):
     cpu_bf16: bool = False  # offline True: bf16 autocast where the CPU computes bf16 natively
     rehearsal: float = 0.0  # phase 2: synthetic questions rehearsed, as a share of the training questions
     workers: int | str | None = None  # runs at once: a count, "auto" (a pool sized by a probe), None: "auto"
+    engine: str | None = None  # `TrainConfig.engine` (speed, not the recipe); None: its default
+    cuda_graphs: bool | None = None  # steps replayed as CUDA graphs (`TrainConfig.cuda_graphs`); None: its default
     intermediate: IntermediateTraining | None = None  # phase 1; None (or False, the CLI's --no-intermediate): none
     curve_split: str | None = None  # the split of the learning curve; None: no curve
     curve_every: int | None = None  # optimiser steps between two points of the curve
     boundary_models: str | tuple = ()  # models decoded again boundary-aware: "all" or names; (): none
     boundary_tune_split: str = "validation"  # the split its weights are tuned on
+    recipe_choice: RecipeChoice = RecipeChoice()  # the comparison of candidate recipes (`choose_recipe`)
 
     @property
     def window(self) -> Window:
@@ -232,21 +251,18 @@ class LLMSettings(StageSettings):
     shot_seed: int = 0  # the draw of the 3 shots from the training split
     concurrency: int  # requests in flight (offline 2: two copies of the local server, a core each; paper 2)
     snap: bool = True  # also score each reply snapped to its closest span of the context
-    closed_book: tuple = (
-        "closed-book",
-        "act-named",
-        "wrong-context",
-    )  # llm_qa.CLOSED_BOOK: the probe without the gold context; (): none
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
+    closed_book: tuple = ("closed-book", "act-named", "wrong-context")  # llm_qa.CLOSED_BOOK: the probe; (): none
     wrong_context_seed: int = 0  # the draw of the wrong context (another section of the question's Act)
-    closed_book_questions: int | None = (
-        None  # the probe's questions (llm_qa.probe_questions: every Act in turn); None: all
-    )
+    closed_book_questions: int | None = None  # the probe's questions (llm_qa.probe_questions); None: all of them
+    closed_book_seed: int = 0  # the draw of the probe's questions (each Act's shuffled, the Acts taken in turn)
 
 
 LLM_QA = {
     "offline": LLMSettings(
         qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2, closed_book_questions=10
-    ),  # 10: the probe's three settings add about 25 s to the main job on 2 cores
+    ),  # 10 (every Act once, three Acts twice): the probe's three settings take 51 s on 2 cores from an empty cache
     "paper": LLMSettings(qa_models=tuple(CARD["models"]["qa"]), max_tokens=256, concurrency=2),
 }
 
@@ -283,6 +299,8 @@ class GroundedSettings(StageSettings):
     max_tokens: int  # LLM reply tokens (as notebook 09)
     concurrency: int  # LLM requests in flight (as notebook 09)
     curve_k: int = 20  # depth of the recall curve
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 GROUNDED = {
@@ -322,6 +340,7 @@ class SignificanceSettings(StageSettings):
     compare_family: str  # the systems compared with the focus: "all", or a family ("encoder": the card's)
     n_resamples: int = _SIG["n_resamples"]  # the card's bootstrap resamples
     seed: int = 0  # the bootstrap's seed
+    length_split: float | None = None  # notebook 11: short/long answers in words; None: the median
 
 
 SIGNIFICANCE = {
@@ -362,7 +381,10 @@ class QualitySettings(StageSettings):
     smoke: bool  # the judges are one local model under several names (the tables say so)
     audit_pairs: int = CARD["audit"]["test_pairs"]  # the card's human audit: 200 test pairs
     audit_seed: int = 0  # the stratified draw of the audit kit
+    audit_folder: str | None = None  # the audit kit's folder (filled sheets in its filled/); None: data/audit/<source>/
     concurrency: int  # requests in flight (offline 1: the local server)
+    llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
+    confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
 
 QUALITY = {
@@ -389,7 +411,8 @@ QUALITY = {
 # %% ../../notebooks/00g_data.config.ipynb #4551ef56
 REPLACED_ENV = {
     "INDICIPR_TRAIN_WORKERS": "the parameter `workers` of notebook 08 (`-p workers N`, `indicipr train --workers N`)",
-    "INDICIPR_CUDA_GRAPHS": "`training.TrainConfig.cuda_graphs` (`encoders.run_encoders(..., train_options={'cuda_graphs': True})`)",
+    "INDICIPR_CUDA_GRAPHS": "the field `cuda_graphs` of the encoders' settings (`EncodersSettings.cuda_graphs`; "
+    "benchmarks/gpu_finetune.py sets it per variant, the default suits the device)",
     "INDICIPR_GENERATION_MODEL": "the parameter `generation_model` of notebook 02 (`-p generation_model NAME`)",
     "INDICIPR_QA_MODELS": "the parameter `qa_models` of notebooks 09 and 09a (`-p qa_models a,b`)",
     "INDICIPR_JUDGE_MODELS": "the parameter `judge_models` of notebook 12 (`-p judge_models a,b`)",
@@ -431,7 +454,9 @@ class Range:
 _SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
 _COUNT = Range(1)
 PARAMETER_RANGES = {
-    **dict.fromkeys(("seed", "seeds", "focus_seed", "audit_seed", "shot_seed"), _SEED),
+    **dict.fromkeys(
+        ("seed", "seeds", "focus_seed", "audit_seed", "shot_seed", "wrong_context_seed", "closed_book_seed"), _SEED
+    ),
     **dict.fromkeys(
         (
             "max_context_words",
@@ -444,6 +469,7 @@ PARAMETER_RANGES = {
             "max_answer_length",
             "workers",
             "max_questions",
+            "closed_book_questions",
             "max_tokens",
             "reader_k",
             "llm_k",
@@ -531,7 +557,9 @@ def settings_for(stage: str, profile: str = "offline", names: str = "parameter",
 # %% ../../notebooks/00g_data.config.ipynb #0d40f99a
 @dataclass(frozen=True)
 class RunContext:
-    "One stage run: data source and its tag, profile, figures and tables folders, the stage's settings, the construction plan."
+    """One stage run: data source and its tag, profile, figures and tables folders, the stage's settings, the
+    construction plan, the main job's switch and the runner's run folder (and from them the predictions and models
+    folders), and the run's switches for the lower code: strict loading, the Act mapping, the LLM servers' defaults."""
 
     data_source: str | os.PathLike  # "sample" | "hub" | a folder with the official files
     source_tag: str  # benchmark.source_tag(data_source): its name in output paths
@@ -541,14 +569,64 @@ class RunContext:
     tables: Path  # core.tables_path(figures_dir)
     settings: Any = None  # the stage's settings (`settings_for`), None for a stage without any
     plan: Any = None  # notebooks 01–04: what they construct (`core.ConstructionPlan`); None elsewhere
+    main_job: bool = (
+        False  # the main job (`indicipr reproduce`): it alone writes figures/, data/sample/, data/predictions/
+    )
+    run_dir: Path | None = None  # the runner's run folder (timings, skipped stages, predictions); None: run by hand
+    strict: bool = False  # any problem record of the data source is an error (`indicipr reproduce --strict`)
+    act_map: str | None = None  # 'prefix=act_key,…' over the Acts inferred from a release's ids (`attach_acts`)
+    llm_base_url: str | None = None  # the server of the model names no route names (None: Ollama)
+    llm_timeout: float | None = None  # seconds per LLM request (None: each server's own default)
     _benchmarks: dict = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def predictions(self) -> Path:
+        """Where this run writes its prediction files: the main job's `data/predictions/<source_tag>/`, else the run's
+        own `<run folder>/predictions/<source_tag>/`, or `runs/interactive/predictions/<source_tag>/` run by hand."""
+        from indicipr.data.core import data_dir, scratch_dir
+
+        base = data_dir() if self.main_job else Path(self.run_dir) if self.run_dir else scratch_dir()
+        return base / "predictions" / self.source_tag
+
+    @property
+    def models(self) -> Path:
+        "Where this run's checkpoints go: `data/models/<source_tag>/`."
+        from indicipr.data.core import data_dir
+
+        return data_dir() / "models" / self.source_tag
+
+    def save_table(self, df, name: str, caption: str | None = None, index: bool = False, floatfmt: str = ".2f"):
+        "`artifacts.save_table` into this run's tables folder; returns `df`."
+        from indicipr.data.artifacts import save_table
+
+        return save_table(df, name, self.figures, caption=caption, index=index, floatfmt=floatfmt)
+
+    def save_figure(self, fig, name: str) -> list[Path]:
+        "`artifacts.save_figure` into this run's figures folder."
+        from indicipr.data.artifacts import save_figure
+
+        return save_figure(fig, name, self.figures)
+
+    def record_timings(self, stage: str, **seconds: float | None) -> Path | None:
+        "`artifacts.record_timings` into this run's folder (nothing when run by hand)."
+        from indicipr.data.artifacts import record_timings
+
+        return record_timings(self.run_dir, stage, **seconds)
+
+    def record_skipped(self, stage: str, reason: str) -> Path | None:
+        "`artifacts.record_skipped` into this run's folder (stderr when run by hand)."
+        from indicipr.data.artifacts import record_skipped
+
+        return record_skipped(self.run_dir, stage, reason)
+
     def benchmark(self, merged: bool = False):
-        "`benchmark.load_benchmark(data_source, merged)`, loaded once per context."
+        "`benchmark.load_benchmark(data_source, merged)` with this run's `strict` and `act_map`, loaded once per context."
         from indicipr.data.benchmark import load_benchmark
 
         if merged not in self._benchmarks:
-            self._benchmarks[merged] = load_benchmark(self.data_source, merged=merged)
+            self._benchmarks[merged] = load_benchmark(
+                self.data_source, merged=merged, strict=self.strict, act_map=self.act_map
+            )
         return self._benchmarks[merged]
 
     def filed_under(self, data_source, settings) -> RunContext:
@@ -565,12 +643,61 @@ class RunContext:
             _benchmarks={False: self.benchmark()},
         )
 
+# %% ../../notebooks/00g_data.config.ipynb #5a1e0c7d
+_YES = ("1", "true", "yes")
+
+
+def _seconds(raw: str | None) -> float | None:
+    "`core.TIMEOUT_ENV`'s value as seconds (None when unset); anything but a positive number is refused."
+    from indicipr.data.core import TIMEOUT_ENV
+
+    if raw is None or raw == "":
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise InputError(f"{TIMEOUT_ENV}: {raw!r} is not a number of seconds") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InputError(f"{TIMEOUT_ENV}: {raw!r} is not a positive number of seconds")
+    return seconds
+
+
+def run_environment(environ: Mapping | None = None) -> dict:
+    """Every run variable of `environ` (default: this process's), read and checked once: `main_job` and `run_dir` (set
+    by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map` (`benchmark.ACT_MAP_ENV`), `llm_endpoints`,
+    `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`, `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`)."""
+    from indicipr.data.artifacts import RUN_DIR_ENV
+    from indicipr.data.benchmark import ACT_MAP_ENV, STRICT_ENV, strict_switch
+    from indicipr.data.core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
+
+    environ = os.environ if environ is None else environ
+    return {
+        "main_job": environ.get(MAIN_JOB_ENV) == "1",
+        "run_dir": environ.get(RUN_DIR_ENV) or None,
+        "strict": strict_switch(environ.get(STRICT_ENV)),
+        "act_map": environ.get(ACT_MAP_ENV) or None,
+        "llm_endpoints": environ.get(ENDPOINTS_ENV) or None,
+        "llm_base_url": environ.get(BASE_URL_ENV) or None,
+        "llm_timeout": _seconds(environ.get(TIMEOUT_ENV)),
+        "confirm_cost": environ.get(YES_ENV, "").strip().lower() in _YES,
+    }
+
 # %% ../../notebooks/00g_data.config.ipynb #e4c99c3f
 def run_context(
-    data_source="sample", profile: str = "offline", figures_dir=None, stage: str | None = None, plan=None, **overrides
+    data_source="sample",
+    profile: str = "offline",
+    figures_dir=None,
+    stage: str | None = None,
+    plan=None,
+    environ: Mapping | None = None,
+    strict: bool | None = None,
+    **overrides,
 ) -> RunContext:
     """The `RunContext` of a stage run; `stage` (a key of `STAGE_SETTINGS`) adds its settings with `overrides` applied,
-    `plan` the construction plan of notebooks 01–04 (`core.construction_plan`)."""
+    `plan` the construction plan of notebooks 01–04 (`core.construction_plan`; a `publish` left `None` becomes
+    `main_job`). The run variables are read from `environ` (default: this process's) by `run_environment`: the main
+    job's switch, the run folder, `strict` (unless given), the Act mapping, the LLM servers' base URL and timeout, and,
+    for a stage whose settings have them, the LLM routes (unless `llm_endpoints` is given) and the cost confirmation."""
     from indicipr.data.benchmark import source_tag
     from indicipr.data.core import figures_path, tables_path
 
@@ -578,15 +705,31 @@ def run_context(
         raise InputError(f"unknown profile {profile!r}; expected one of {sorted(PROFILE_NAMES)}")
     for problem in numerics.pin():  # a kernel the runner started is pinned already; JupyterLab's kernels get it here
         _log.warning("%s", problem)
+    env = run_environment(environ)
+    main_job, run_dir = env["main_job"], env["run_dir"]
     if figures_dir:  # a notebook run by hand (papermill -p figures_dir figures) never writes the committed outputs
-        check_not_protected(figures_dir, option="parameter figures_dir", folder=True)
+        check_not_protected(figures_dir, option="parameter figures_dir", folder=True, main_job=main_job)
+    if plan is not None and plan.publish is None:
+        plan = replace(plan, publish=main_job)
+    settings = settings_for(stage, profile, **overrides) if stage else None
+    names = {f.name for f in fields(settings)} if settings is not None else set()
+    if "llm_endpoints" in names and not settings.llm_endpoints and env["llm_endpoints"]:
+        settings = replace(settings, llm_endpoints=env["llm_endpoints"])
+    if "confirm_cost" in names and env["confirm_cost"]:
+        settings = replace(settings, confirm_cost=True)
     return RunContext(
         data_source,
         source_tag(data_source),
         profile,
         figures_dir,
-        figures_path(figures_dir),
-        tables_path(figures_dir),
-        settings_for(stage, profile, **overrides) if stage else None,
+        figures_path(figures_dir, main_job),
+        tables_path(figures_dir, main_job),
+        settings,
         plan,
+        main_job,
+        Path(run_dir) if run_dir else None,
+        strict=env["strict"] if strict is None else bool(strict),
+        act_map=env["act_map"],
+        llm_base_url=env["llm_base_url"],
+        llm_timeout=env["llm_timeout"],
     )

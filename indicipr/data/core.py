@@ -15,21 +15,25 @@ from typing import Any, Iterable, Mapping
 from .basics import InputError, flat_paths, same_file
 
 # %% auto #0
-__all__ = ['MAIN_JOB_ENV', 'ACTS', 'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID',
-           'OFFICIAL_FILES', 'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path',
-           'tables_path', 'build_dir', 'shared_dir', 'main_job', 'scratch_dir', 'default_figures_path', 'Act',
-           'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
-           'seed_everything', 'best_ties', 'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample',
-           'construction_plan', 'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected']
+__all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
+           'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
+           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path', 'tables_path',
+           'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path', 'Act', 'id_prefix', 'act_for_key',
+           'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label', 'seed_everything', 'best_ties',
+           'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
+           'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
+ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
+
+
 def _has_settings(folder: Path) -> bool:
     return (folder / "settings.ini").is_file() and (folder / "indicipr").is_dir()
 
 
 def project_root() -> Path:
     "The compendium's root folder (the one holding `settings.ini`)."
-    env = os.environ.get("INDICIPR_ROOT")
+    env = os.environ.get(ROOT_ENV)
     if env:
         return Path(env).resolve()
     here = Path(__file__).resolve().parents[2] if "__file__" in globals() else None  # <root>/indicipr/data/core.py
@@ -41,7 +45,7 @@ def project_root() -> Path:
             return folder
     raise FileNotFoundError(
         "cannot find the indicipr project root (a folder with settings.ini); "
-        "set INDICIPR_ROOT or run from inside the checkout"
+        f"set {ROOT_ENV} or run from inside the checkout"
     )
 
 # %% ../../notebooks/00b_data.core.ipynb #cf015774
@@ -50,16 +54,16 @@ def data_dir() -> Path:
     return project_root() / "data"
 
 # %% ../../notebooks/00b_data.core.ipynb #855d5408
-def figures_path(figures_dir: str | os.PathLike | None = None) -> Path:
-    "Where figures go: `figures_dir` if given, else `default_figures_path()`; created on demand."
-    out = Path(figures_dir) if figures_dir else default_figures_path()
+def figures_path(figures_dir: str | os.PathLike | None = None, main_job: bool = False) -> Path:
+    "Where figures go: `figures_dir` if given, else `default_figures_path(main_job)`; created on demand."
+    out = Path(figures_dir) if figures_dir else default_figures_path(main_job)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 # %% ../../notebooks/00b_data.core.ipynb #b0caecaf
-def tables_path(figures_dir: str | os.PathLike | None = None) -> Path:
+def tables_path(figures_dir: str | os.PathLike | None = None, main_job: bool = False) -> Path:
     "Where tables go: `<figures_dir>/tables`; created on demand."
-    out = figures_path(figures_dir) / "tables"
+    out = figures_path(figures_dir, main_job) / "tables"
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -71,19 +75,22 @@ def build_dir(tag: str) -> Path:
     return out
 
 # %% ../../notebooks/00b_data.core.ipynb #4561eb5c
+SHARED_ENV = "INDICIPR_SHARED"  # the shared/ folder when it is not beside the checkout (read before any run context)
+
+
 def shared_dir() -> Path | None:
     "The `shared/` folder beside the checkout (statutes, recorded generations), if present."
-    env = os.environ.get("INDICIPR_SHARED")
+    env = os.environ.get(SHARED_ENV)
     candidates = [Path(env)] if env else [project_root().parent / "shared", project_root() / "shared"]
     return next((c for c in candidates if c.is_dir()), None)
 
 # %% ../../notebooks/00b_data.core.ipynb #c170d106
-MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"
-
-
-def main_job() -> bool:
-    "Whether this process runs in the main job (set by `indicipr reproduce` for its kernels), the one run that writes `figures/` and `data/sample/`."
-    return os.environ.get(MAIN_JOB_ENV) == "1"
+MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"  # "1" in the main job's kernels (`indicipr reproduce`); read by `config.run_context`
+# the LLM's run variables, read by `config.run_environment` (named here, below the LLM client, for its messages)
+ENDPOINTS_ENV = "INDICIPR_LLM_ENDPOINTS"  # the LLM routes ('NAME=URL,…'), under a stage's `llm_endpoints` parameter
+BASE_URL_ENV = "INDICIPR_LLM_BASE_URL"  # the server of the model names no route names (unset: Ollama)
+TIMEOUT_ENV = "INDICIPR_LLM_TIMEOUT"  # seconds per LLM request (unset: each server's own default)
+YES_ENV = "INDICIPR_YES"  # 1/true/yes: a paid run above the cost threshold is confirmed
 
 # %% ../../notebooks/00b_data.core.ipynb #91ff0e24
 def scratch_dir() -> Path:
@@ -91,9 +98,9 @@ def scratch_dir() -> Path:
     return project_root() / "runs" / "interactive"
 
 # %% ../../notebooks/00b_data.core.ipynb #d851406e
-def default_figures_path() -> Path:
+def default_figures_path(main_job: bool = False) -> Path:
     "The figures folder of a run given no `figures_dir`: `figures/` in the main job, `runs/interactive/figures` otherwise."
-    return project_root() / "figures" if main_job() else scratch_dir() / "figures"
+    return project_root() / "figures" if main_job else scratch_dir() / "figures"
 
 # %% ../../notebooks/00b_data.core.ipynb #9b1cafca
 @dataclass(frozen=True)
@@ -394,7 +401,7 @@ class ConstructionPlan:
     profile: str = "offline"
     build_tag: str | None = None  # a tagged rebuild (`indicipr build`): data/build/<tag>/ only
     builds: tuple | None = None  # the sample's rebuild: the builds 03-04 process (None: every build with candidates)
-    publish: bool = True  # the sample's rebuild: 04 copies the replay build's files into data/sample/
+    publish: bool | None = True  # the sample's rebuild: 04 copies the replay build into data/sample/ (None: main job)
 
     @property
     def rebuild(self) -> bool:
@@ -436,7 +443,8 @@ def construction_plan(
     builds: Iterable[str] | None = None,
     publish: bool | None = None,
 ) -> ConstructionPlan:
-    "The plan notebooks 01-04 follow for these parameters (see above); `publish=None`: only in the main job (`main_job()`)."
+    """The plan notebooks 01-04 follow for these parameters (see above); `publish=None`: only in the main job (the plan
+    keeps `None`, which `config.run_context` turns into `ctx.main_job`)."""
     job = (
         ("rebuild" if rebuild else "score")
         if rebuild is not None
@@ -448,7 +456,7 @@ def construction_plan(
         profile,
         build_tag,
         None if builds is None else tuple(builds),
-        main_job() if publish is None else bool(publish),
+        None if publish is None else bool(publish),
     )
 
 # %% ../../notebooks/00b_data.core.ipynb #1bf197e2
@@ -462,7 +470,11 @@ def card_comparable(data_source, sizes: Mapping[str, Any] | None = None) -> bool
 
 # %% ../../notebooks/00b_data.core.ipynb #7d88c2b2
 def check_output(
-    out: str | os.PathLike, inputs: Mapping[str, Any], option: str = "--out", folder: bool = False
+    out: str | os.PathLike,
+    inputs: Mapping[str, Any],
+    option: str = "--out",
+    folder: bool = False,
+    main_job: bool = False,
 ) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
     regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
@@ -478,7 +490,7 @@ def check_output(
             raise InputError(f"{option} {out}: {parent} is a file, not a folder")
     if not folder and out.is_dir():
         raise InputError(f"{option} {out}: a folder; give a file name")
-    return check_not_protected(out, option, folder)
+    return check_not_protected(out, option, folder, main_job)
 
 # %% ../../notebooks/00b_data.core.ipynb #dcbb0b18
 def protected_outputs() -> tuple[Path, ...]:
@@ -486,11 +498,13 @@ def protected_outputs() -> tuple[Path, ...]:
     return (data_dir() / "sample", project_root() / "figures")
 
 # %% ../../notebooks/00b_data.core.ipynb #aa51bd86
-def check_not_protected(out: str | os.PathLike, option: str = "--out", folder: bool = False) -> Path:
+def check_not_protected(
+    out: str | os.PathLike, option: str = "--out", folder: bool = False, main_job: bool = False
+) -> Path:
     """Refuse (`InputError`) an output `out` inside one of `protected_outputs()` (through symlinks), or, for a folder
-    output (`folder=True`), one that holds them; in the main job anything goes."""
+    output (`folder=True`), one that holds them; in the main job (`main_job`) anything goes."""
     out = Path(out)
-    if main_job():
+    if main_job:
         return out
     real = Path(os.path.realpath(out))
     for kept in protected_outputs():

@@ -4,14 +4,13 @@
 
 # %% auto #0
 __all__ = ['OLLAMA_MIN_CTX', 'OLLAMA_MAX_CTX', 'PRICES_DATE', 'OPENAI_PRICES', 'COST_CONFIRM_USD', 'COST_CONFIRM_REQUESTS',
-           'YES_ENV', 'prompt_tokens', 'CostEstimate', 'cost_estimate', 'guard_cost', 'run_requests']
+           'prompt_tokens', 'CostEstimate', 'cost_estimate', 'guard_cost', 'run_requests']
 
 # %% ../../notebooks/00j_llm.runs.ipynb #7f21639f
 import importlib.util
 import json
 import logging
 import math
-import os
 import queue
 import re
 from collections import Counter
@@ -21,6 +20,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from tqdm.auto import tqdm
 
+from ..data.core import YES_ENV
 from indicipr.llm.client import (
     ChatResult,
     Endpoint,
@@ -80,7 +80,6 @@ OPENAI_PRICES = {  # USD per million tokens: (input, output), standard tier
 }
 COST_CONFIRM_USD = 1.00  # a priced run above this needs confirmation
 COST_CONFIRM_REQUESTS = 500  # a paid run with no known price: above this many requests
-YES_ENV = "INDICIPR_YES"
 
 
 def _model_price(model: str) -> tuple[float, float] | None:
@@ -162,11 +161,6 @@ def _needs_confirmation(est: CostEstimate) -> bool:
     return est.usd > COST_CONFIRM_USD if est.usd is not None else est.requests > COST_CONFIRM_REQUESTS
 
 
-def _cost_confirmed(confirm_cost: bool = False) -> bool:
-    "The `confirm_cost` parameter, or `INDICIPR_YES=1` (also `true`/`yes`) in the environment."
-    return bool(confirm_cost) or os.environ.get(YES_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def guard_cost(
     endpoint: Endpoint, reqs: list[tuple], cache: ResponseCache | None, confirm_cost: bool = False
 ) -> CostEstimate | None:
@@ -175,7 +169,7 @@ def guard_cost(
         return None
     est = _estimate(endpoint, reqs, cache)
     print(_format_cost(est), flush=True)
-    if _needs_confirmation(est) and not _cost_confirmed(confirm_cost):
+    if _needs_confirmation(est) and not confirm_cost:
         limit = f"${COST_CONFIRM_USD:,.2f}" if est.usd is not None else f"{COST_CONFIRM_REQUESTS:,} requests"
         raise LLMCostError(
             f"not calling {est.model} at {mask_url(est.base_url)}: this run is above {limit} without confirmation "

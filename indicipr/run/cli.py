@@ -276,7 +276,7 @@ def _add_encoder_commands(sub) -> None:
     _flags(
         t,
         no_intermediate="skip phase 1 (intermediate training on synthetic clause questions) and fine-tune the models as given",
-        fp32="train in fp32 on a CPU (the offline profile uses bf16 autocast where the CPU computes bf16 natively)",
+        fp32="train in fp32 on a CPU under INDICIPR_NUMERICS=native too (the pinned numerics always train in fp32; native uses bf16 autocast where the CPU computes bf16 natively)",
     )
 
 # %% ../../notebooks/12g_run.cli.ipynb #352caec9
@@ -445,7 +445,7 @@ def build_command(args) -> int:
         or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     )
     try:
-        with temporary_environ(**({"INDICIPR_YES": "1"} if args.yes else {})):
+        with temporary_environ(**({core.YES_ENV: "1"} if args.yes else {})):
             run_pipeline(params, run_dir=run_dir, notebooks=BUILD_NOTEBOOKS, echo=echo_result_or_progress)
         folder = build_dir(args.tag)
         print(f"indicipr build: the four official files are in {folder}")
@@ -473,8 +473,14 @@ def fetch_command(args) -> int:
     return 0
 
 # %% ../../notebooks/12g_run.cli.ipynb #961dca8e
+def _loading(strict_flag: bool = False) -> dict:
+    "`load_benchmark`'s `strict`, `act_map` without a run context: `--strict`, else the run variables (as `run_context`)."
+    strict = bool(strict_flag) or benchmark.strict_switch(os.environ.get(benchmark.STRICT_ENV))
+    return {"strict": strict, "act_map": os.environ.get(benchmark.ACT_MAP_ENV) or None}
+
+
 def info_command(args) -> int:
-    dd = benchmark.load_benchmark(user_path(args.data_source), merged=True, strict=args.strict or None)
+    dd = benchmark.load_benchmark(user_path(args.data_source), merged=True, **_loading(args.strict))
     for name, ds in dd.items():
         print(f"{name:>10}: {len(ds):5d} QA pairs, {len(set(ds['context'])):4d} contexts")
     return 0
@@ -525,7 +531,7 @@ def evaluate_command(args) -> int:
             args.resamples,
             args.seed,
             args.char_f1,
-            strict=args.strict or None,
+            **_loading(args.strict),
         )
         print(report)
         if page:
@@ -543,7 +549,7 @@ def _evaluate_explorer(args, gold, data_source) -> Path:
     names = [predictions.system_name(p) for p in paths]
     if len(set(names)) < len(names):
         names = [str(p) for p in paths]
-    gold = predictions.load_gold(gold, data_source, strict=args.strict or None)
+    gold = predictions.load_gold(gold, data_source, **_loading(args.strict))
     return explorer.write_explorer(
         args.out,
         gold,
@@ -576,7 +582,7 @@ def predict_command(args) -> int:
     from indicipr.data import qa_files
 
     finetune.check_finetuned(model_dir)  # a folder that is not a fine-tuned QA model is named before the data loads
-    records = [dict(r) for r in benchmark.load_benchmark(data_source)[args.split]]
+    records = [dict(r) for r in benchmark.load_benchmark(data_source, **_loading())[args.split]]
     if not records:
         raise InputError(f"--data-source {data_source}: its {args.split} split has no usable QA record to predict")
     preds = finetune.predict_split(
@@ -585,8 +591,9 @@ def predict_command(args) -> int:
     if args.out:
         path = qa_files.write_jsonl(args.out, ({"id": k, "prediction_text": v} for k, v in preds.items()))
     else:
+        out = config.run_context(data_source, args.profile if "profile" in args else "offline").predictions
         path = predictions.write_predictions(
-            preds, model_dir.resolve().name, data_source, family="encoder", model=str(model_dir), split=args.split
+            preds, model_dir.resolve().name, out, family="encoder", model=str(model_dir), split=args.split
         )
     _, summary = metrics.score_predictions(records, preds)
     print(
@@ -636,7 +643,7 @@ def audit_command(args) -> int:
                 f"--out {out}: already holds files; give a new or empty folder, or add --force to write the kit "
                 "there, replacing its files of the same names (nothing was written)"
             )
-        records = benchmark.load_benchmark(data_source)[args.split].to_list()
+        records = benchmark.load_benchmark(data_source, **_loading())[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
             basics.mask_secrets(
@@ -696,12 +703,7 @@ COMMANDS = {
     "doctor": doctor_command,
 }
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
-FULL_DISK = (
-    errno.ENOSPC,
-    errno.EDQUOT,
-    errno.EROFS,
-    errno.EFBIG,
-)  # the machine's, not the input's: exit 1, one sentence
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)  # the machine's, not the input's: exit 1
 
 
 def _bad_input_message(e: BaseException) -> str:
@@ -717,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        benchmark.strict_mode()  # an INDICIPR_STRICT that is no switch is refused before anything runs
+        benchmark.strict_switch(os.environ.get(benchmark.STRICT_ENV))  # no switch: refused before anything runs
         config.warn_replaced_env()  # a variable that is a setting elsewhere changes nothing: said once
         for problem in numerics.pin():  # before any command imports torch: the kernels and threads of the tables
             print(f"indicipr {args.command}: warning: {problem}", file=sys.stderr)

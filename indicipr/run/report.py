@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata as _md
 import json
+import os
 import platform
 import re
 from dataclasses import asdict, dataclass, field, replace
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from ..data.basics import write_text_atomic
 from ..data.core import CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES
-from ..data.core import act_label, card_comparable, figures_path, tables_path
+from ..data.core import MAIN_JOB_ENV, act_label, card_comparable, figures_path, tables_path
 from ..analysis.error_taxonomy import ERROR_TYPES
 
 # %% auto #0
@@ -138,18 +139,13 @@ _RESULTS_ITEMS = (
     ),
     _item(
         "significance",
-        "Significance (paired bootstrap, Holm)",
+        "Significance (paired bootstrap, Holm within each family)",
         "significance_ci",
         nb=_SIGNIFICANCE,
         card="significance",
     ),
     _item("significance_all_pairs", "Significance: every pair", "significance_ci", nb=_SIGNIFICANCE, fold=True),
     _item("decoding_comparison", "Boundary-aware against plain decoding", nb=_SIGNIFICANCE),
-    _item(
-        "significance_settings",
-        "Closed-book, wrong-context and retrieved-context systems against their gold-context twins",
-        nb=_SIGNIFICANCE,
-    ),
     _item("results_runs", "Results: every run", nb=_SIGNIFICANCE, fold=True),
     _item("per_act_focus", "Per-Act performance", "per_act_focus", nb=_SIGNIFICANCE, card="per_act"),
     _item("error_taxonomy_focus", "Error analysis", nb=_ERRORS, card="errors"),
@@ -656,8 +652,9 @@ def write_report(
     run_dir = Path(run_dir)
     rep = run_dir / "report"
     (rep / "figures").mkdir(parents=True, exist_ok=True)
-    figs_src = figures_path(figures_dir or parameters.get("figures_dir"))
-    tabs_src = tables_path(figures_dir or parameters.get("figures_dir"))
+    main_job = os.environ.get(MAIN_JOB_ENV) == "1"  # the runner's process in the main job (`runner.main_job_env`)
+    figs_src = figures_path(figures_dir or parameters.get("figures_dir"), main_job)
+    tabs_src = tables_path(figures_dir or parameters.get("figures_dir"), main_job)
     pages = _notebook_pages(results, rep)
     figure_names = sorted(p.stem for p in figs_src.glob("*.png"))
     for name in figure_names:

@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from indicipr.run.report import StageResult
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES',
-           'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped', 'RunnerUsageError', 'select_notebooks',
-           'notebook_parameter_types', 'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters',
-           'ensure_kernel', 'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env', 'remove_quiet_log',
-           'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV',
+           'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped', 'RunnerUsageError',
+           'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'types_admit', 'parameters_for',
+           'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env',
+           'remove_quiet_log', 'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
 
 # %% ../../notebooks/12c_run.runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -51,6 +51,25 @@ NOTEBOOKS = [
     "12_analysis.quality",
 ]
 COMMON_PARAMETERS = ("data_source", "profile", "figures_dir")
+# what the stage notebooks' run sections call with their `RunContext` (`module:function`): each takes the context and
+# then only the data of earlier stages, every setting being a field of `ctx.settings` (tests/test_context.py)
+STAGE_FUNCTIONS = (
+    "indicipr.build.corpus:corpus_stage",
+    "indicipr.build.generate:live_build",
+    "indicipr.build.filters:filters_stage",
+    "indicipr.build.split:split_stage",
+    "indicipr.systems.bm25:run_bm25",
+    "indicipr.systems.encoders:run_encoders",
+    "indicipr.systems.encoders:boundary_runs",
+    "indicipr.systems.encoders:compare_recipes",
+    "indicipr.systems.llm_qa:run_llm_baselines",
+    "indicipr.systems.llm_qa:run_closed_book",
+    "indicipr.systems.grounded:grounded_stage",
+    "indicipr.analysis.significance:significance_stage",
+    "indicipr.analysis.error_analysis:errors_stage",
+    "indicipr.analysis.quality:audit_stage",
+    "indicipr.analysis.quality:judge_stage",
+)
 
 
 class PipelineError(RuntimeError):
@@ -185,7 +204,9 @@ COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
     """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored), a value of
     the wrong type for a notebook that declares it (it would fail in a cell minutes later), a number out of its range
-    (`config.check_parameter_ranges`) and an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds."""
+    (`config.check_parameter_ranges`) and a run variable that the kernels' `config.run_context` would refuse
+    (`config.run_environment`: an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds, an `INDICIPR_STRICT`
+    that is no switch)."""
     declared = {nb: notebook_parameter_types(nb) for nb in notebooks}
     names = set(COMMON_PARAMETERS).union(*declared.values())
     unknown = sorted(set(parameters) - names)
@@ -202,13 +223,10 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
                     f"parameter {name} of {nb.stem} takes {_type_words(types[name])}, got {value!r} "
                     f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
                 )
-    from indicipr.llm.client import LLMConfigError
-    from indicipr.llm.servers import request_timeout
-
     try:
         config.check_parameter_ranges(parameters)
-        request_timeout()
-    except (InputError, LLMConfigError) as e:
+        config.run_environment()
+    except InputError as e:
         raise RunnerUsageError(str(e)) from None
 
 # %% ../../notebooks/12c_run.runner.ipynb #4d691612
@@ -469,6 +487,7 @@ def run_pipeline(
     from indicipr.run.report import StageResult, format_seconds, write_report
 
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
+    main_job = os.environ.get(core.MAIN_JOB_ENV) == "1"  # set by `indicipr reproduce` (`main_job_env`)
     names = select_notebooks(notebooks)  # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
     check_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
@@ -479,7 +498,7 @@ def run_pipeline(
     }
     for option, path in outputs.items():
         if path:  # data/sample/ and figures/ are the main job's
-            core.check_not_protected(path, option, folder=True)
+            core.check_not_protected(path, option, folder=True, main_job=main_job)
     echo = tolerant_echo(echo)
     run_dir = (
         Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
@@ -498,8 +517,8 @@ def run_pipeline(
         basics.mask_secrets(
             f"indicipr reproduce: {len(names)} notebooks, profile={parameters['profile']}, "
             f"data_source={parameters['data_source']}, run folder {run_dir}, "
-            f"tables and figures in {parameters['figures_dir'] or figures_path()}"
-            + ("" if core.main_job() else f", predictions in {run_dir / 'predictions'}")
+            f"tables and figures in {parameters['figures_dir'] or figures_path(main_job=main_job)}"
+            + ("" if main_job else f", predictions in {run_dir / 'predictions'}")
         )
     )
     for i, name in enumerate(names, 1):
@@ -518,7 +537,7 @@ def run_pipeline(
         echo(_stage_line(tag, result, nbs_dir, time.time() - start))
         results.append(result)
     duration = time.time() - start
-    tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"]), committed, since=start - 1)
+    tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"], main_job), committed, since=start - 1)
     run_record = {"numerics": kernels, "verdict": tables}
     if report:
         shown = basics.mask_secrets(parameters, every_query=True)

@@ -179,12 +179,12 @@ from indicipr.data.core import (
 )  # CARD["bm25"]: the card's lexical baselines on the official 344-question test split
 
 
-def run_bm25(ctx: RunContext, params: BM25Params = BM25Params()):
+def run_bm25(ctx: RunContext):
     """Predict the split of the run `ctx` (`ctx.settings`: `config.BM25Settings`) with both systems, write the
-    predictions, return `{system: (predictions, (frame, summary))}`."""
+    predictions, return `{system: (predictions, (frame, summary))}`; `ctx.settings.params` (None: `BM25Params()`)."""
     from indicipr.scoring import metrics
 
-    split, data_source = ctx.settings.split, ctx.data_source
+    split, params = ctx.settings.split, ctx.settings.params or BM25Params()
     records = list(ctx.benchmark()[split])
     results = {}
     for system in SYSTEMS:
@@ -192,7 +192,7 @@ def run_bm25(ctx: RunContext, params: BM25Params = BM25Params()):
         predictions.write_predictions(
             preds,
             system,
-            data_source,
+            ctx.predictions,
             family="lexical",
             model="BM25Okapi",
             setting="oracle answer length" if system == "bm25_oracle_window" else "clause retrieval",

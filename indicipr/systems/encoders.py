@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data import basics, benchmark, core, qa_files
+from ..data import basics, core, qa_files
 from ..scoring import metrics, predictions
 from ..data.config import WINDOW, IntermediateTraining, RunContext, Window
 from indicipr.systems.finetune import (
@@ -67,9 +67,10 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
     return {"model_dir": str(out), "predictions": preds, "predict_s": round(time.perf_counter() - t0, 1)}
 
 # %% ../../notebooks/08_systems.encoders.ipynb #93364f31
-def intermediate_dir(data_source, model: str) -> Path:
-    "Where phase 1 of the two-phase recipe saves its checkpoint: `data/models/<source>/<model>_intermediate/`."
-    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{model_short_name(model)}_intermediate"
+def intermediate_dir(models, model: str) -> Path:
+    """Where phase 1 of the two-phase recipe saves its checkpoint: `<models>/<model>_intermediate/` (`models`: the run's
+    checkpoints folder, `ctx.models`: `data/models/<source>/`)."""
+    return Path(models) / f"{model_short_name(model)}_intermediate"
 
 # %% ../../notebooks/08_systems.encoders.ipynb #62093cc2
 def _digest(records) -> str:
@@ -135,6 +136,9 @@ def train_intermediate(
     return out, meta
 
 # %% ../../notebooks/08_systems.encoders.ipynb #7ab32e07
+from ..data.artifacts import number_text
+
+
 def intermediate_note(meta: dict | None) -> str:
     "One line for the settings table: what phase 1 did, e.g. `579 synthetic questions (clause, gap) from 73 training contexts; 2 epochs, lr 3e-4, batch 8, 145 steps, seed 0`."
     if not meta:
@@ -142,7 +146,7 @@ def intermediate_note(meta: dict | None) -> str:
     crop = f" cut to {meta['crop_words']} words" if meta.get("crop_words") else ""
     return (
         f"{meta['questions']} synthetic questions ({', '.join(meta['kinds'])}) from {meta['contexts']} training contexts{crop}; "
-        f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {meta['learning_rate']:g}, batch {meta['batch_size']}, "
+        f"{meta['epochs']:g} epoch{'' if meta['epochs'] == 1 else 's'}, lr {number_text(meta['learning_rate'])}, batch {meta['batch_size']}, "
         f"{meta['steps']} steps, seed {meta['seed']}"
     )
 
@@ -271,7 +275,7 @@ def _run_settings(model: str, seed: int, model_dir, n_eval: int, shrink: str) ->
         "steps": m.get("global_steps"),
         "train_windows": m.get("train_windows"),
         "batch_size": m.get("batch_size"),
-        "learning_rate": f"{m['learning_rate']:g}" if m.get("learning_rate") is not None else None,  # 3e-05, not 0.00
+        "learning_rate": number_text(m.get("learning_rate")),  # 3e-4, not 0.00
         "max_length": m.get("max_length"),
         "stride": m.get("stride"),
         "max_answer_length": m.get("max_answer_length"),
@@ -310,20 +314,19 @@ def stage_records(ds, split: str) -> tuple[list[dict], list[dict]]:
     return train, [dict(r) for r in ds[split]]
 
 # %% ../../notebooks/08_systems.encoders.ipynb #d7540890
-def run_encoders(
-    ctx: RunContext, caps: dict | None = None, workers=None, train_options: dict | None = None
-) -> tuple[list[dict], dict]:
+def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
     """Train every model × seed of the run `ctx` (`ctx.settings`: `config.EncodersSettings`), predict the whole split
     of its benchmark, write predictions; one row per run: scores, `train_s` and `predict_s` (timings) and `settings`
-    (the run's effective settings, see `encoder_tables`). `caps`: the decoding cap of each model
-    (`answer_length_caps`; computed when not given). The runs go through `run_pool` (`workers`: a count or 'auto';
-    default the settings'); `train_options` are `TrainConfig` fields of how a run is executed (`engine`,
-    `cuda_graphs`). Returns the rows and the pool's report (`PoolRun.report`: its plan and each run's worker)."""
-    run_settings, data_source, tag = ctx.settings, ctx.data_source, ctx.source_tag
+    (the run's effective settings, see `encoder_tables`). The decoding cap of each model is `answer_length_caps`'; the
+    runs go through `run_pool` (the settings' `workers`: a count or 'auto'); the settings' `engine` and `cuda_graphs`
+    (when set) are `TrainConfig` fields of how a run is executed. Returns the rows and the pool's report
+    (`PoolRun.report`: its plan and each run's worker)."""
+    run_settings, tag = ctx.settings, ctx.source_tag
     shrink = shrink_note(run_settings, ctx.profile)
     ds = ctx.benchmark()
     train, evalset = stage_records(ds, run_settings.split)
-    caps = caps or answer_length_caps(train, run_settings)[2]
+    caps = answer_length_caps(train, run_settings)[2]
+    train_options = {k: v for k in ("engine", "cuda_graphs") if (v := getattr(run_settings, k)) is not None}
     held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
     curve_set = (
         [dict(r) for r in ds[run_settings.curve_split]]
@@ -343,7 +346,7 @@ def run_encoders(
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
         if run_settings.intermediate:
-            folder = intermediate_dir(data_source, model)
+            folder = intermediate_dir(ctx.models, model)
             # phase 1's questions, and phase 2's rehearsal
             synthetic = intermediate_records(train, held_out, run_settings.intermediate)
             start, inter = train_intermediate(
@@ -365,9 +368,9 @@ def run_encoders(
                 stride=run_settings.stride,
                 seed=seed,
                 **precision_options(run_settings),
-                **(train_options or {}),
+                **train_options,
             )
-            out_dir, first = checkpoint_dir(data_source, model, seed), seed == run_settings.seeds[0]
+            out_dir, first = checkpoint_dir(ctx.models, model, seed), seed == run_settings.seeds[0]
             replay = rehearsal_records(synthetic, run_settings.rehearsal or 0.0, seed)
             rehearsal = (
                 {"fraction": run_settings.rehearsal, "questions": len(replay), "digest": _digest(replay)}
@@ -395,8 +398,7 @@ def run_encoders(
                 }
             )
     rows = [None] * len(jobs)
-    workers = workers if workers is not None else run_settings.workers
-    pool = run_pool(_table_run, jobs, (train, evalset, run_settings.eval_batch_size), workers)
+    pool = run_pool(_table_run, jobs, (train, evalset, run_settings.eval_batch_size), run_settings.workers)
     for i, res in pool:
         if res is None:
             continue  # not the main process of a distributed run
@@ -413,7 +415,7 @@ def run_encoders(
         predictions.write_predictions(
             preds,
             system,
-            data_source,
+            ctx.predictions,
             family="encoder",
             model=model,
             setting="fine-tuned",
@@ -499,7 +501,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
     and tuned, its scores)."""
     from indicipr.systems import boundary
 
-    run_settings, data_source = ctx.settings, ctx.data_source
+    run_settings = ctx.settings
     want = run_settings.boundary_models
     if not want:
         return []
@@ -511,7 +513,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
     for r in rows:
         if want != "all" and r["model"] not in want:
             continue
-        folder = checkpoint_dir(data_source, r["model"], r["seed"])
+        folder = checkpoint_dir(ctx.models, r["model"], r["seed"])
         model, tok, cfg = load_finetuned(folder)
         t0 = time.perf_counter()
         if r["model"] not in priors:
@@ -532,7 +534,7 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
         predictions.write_predictions(
             preds,
             system,
-            data_source,
+            ctx.predictions,
             family="encoder",
             model=r["model"],
             setting="fine-tuned, boundary-aware decoding",
@@ -611,17 +613,14 @@ from . import finetune
 from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
 
 # %% ../../notebooks/08_systems.encoders.ipynb #ff83aeeb
-def compare_recipes(
-    ctx: RunContext,
-    candidates=RECIPE_CANDIDATES,
-    seeds=(0, 1),
-    split: str = "validation",
-    base: EncodersSettings | None = None,
-) -> list[dict]:
-    """Fine-tune every candidate with every seed and score it on `split` of the run's benchmark (`ctx.benchmark()`),
-    each from `base` (default: the settings of `ctx.profile`) with its recipe; each candidate's runs are filed under
-    their own tag (`group_tag`). One row per run: candidate, seed, EM, F1, Char-F1."""
-    data_tag, profile = ctx.source_tag, ctx.profile
+def compare_recipes(ctx: RunContext) -> list[dict]:
+    """Fine-tune every candidate of the run's recipe choice (`ctx.settings.recipe_choice`: `config.RecipeChoice`) with
+    every one of its seeds and score it on its split of the run's benchmark (`ctx.benchmark()`), each from its `base`
+    (None: the settings of `ctx.profile`) with the candidate's recipe; each candidate's runs are filed under their own
+    tag (`group_tag`). One row per run: candidate, seed, EM, F1, Char-F1."""
+    choice, data_tag, profile = ctx.settings.recipe_choice, ctx.source_tag, ctx.profile
+    candidates = RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
+    seeds, split, base = choice.seeds, choice.split, choice.base
     if split == "test":
         raise core.InputError("compare_recipes: the recipe is chosen on the validation split, not on test")
     log = runs_path()
@@ -640,10 +639,11 @@ def compare_recipes(
         if todo:
             runs = replace(settings, seeds=todo, workers=len(todo))  # at once: a single-thread process per seed
             tag = group_tag(settings)
-            ran, _ = run_encoders(ctx.filed_under(tag, runs))
+            group = ctx.filed_under(tag, runs)
+            ran, _ = run_encoders(group)
             for r in ran:
-                phase2 = finetune.qa_config(finetune.checkpoint_dir(tag, r["model"], r["seed"]))
-                phase1 = finetune.qa_config(intermediate_dir(tag, r["model"])) if settings.intermediate else {}
+                phase2 = finetune.qa_config(finetune.checkpoint_dir(group.models, r["model"], r["seed"]))
+                phase1 = finetune.qa_config(intermediate_dir(group.models, r["model"])) if settings.intermediate else {}
                 row = {
                     "key": keys[r["seed"]],
                     "candidate": cand.name,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..data import basics, benchmark, core
+from ..data import basics, core
 from ..data.config import WINDOW, Window
 from indicipr.systems.qa_model import (
     MODEL_REGISTRY,
@@ -42,9 +42,10 @@ __all__ = ['ENCODER_MODEL_TYPES', 'checkpoint_dir', 'is_main_process', 'train_en
 _QA_CONFIG = "qa_config.json"
 
 
-def checkpoint_dir(data_source, model: str, seed: int) -> Path:
-    "Where one fine-tuning run's model goes: `data/models/<source>/<model>_seed<k>/`."
-    return core.data_dir() / "models" / benchmark.source_tag(data_source) / f"{model_short_name(model)}_seed{seed}"
+def checkpoint_dir(models, model: str, seed: int) -> Path:
+    """Where one fine-tuning run's model goes: `<models>/<model>_seed<k>/` (`models`: the run's checkpoints folder,
+    `ctx.models`: `data/models/<source>/`)."""
+    return Path(models) / f"{model_short_name(model)}_seed{seed}"
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #9bb4b8ff
 def is_main_process() -> bool:

@@ -171,27 +171,29 @@ class RetrievalRun:
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #b02294bc
 def retrieval_stage(
-    corpus: OpenCorpus, tune, test, run_settings: dict, dense=None, finetuned=None, log=print
+    corpus: OpenCorpus, tune, test, run_settings: GroundedSettings, train, dense=None, finetuned=None, log=print
 ) -> dict[str, RetrievalRun]:
-    """Per index variant of `run_settings` (`config.as_dict` of the stage's settings, those available): BM25 (rank-bm25 and bm25s), dense, fine-tuned dense, RRF and the
+    """Per index variant of `run_settings` (the stage's settings, those available): BM25 (rank-bm25 and bm25s), dense, fine-tuned dense, RRF and the
     weighted sum (weight tuned on `tune`). `dense`/`finetuned`: retrievers built already (else built here; the
-    fine-tuning uses the training questions given as `run_settings['train']`)."""
+    fine-tuning uses the training questions `train`)."""
     tq, tg = open_queries(tune, corpus)
     q, g = open_queries(test, corpus)
-    dense = dense or DenseRetriever(
-        run_settings["dense_model"], max_length=run_settings["dense_max_length"], name="dense"
-    )
+    dense = dense or DenseRetriever(run_settings.dense_model, max_length=run_settings.dense_max_length, name="dense")
     runs = {}
-    for variant in run_settings["index_variants"]:
+    for variant in run_settings.index_variants:
         if variant == "title" and not corpus.has_titles:
             log("the records carry no section titles: the 'with section titles' index is unavailable")
             continue
         docs, secs, scores = corpus_documents(corpus, variant), {}, {}
         if finetuned is None:
-            train_q, train_g = open_queries(run_settings["train"], corpus)
+            train_q, train_g = open_queries(train, corpus)
             t0 = time.perf_counter()
             finetuned, losses = finetune_dense(
-                dense, train_q, [corpus.texts[i] for i in train_g], name="dense, fine-tuned", **run_settings["finetune"]
+                dense,
+                train_q,
+                [corpus.texts[i] for i in train_g],
+                name="dense, fine-tuned",
+                **as_dict(run_settings.finetune),
             )
             secs["fine-tuning"] = time.perf_counter() - t0
             log(f"dense fine-tuning: {len(losses)} steps, loss {losses[0]:.3f} → {np.mean(losses[-3:]):.3f}")
@@ -202,7 +204,7 @@ def retrieval_stage(
             secs[r.name] = time.perf_counter() - t0
         lex, den = scores["BM25 (bm25s)"], scores[finetuned.name]
         scores["RRF (BM25 + fine-tuned dense)"] = {
-            s: rrf_scores([lex[s], den[s]], run_settings["rrf_k"]) for s in ("tune", "test")
+            s: rrf_scores([lex[s], den[s]], run_settings.rrf_k) for s in ("tune", "test")
         }
         w, mrr = choose_weight(lex["tune"], den["tune"], tg)
         scores["weighted sum (BM25 + fine-tuned dense)"] = {
@@ -333,58 +335,48 @@ def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame
     return pd.DataFrame(rows)
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #04f13cf0
-def reader_stage(
-    corpus: OpenCorpus,
-    tune,
-    test,
-    runs: dict,
-    run_settings: dict,
-    data_source="sample",
-    llm_endpoints=None,
-    confirm_cost: bool = False,
-    log=print,
-) -> dict:
-    """The readers on the contexts of `run_settings['reader_retriever']` (`best`: `best_retriever` of the text index): per reader,
-    its gold-context and end-to-end per-question frames, what it chose and how. Writes the end-to-end predictions under
-    `predictions.predictions_dir(data_source)/grounded/`, each naming its gold-context twin (`gold_context_system`):
-    notebook 10 adds them to the results and tests each against its twin, beside the gold-context systems it compares."""
+def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, log=print) -> dict:
+    """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index;
+    `run_settings`: the run's `ctx.settings`): per reader, its gold-context and end-to-end per-question frames, what it
+    chose and how. The encoders are read from the run's checkpoints (`ctx.models`); the end-to-end predictions go to
+    `ctx.predictions / "grounded"`, each naming its gold-context twin
+    (`gold_context_system`): notebook 10 adds them to the results and tests each against its twin."""
     from indicipr.systems import encoders, finetune, llm_qa
     from indicipr.llm import client as llm, servers as llm_servers
     from indicipr.scoring import metrics
 
+    run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
-    name = best_retriever(runs, tg) if run_settings["reader_retriever"] == "best" else run_settings["reader_retriever"]
+    name = best_retriever(runs, tg) if run_settings.reader_retriever == "best" else run_settings.reader_retriever
     sc = runs["text"].scores[name]
-    kmax = max(run_settings["reader_k"], run_settings["llm_k"])
+    kmax = max(run_settings.reader_k, run_settings.llm_k)
     (tpos, tsc), (pos, psc) = top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
-    out_dir = predictions.predictions_dir(data_source) / "grounded"
     readers, timing = {}, {}
-    for model in run_settings["reader_models"]:
-        folder = finetune.checkpoint_dir(data_source, model, run_settings["reader_seed"])
+    for model in run_settings.reader_models:
+        folder = finetune.checkpoint_dir(ctx.models, model, run_settings.reader_seed)
         if not folder.is_dir():
             log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out")
             continue
         t0 = time.perf_counter()
-        k = run_settings["reader_k"]
+        k = run_settings.reader_k
         tc = encoder_candidates(folder, tune, corpus, tpos[:, :k], tg)
         lam, lam_f1 = tune_lambda(tc, tpos, tsc, tune, k)
         cands = encoder_candidates(folder, test, corpus, pos[:, :k], g)
         chosen, answers = read_topk(cands, pos, psc, lam, k)
         gold_preds = {r["id"]: c[int(gi)][0] for r, c, gi in zip(test, cands, g)}
         open_preds = {r["id"]: a for r, a in zip(test, answers)}
-        system = f"{model}_seed{run_settings['reader_seed']}"
+        system = f"{model}_seed{run_settings.reader_seed}"
         predictions.write_predictions(
             open_preds,
             f"grounded_{system}_top{k}",
-            data_source,
-            out_dir=out_dir,
+            out_dir,
             family="encoder",
             setting=f"top-{k} of {name} (text index), λ={lam:g}",
-            gold_context_system=f"{encoders.model_short_name(model)}_seed{run_settings['reader_seed']}",
-            seed=run_settings["reader_seed"],
-            split=run_settings["split"],
+            gold_context_system=f"{encoders.model_short_name(model)}_seed{run_settings.reader_seed}",
+            seed=run_settings.reader_seed,
+            split=run_settings.split,
         )
-        readers[f"{encoders.CARD_NAMES.get(model, model)} (seed {run_settings['reader_seed']})"] = {
+        readers[f"{encoders.CARD_NAMES.get(model, model)} (seed {run_settings.reader_seed})"] = {
             "gold": metrics.score_predictions(test, gold_preds)[0],
             "open": metrics.score_predictions(test, open_preds)[0],
             "k": k,
@@ -392,13 +384,15 @@ def reader_stage(
             "choice": lambda_choice(lam_f1, lam),
         }
         timing[f"reader {model}"] = time.perf_counter() - t0
-    if run_settings["qa_models"] and run_settings["llm_k"]:
-        k = run_settings["llm_k"]
+    if run_settings.qa_models and run_settings.llm_k:
+        k = run_settings.llm_k
         cache = llm.ResponseCache(llm_qa.cache_path(data_source))
         with llm_servers.open_endpoints(
-            llm_servers.llm_config(llm_endpoints), run_settings["qa_models"], replicas=run_settings["concurrency"]
+            llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+            run_settings.qa_models,
+            replicas=run_settings.concurrency,
         ) as endpoints:
-            for model in run_settings["qa_models"]:
+            for model in run_settings.qa_models:
                 ep, t0 = endpoints[model], time.perf_counter()
                 short = llm_qa.llm_short_name(ep.model)
                 rag = rag_records(test, corpus, pos, k)
@@ -407,20 +401,20 @@ def reader_stage(
                     test,
                     [],
                     cache,
-                    run_settings["max_tokens"],
-                    run_settings["concurrency"],
+                    run_settings.max_tokens,
+                    run_settings.concurrency,
                     desc=f"{short} gold context",
-                    confirm_cost=confirm_cost,
+                    confirm_cost=run_settings.confirm_cost,
                 )
                 raw_open, _, _ = llm_qa.predict_llm(
                     ep,
                     rag,
                     [],
                     cache,
-                    run_settings["max_tokens"],
-                    run_settings["concurrency"],
+                    run_settings.max_tokens,
+                    run_settings.concurrency,
                     desc=f"{short} top-{k}",
-                    confirm_cost=confirm_cost,
+                    confirm_cost=run_settings.confirm_cost,
                 )
                 prov = [
                     answer_provision(raw_open[r["id"]], [corpus.texts[p] for p in row[:k]]) for r, row in zip(test, pos)
@@ -429,15 +423,14 @@ def reader_stage(
                 predictions.write_predictions(
                     raw_open,
                     f"grounded_{short}_top{k}",
-                    data_source,
-                    out_dir=out_dir,
+                    out_dir,
                     family="llm",
                     model=ep.model,
                     setting=f"zero-shot, top-{k} of {name} (text index)",
                     gold_context_system=f"{short}_zero-shot",
-                    split=run_settings["split"],
+                    split=run_settings.split,
                     temperature=0,
-                    max_tokens=run_settings["max_tokens"],
+                    max_tokens=run_settings.max_tokens,
                 )
                 readers[f"{llm_qa.CARD_NAMES.get(model, short)} (zero-shot)"] = {
                     "gold": metrics.score_predictions(test, raw_gold)[0],
@@ -447,7 +440,7 @@ def reader_stage(
                     "choice": "the LLM's own (contexts in retrieval order)",
                 }
                 timing[f"reader {short}"] = time.perf_counter() - t0
-    chosen_tie = retriever_tie(runs, tg, name) if run_settings["reader_retriever"] == "best" else ""
+    chosen_tie = retriever_tie(runs, tg, name) if run_settings.reader_retriever == "best" else ""
     return {
         "retriever": name,
         "retriever_tie": chosen_tie,
@@ -455,7 +448,7 @@ def reader_stage(
         "seconds": timing,
         "gold among k": {
             k: float(np.mean([gi in row[:k] for row, gi in zip(pos, g)]) * 100)
-            for k in {run_settings["reader_k"], run_settings["llm_k"]}
+            for k in {run_settings.reader_k, run_settings.llm_k}
         },
     }
 
@@ -536,21 +529,20 @@ def tax_figure(tax: "pd.DataFrame"):
     return fig
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #dd03a0a4
-from ..data.config import RunContext, as_dict
+from ..data.config import GroundedSettings, RunContext, as_dict
 
 
-def grounded_stage(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False, log=print) -> dict:
+def grounded_stage(ctx: RunContext) -> dict:
     """Retrieval and reading on the open protocol for the run `ctx` (its settings: `config.GroundedSettings`): settings,
     corpus, retrieval runs, reading, leaks and timings."""
     run_settings, ds = ctx.settings, ctx.benchmark()
     splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test") if s in ds}
     corpus = open_corpus(splits)
-    plan = {**as_dict(run_settings), "train": splits["train"]}  # what retrieval_stage and reader_stage read
     tune, test = splits[run_settings.tune_split], splits[run_settings.split]
     t0 = time.perf_counter()
-    runs = retrieval_stage(corpus, tune, test, plan, log=log)
+    runs = retrieval_stage(corpus, tune, test, run_settings, splits["train"])
     t1 = time.perf_counter()
-    reading = reader_stage(corpus, tune, test, runs, plan, ctx.data_source, llm_endpoints, confirm_cost, log=log)
+    reading = reader_stage(corpus, tune, test, runs, ctx)
     return {
         "settings": run_settings,
         "corpus": corpus,

@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING
 from ..data import core
 from ..data.config import RunContext
 from ..scoring import predictions
+from ..data.core import ACTS, act_label, record_act
+from ..llm import client as llm
+from ..llm import runs as llm_runs
+from ..llm import servers as llm_servers
+from ..scoring.bootstrap import N_RESAMPLES, compare_systems
+from ..scoring.metrics import score_predictions
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -206,12 +212,11 @@ def cache_path(data_source) -> Path:
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{benchmark.source_tag(data_source)}.jsonl"
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #3c71813d
-def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False) -> list[dict]:
+def run_llm_baselines(ctx: RunContext) -> list[dict]:
     """Every model × setting on the split of the run `ctx` (`ctx.settings`: `config.LLMSettings`): predictions written,
     one result row per system."""
     import time
 
-    from indicipr.data import artifacts
     from indicipr.llm import client as llm, servers as llm_servers
     from indicipr.scoring import metrics
 
@@ -223,7 +228,9 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
     with llm_servers.open_endpoints(
-        llm_servers.llm_config(llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
+        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        run_settings.qa_models,
+        replicas=run_settings.concurrency,
     ) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
@@ -239,9 +246,9 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
                     run_settings.max_tokens,
                     run_settings.concurrency,
                     desc=f"{short} {setting}",
-                    confirm_cost=confirm_cost,
+                    confirm_cost=run_settings.confirm_cost,
                 )
-                artifacts.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
+                ctx.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
                 for variant, preds in (("raw", raw), ("snap", snapped)):
                     if variant == "snap" and not run_settings.snap:
                         continue
@@ -252,7 +259,7 @@ def run_llm_baselines(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = 
                     predictions.write_predictions(
                         preds,
                         system,
-                        data_source,
+                        ctx.predictions,
                         family="llm",
                         model=ep.model,
                         setting=shown,
@@ -305,7 +312,7 @@ def section_number(title: str | None) -> str | None:
     m = re.match(r"\s*section\s+(\d+[A-Z]*)\b", title or "", re.I)
     return m.group(1) if m else None
 
-
+# %% ../../notebooks/09_systems.llm_qa.ipynb #91cb51eb
 def named_message(question: str, act: str, section: str | None) -> str:
     "The user turn of `act-named`: the Act's title and the section's number, then the question."
     if section is None:
@@ -318,13 +325,11 @@ def word_grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
     words = re.findall(r"\w+", text.lower())
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
-
+# %% ../../notebooks/09_systems.llm_qa.ipynb #e539b501
 def wrong_contexts(records, pool, seed: int = 0, n: int = 8) -> dict[str, str]:
     """For each of `records`, the context of another section of its Act among `pool` (records of every split), drawn with
     `seed` for that question whatever the order of either list; a candidate that shares `n` words in a row with the
     question's own context is skipped and the next drawn."""
-    from indicipr.data.core import record_act
-
     sections: dict[str, dict[str, str]] = {}
     for r in sorted(pool, key=lambda r: r["id"]):
         sections.setdefault(record_act(r), {}).setdefault(r["context"], r.get("title") or "")
@@ -346,8 +351,6 @@ def wrong_contexts(records, pool, seed: int = 0, n: int = 8) -> dict[str, str]:
 # %% ../../notebooks/09_systems.llm_qa.ipynb #a924eb75
 def closed_book_messages(record: dict, setting: str, wrong: dict | None = None) -> list[dict]:
     "The zero-shot chat of `record` in the probe's `setting` (`CLOSED_BOOK`); `wrong`: `wrong_contexts`' draw."
-    from indicipr.data.core import ACTS, record_act
-
     if setting == "closed-book":
         user = CLOSED_BOOK_TEMPLATE.format(question=record["question"].strip())
     elif setting == "act-named":
@@ -360,7 +363,7 @@ def closed_book_messages(record: dict, setting: str, wrong: dict | None = None) 
         raise ValueError(f"unknown closed-book setting {setting!r}; expected one of {', '.join(CLOSED_BOOK)}")
     return [{"role": "system", "content": QA_SYSTEM}, {"role": "user", "content": user}]
 
-
+# %% ../../notebooks/09_systems.llm_qa.ipynb #43b779d9
 def closed_book_requests(records, setting: str, wrong: dict | None, max_tokens: int, seed: int = 0) -> list[dict]:
     "One chat request per record in the probe's `setting`, with the parameters of `qa_requests`."
     params = {"temperature": 0, "max_tokens": max_tokens, "seed": seed}
@@ -382,8 +385,6 @@ def predict_closed_book(
     confirm_cost: bool = False,
 ) -> dict[str, str]:
     "`{id: answer}` of one model in the probe's `setting` (the reply read by `reply_answer`; nothing to snap to)."
-    from indicipr.llm import runs as llm_runs
-
     results = llm_runs.run_requests(
         endpoint,
         closed_book_requests(records, setting, wrong, max_tokens),
@@ -395,56 +396,62 @@ def predict_closed_book(
     )
     return {r["id"]: reply_answer(res.raw)[0] for r, res in zip(records, results)}
 
-
-def closed_book_dir(data_source) -> Path:
-    "Where the probe's predictions go: `closed_book/` in this run's predictions folder (beside notebook 09a's `grounded/`)."
-    return predictions.predictions_dir(data_source) / "closed_book"
+# %% ../../notebooks/09_systems.llm_qa.ipynb #8c521a94
+def closed_book_dir(predictions_folder) -> Path:
+    """Where the probe's predictions go: `closed_book/` in the run's predictions folder (`ctx.predictions`, beside
+    notebook 09a's `grounded/`)."""
+    return Path(predictions_folder) / "closed_book"
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #7475f799
-def probe_questions(records, n: int | None) -> list[dict]:
-    "`n` of `records` (None: all), taking each Act's in turn in their order: every Act among the first when `n` allows."
-    from indicipr.data.core import record_act
-
-    if not n:
+def probe_questions(records, n: int | None, seed: int = 0) -> list[dict]:
+    """`n` of `records` (None: all), in the records' order: each Act's questions shuffled with `seed`, then the Acts
+    taken in turn (in an order also drawn with `seed`), one question each, until `n` are drawn; every Act is among
+    them when `n` allows, and the draw does not depend on the order of `records`."""
+    if not n or n >= len(records):
         return list(records)
     by_act: dict[str, list] = {}
-    for r in records:
-        by_act.setdefault(record_act(r), []).append(r)
-    turns = [
-        r
-        for k in range(max(map(len, by_act.values()), default=0))
-        for rs in by_act.values()
-        if k < len(rs)
-        for r in [rs[k]]
-    ]
-    return turns[: int(n)]
+    for r in sorted(records, key=lambda r: r["id"]):
+        by_act.setdefault(record_act(r), []).append(r["id"])
+    acts = sorted(by_act)
+    random.Random(f"{seed}:acts").shuffle(acts)
+    for act in acts:
+        random.Random(f"{seed}:{act}").shuffle(by_act[act])
+    turns = [by_act[a][k] for k in range(max(map(len, by_act.values()))) for a in acts if k < len(by_act[a])]
+    chosen = set(turns[: int(n)])
+    return [r for r in records if r["id"] in chosen]
 
-
-def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = False) -> dict:
-    """The probe of the run `ctx` (`ctx.settings.closed_book`, on `closed_book_questions` of the questions
-    `run_llm_baselines` answers, `probe_questions`): every model in every setting, predictions written under
-    `closed_book_dir` naming their gold-context twin.
-    `{"records", "runs": [{model, setting, system, twin, predictions}]}`."""
+# %% ../../notebooks/09_systems.llm_qa.ipynb #6358eeb2
+def run_closed_book(ctx: RunContext) -> dict:
+    """The probe of the run `ctx` (`ctx.settings`: `config.LLMSettings`; its settings `closed_book`, on
+    `closed_book_questions` of the questions `run_llm_baselines` answers, drawn by `probe_questions` with
+    `closed_book_seed`): every model in every setting, predictions written under `closed_book_dir(ctx.predictions)`
+    naming their gold-context twin. `{"records", "asked_of", "runs": [{model, setting, system, twin, predictions}]}`
+    (`asked_of`: the number of questions the probe drew from)."""
     import time
 
-    from indicipr.data import artifacts
-    from indicipr.llm import client as llm, servers as llm_servers
-
-    run_settings, ds, data_source = ctx.settings, ctx.benchmark(), ctx.data_source
+    run_settings, ds = ctx.settings, ctx.benchmark()
     records = [dict(r) for r in ds[run_settings.split]]
     if run_settings.max_questions:
         records = records[: int(run_settings.max_questions)]
-    total, records = len(records), probe_questions(records, run_settings.closed_book_questions)
+    total = len(records)
+    records = probe_questions(records, run_settings.closed_book_questions, run_settings.closed_book_seed)
     if not run_settings.closed_book:
-        return {"records": records, "runs": []}
-    subset = f" ({len(records)} of the {total} questions, every Act in turn)" if len(records) < total else ""
+        return {"records": records, "asked_of": total, "runs": []}
+    subset = (
+        f" ({len(records)} of the {total} questions, drawn with seed {run_settings.closed_book_seed}, each Act in turn)"
+        if len(records) < total
+        else ""
+    )
     pool = [dict(r) for s in ("train", "validation", "test") if s in ds for r in ds[s]]
     seed = run_settings.wrong_context_seed
     wrong = wrong_contexts(records, pool, seed) if "wrong-context" in run_settings.closed_book else {}
-    cache = llm.ResponseCache(cache_path(data_source))
+    cache = llm.ResponseCache(cache_path(ctx.data_source))
+    out_dir = closed_book_dir(ctx.predictions)
     runs = []
     with llm_servers.open_endpoints(
-        llm_servers.llm_config(llm_endpoints), run_settings.qa_models, replicas=run_settings.concurrency
+        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        run_settings.qa_models,
+        replicas=run_settings.concurrency,
     ) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
@@ -460,15 +467,14 @@ def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = Fa
                     run_settings.max_tokens,
                     run_settings.concurrency,
                     desc=f"{short} {setting}",
-                    confirm_cost=confirm_cost,
+                    confirm_cost=run_settings.confirm_cost,
                 )
-                artifacts.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
+                ctx.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
                 system, twin = f"{short}_{setting}", f"{short}_{CLOSED_BOOK_STYLE}"
                 predictions.write_predictions(
                     preds,
                     system,
-                    data_source,
-                    out_dir=closed_book_dir(data_source),
+                    out_dir,
                     family="llm",
                     model=ep.model,
                     setting=CLOSED_BOOK[setting] + subset,
@@ -485,7 +491,7 @@ def run_closed_book(ctx: RunContext, llm_endpoints=None, confirm_cost: bool = Fa
                 runs.append(
                     {"model": ep.model, "setting": setting, "system": system, "twin": twin, "predictions": preds}
                 )
-    return {"records": records, "runs": runs}
+    return {"records": records, "asked_of": total, "runs": runs}
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #a19e916d
 def verbatim_share(preds: dict, records) -> float:
@@ -493,12 +499,9 @@ def verbatim_share(preds: dict, records) -> float:
     hits = [a in r["context"] for r in records if (a := (preds.get(r["id"]) or "").strip())]
     return 100.0 * sum(hits) / len(hits) if hits else float("nan")
 
-
+# %% ../../notebooks/09_systems.llm_qa.ipynb #c7def5ce
 def reading_gain(records, with_context: dict, without: dict, n_resamples: int | None = None, seed: int = 0) -> tuple:
     "`(gain, low, high)`: gold-context F1 − F1 without it on `records`, with the paired-bootstrap 95% interval."
-    from indicipr.scoring.bootstrap import N_RESAMPLES, compare_systems
-    from indicipr.scoring.metrics import score_predictions
-
     a, b = (
         score_predictions(records, p, source=s)[0]["f1"].to_numpy()
         for s, p in (("with", with_context), ("without", without))
@@ -527,8 +530,6 @@ def closed_book_table(
     predictions): EM, F1, Char-F1, answers given, verbatim share, reading gain and its paired-bootstrap interval."""
     import pandas as pd
 
-    from indicipr.scoring.metrics import score_predictions
-
     rows = []
     for model, label, system, preds, twin in _probe_rows(records, probe, twins):
         _, s = score_predictions(records, preds, source=system)
@@ -551,13 +552,10 @@ def closed_book_table(
         )
     return pd.DataFrame(rows).round(2)
 
-
+# %% ../../notebooks/09_systems.llm_qa.ipynb #760f143a
 def closed_book_per_act(records, probe: dict, twins: dict) -> "pd.DataFrame":
     "Per model, setting and Act: questions, F1, verbatim share, and the reading gain (the twin's F1 − the setting's) on the Act's questions."
     import pandas as pd
-
-    from indicipr.data.core import act_label, record_act
-    from indicipr.scoring.metrics import score_predictions
 
     by_act: dict[str, list] = {}
     for r in records:
@@ -602,20 +600,22 @@ def closed_book_figure(per_act: "pd.DataFrame"):
     fig.tight_layout()
     return fig
 
-
-def closed_book_caption(run_settings, source_tag: str) -> str:
-    "The table's caption: what was measured, and the exact closed-book prompts."
+# %% ../../notebooks/09_systems.llm_qa.ipynb #34fe1548
+def closed_book_caption(run_settings, source_tag: str, asked: int, total: int) -> str:
+    """The table's caption: what was measured, on which questions (`asked` of the `total` of the split, as
+    `probe_questions` draws them), and the exact closed-book prompts."""
+    on = (
+        f"all {total} {run_settings.split} questions of `{source_tag}`"
+        if asked >= total
+        else f"{asked} of the {total} {run_settings.split} questions of `{source_tag}`, drawn with seed "
+        f"{run_settings.closed_book_seed}, each Act's questions shuffled and the Acts taken in turn (the paper "
+        "profile asks every question)"
+    )
     return (
-        f"Closed-book probe on the {run_settings.split} split of `{source_tag}` ({CLOSED_BOOK_STYLE}, temperature 0, "
-        f"replies capped at {run_settings.max_tokens} tokens; the wrong context drawn with seed "
-        f"{run_settings.wrong_context_seed}"
-        + (
-            f"; at most {run_settings.closed_book_questions} questions, every Act in turn"
-            if run_settings.closed_book_questions
-            else ""
-        )
-        + "). Reading gain: gold-context F1 − the setting's F1, paired-bootstrap 95% "
-        "interval. Verbatim: share of the non-empty answers found word for word in the gold context. "
+        f"Closed-book probe on {on}; {CLOSED_BOOK_STYLE}, temperature 0, replies capped at {run_settings.max_tokens} "
+        f"tokens; the wrong context drawn with seed {run_settings.wrong_context_seed}. Reading gain: gold-context F1 "
+        "− the setting's F1 on the same questions, paired-bootstrap 95% interval. Verbatim: share of the non-empty "
+        "answers found word for word in the gold context. "
         f'Prompts: system message "{QA_SYSTEM}"; user turn of closed-book "{CLOSED_BOOK_TEMPLATE}"; '
         f'of act-named "{NAMED_TEMPLATE}"; of wrong context the gold-context turn with another section of the Act '
         "as its context."

@@ -1,0 +1,227 @@
+#!/usr/bin/env python
+"""Benchmark: where a phase-2 training step of the offline encoder spends its time, operator group by group, against
+the matrix products it must compute (its arithmetic floor).
+
+    .venv/bin/python benchmarks/train_profile.py                 # 40 steps of the offline recipe on one thread
+    .venv/bin/python benchmarks/train_profile.py --steps 80 --threads 1 --top 25
+
+The step is the offline profile's (notebook 08: MiniLM-L6, its batch size, learning rate, frozen embeddings, the pinned
+numerics) on windows of the sample's training split, trained by the project's own loop (`training.fit`, the same call
+the encoder stage makes), with one thread as each phase-2 worker has. torch's profiler records every operator; each
+operator's own CPU time (its children's excluded) is put in one group:
+
+| group | operators |
+|---|---|
+| matmul | the linear layers' products and the attention products, forward and backward (`addmm`, `mm`, `bmm`, ...) |
+| attention (rest) | softmax and its backward, the attention mask, scaled-dot-product attention's own work |
+| elementwise | GELU, layer norm, dropout, residual adds, scaling, copies and their backward |
+| optimiser | AdamW's update and `zero_grad` (`_foreach_*`, `lerp`, `addcdiv`, ...) and gradient clipping |
+| loss | the start/end cross-entropy and its backward |
+| embedding | the (frozen) embedding look-up |
+| batch assembly | slicing the packed windows, the mask, index and copy work of the loop |
+| Python and the rest | the step's wall time that no operator accounts for: the interpreter, autograd's engine, the callbacks |
+
+The floor is the step's matrix products (as `benchmarks/main_job.py` counts them) divided by this machine's best matmul
+throughput at the step's shapes on the same thread count, so `step / floor` is what a faster loop could win at most;
+the matmul group's own time against the floor says how close the products themselves run to the BLAS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from indicipr.data import numerics  # noqa: E402
+
+GROUPS = {  # first match wins, on the operator's name (aten::, autograd's backward nodes)
+    "matmul": ("addmm", "aten::mm", "bmm", "matmul", "linear", "MmBackward", "AddmmBackward", "BmmBackward"),
+    "loss": ("cross_entropy", "log_softmax", "nll_loss", "LogSoftmax", "NllLoss"),
+    "attention (rest)": ("softmax", "Softmax", "scaled_dot_product", "baddbmm", "masked_fill"),
+    "optimiser": ("_foreach", "adam", "Adam", "lerp", "addcdiv", "addcmul", "sqrt", "zero_", "clip_grad", "norm"),
+    "embedding": ("embedding", "Embedding"),
+    "elementwise": (
+        "gelu",
+        "Gelu",
+        "layer_norm",
+        "LayerNorm",
+        "dropout",
+        "Dropout",
+        "bernoulli",
+        "aten::add",
+        "aten::mul",
+        "aten::div",
+        "aten::sub",
+        "AddBackward",
+        "MulBackward",
+        "DivBackward",
+        "tanh",
+        "erf",
+        "aten::sum",
+        "SumBackward",
+    ),
+    "batch assembly": (
+        "index",
+        "slice",
+        "select",
+        "aten::lt",
+        "unsqueeze",
+        "copy_",
+        "aten::to",
+        "_to_copy",
+        "cat",
+        "arange",
+        "expand",
+        "view",
+        "reshape",
+        "permute",
+        "transpose",
+        "contiguous",
+        "clone",
+        "empty",
+        "zeros",
+        "fill_",
+    ),
+}
+
+
+def group_of(name: str) -> str:
+    "The group of an operator (see the module's table); 'other operators' when no pattern matches."
+    for group, patterns in GROUPS.items():
+        if any(p in name for p in patterns):
+            return group
+    return "other operators"
+
+
+def step_setup():
+    "The offline recipe's model, tokenizer-made windows of the sample's training split, and its `TrainConfig`."
+    from indicipr.data.benchmark import load_benchmark
+    from indicipr.data.config import settings_for
+    from indicipr.data.core import seed_everything
+    from indicipr.systems.qa_model import encode_windows, load_qa_model, load_tokenizer
+    from indicipr.systems.training import PackedWindows
+
+    settings = settings_for("encoders", "offline")
+    model_name = settings.models[0]
+    seed_everything(0)
+    records = [dict(r) for r in load_benchmark("sample")["train"]]
+    tok, model = load_tokenizer(model_name), load_qa_model(model_name)
+    windows = encode_windows(records, tok, settings.window, labels=True)
+    packed = PackedWindows(windows, tok.pad_token_id or 0)
+    return settings, model, packed
+
+
+def profile_steps(settings, model, packed, steps: int, warmup: int):
+    "Train `warmup` steps, then `steps` more under torch's profiler; (profiler, wall seconds of the profiled steps)."
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from transformers import TrainerCallback
+
+    from indicipr.systems.training import TrainConfig, fit
+
+    class Window(TrainerCallback):
+        "Starts the profiler after the warm-up steps and stops it after the profiled ones."
+
+        def __init__(self):
+            self.prof, self.t0, self.wall = profile(activities=[ProfilerActivity.CPU]), None, None
+
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == warmup:
+                self.prof.__enter__()
+                self.t0 = time.perf_counter()
+            elif state.global_step == warmup + steps:
+                self.wall = time.perf_counter() - self.t0
+                self.prof.__exit__(None, None, None)
+
+    cfg = TrainConfig(
+        max_steps=warmup + steps,
+        batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        seed=0,
+        save_checkpoints=False,
+        logging_steps=warmup + steps,
+        freeze_embeddings=settings.freeze_embeddings,
+        cpu_bf16=settings.cpu_bf16,
+    )
+    window = Window()
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.manual_seed(0)
+        fit(model, packed, cfg, Path(tmp) / "train", callbacks=[window], disable_tqdm=True)
+    return window.prof, window.wall
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--steps", type=int, default=40, help="profiled optimiser steps (default 40)")
+    ap.add_argument("--warmup", type=int, default=5, help="steps trained before the profiler starts (default 5)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: a phase-2 worker's)")
+    ap.add_argument("--top", type=int, default=15, help="operators listed by own CPU time (default 15)")
+    ap.add_argument("--repeats", type=int, default=5, help="rounds of the matmul floor measurement (default 5)")
+    args = ap.parse_args(argv)
+    for name in ("steps", "top", "repeats"):
+        if getattr(args, name) < 1:
+            ap.exit(2, f"train_profile.py: --{name} must be at least 1, got {getattr(args, name)}\n")
+    if args.warmup < 1:
+        ap.exit(2, f"train_profile.py: --warmup must be at least 1, got {args.warmup}\n")
+    numerics.pin()
+    import torch
+
+    threads = args.threads or numerics.WORKER_THREADS
+    torch.set_num_threads(threads)
+    settings, model, packed = step_setup()
+    prof, wall = profile_steps(settings, model, packed, args.steps, args.warmup)
+    if wall is None:
+        ap.exit(2, f"train_profile.py: the run ended before {args.warmup + args.steps} steps (too few windows?)\n")
+
+    by_group: dict[str, float] = {}
+    ops = []
+    for evt in prof.key_averages():
+        own = evt.self_cpu_time_total / 1e6  # seconds
+        if own <= 0:
+            continue
+        ops.append((own, evt.key, evt.count))
+        g = group_of(evt.key)
+        by_group[g] = by_group.get(g, 0.0) + own
+    accounted = sum(by_group.values())
+    by_group["Python and the rest"] = max(wall - accounted, 0.0)
+
+    # the floor: the step's matrix products at the mean batch of tokens, on `threads` threads
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from main_job import matmul_throughput, training_flops
+
+    cfg = model.config
+    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
+    tokens = rows * args.steps
+    flops = training_flops(tokens, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
+    floor = flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, args.repeats)
+
+    print(f"# A phase-2 step of the offline recipe, {args.steps} steps profiled on {threads} thread(s)")
+    print(numerics.status_line(numerics.numerics_status()))
+    print(
+        f"batch {settings.batch_size} windows, mean window {packed.lengths.mean():.0f} tokens; "
+        f"{wall / args.steps * 1e3:.0f} ms a step, floor {floor / args.steps * 1e3:.0f} ms a step: "
+        f"{wall / floor:.2f} times the floor\n"
+    )
+    print("| operator group | seconds | share of the step |")
+    print("|---|---|---|")
+    for g, s in sorted(by_group.items(), key=lambda kv: -kv[1]):
+        print(f"| {g} | {s:.2f} | {100 * s / wall:.1f} % |")
+    print(f"| **step (wall)** | {wall:.2f} | 100 % |")
+    print(f"\nmatmul group against the floor: {by_group.get('matmul', 0.0) / floor:.2f}")
+    print(f"\n## The {args.top} operators with the most own CPU time\n")
+    print("| operator | group | calls | seconds | share |")
+    print("|---|---|---|---|---|")
+    for own, key, count in sorted(ops, reverse=True)[: args.top]:
+        print(f"| `{key}` | {group_of(key)} | {count} | {own:.2f} | {100 * own / wall:.1f} % |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
