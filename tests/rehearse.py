@@ -48,8 +48,10 @@ from standins.checkpoints import HUB_ENCODERS, build_hub_encoders  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 from standins.openai_server import PAPER_MODELS, Faults, OpenAIStandIn  # noqa: E402
 
+from indicipr.analysis.significance import FOCUS_FAMILY, TWIN_FAMILY  # noqa: E402
 from indicipr.data import benchmark, core  # noqa: E402
 from indicipr.run import runner
+from indicipr.systems import llm_qa  # noqa: E402
 from indicipr.systems.llm_qa import llm_short_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,9 +280,9 @@ EXPECTED = {
     "encoder_runs": ["model", "seed", "system", "em", "f1", "char_f1"],
     "encoder_results": ["model", "seeds", "EM", "F1", "Char-F1"],
     "llm_results": ["model name", "setting", "postprocess", "system", "questions"],
-    "results": ["System", "Setting", "EM", "F1", "Char-F1"],
+    "results": ["System", "Setting", "Questions", "EM", "F1", "Char-F1"],
     "results_runs": ["System", "EM", "F1", "Char-F1", "Missing"],
-    "significance": ["System A", "System B", "p (Holm)"],
+    "significance": ["System A", "System B", "Family", "Questions", "p (Holm)"],
     "significance_all_pairs": ["System A", "System B", "p (Holm)"],
     "per_act_focus": ["Act", "Test samples", "F1"],
     "error_taxonomy_focus": ["Error type", "Count", "Percentage"],
@@ -310,6 +312,19 @@ EXPECTED = {
         "answer from a wrong provision (%)",
     ],
     "grounded_retrieval_tax": ["reader", "Act", "questions", "tax (F1)", "tax 2.5%", "tax 97.5%"],
+    "closed_book": [
+        "model name",
+        "setting",
+        "system",
+        "EM",
+        "F1",
+        "Char-F1",
+        "verbatim in the gold context (%)",
+        "reading gain (F1)",
+        "gain 2.5%",
+        "gain 97.5%",
+    ],
+    "closed_book_per_act": ["model name", "setting", "Act", "questions", "F1", "reading gain (F1)"],
     "judge_status": ["judge", "ok", "invalid", "error"],
     "judge_score_distribution": ["rater", "criterion", "pairs", "missing"],
     "judge_flagged_by_act_single": ["Act"],
@@ -497,6 +512,18 @@ def check_rehearsal(
         chk.has_all("LLMs: 6 rows (3 models x zero-/3-shot), raw", want, got)
         chk.on_every_test_question("LLMs: every row on 344 questions", t)
 
+    t = _table(chk, tables, "closed_book")
+    if t is not None:
+        got = {(str(r["model name"]), str(r["setting"])) for _, r in t.iterrows()}
+        want = {
+            (n, s)
+            for n in CARD_LLMS
+            for s in [f"gold context ({llm_qa.CLOSED_BOOK_STYLE})", *llm_qa.CLOSED_BOOK.values()]
+        }
+        chk.has_all("closed-book probe: every LLM in its twin's setting and the three without the context", want, got)
+        chk.on_every_test_question("closed-book probe: every row on 344 questions", t)
+    _table(chk, tables, "closed_book_per_act")
+
     t = _table(chk, tables, "results_runs")
     if t is not None:
         missing = t[t["Missing"] != 0][["System", "Missing"]].to_string()
@@ -512,10 +539,13 @@ def check_rehearsal(
             all(_norm(w) in systems for w in want),
             f"missing {[w for w in want if _norm(w) not in systems]}; has {sorted(t['System'])}",
         )
+        chk.on_every_test_question(
+            "results: every row on 344 questions (the paper profile asks every setting)", t, "Questions"
+        )
 
     t = _table(chk, tables, "significance")
     if t is not None:
-        pairs = {(_norm(r["System A"]), _norm(r["System B"])) for _, r in t.iterrows()}
+        pairs = {(_norm(r["System A"]), _norm(r["System B"])) for _, r in t[t["Family"] == FOCUS_FAMILY].iterrows()}
         want = [("inlegalbert", _norm(b)) for b in ("BERT-base", "LegalBERT-US", "InCaseLawBERT")]
         chk.ok(
             "significance: the card's layout (InLegalBERT vs BERT-base, LegalBERT-US, InCaseLawBERT)",
@@ -523,6 +553,13 @@ def check_rehearsal(
             f"pairs: {sorted(pairs)[:12]}",
         )
         chk.ok("significance: Holm-corrected p-values in [0, 1]", t["p (Holm)"].between(0, 1).all(), "")
+        twins = {(_norm(r["System A"]), _norm(r["System B"])) for _, r in t[t["Family"] == TWIN_FAMILY].iterrows()}
+        want = {
+            (_norm(f"{llm_short_name(m)}_{s}"), _norm(f"{llm_short_name(m)}_{llm_qa.CLOSED_BOOK_STYLE}"))
+            for m in CARD_LLMS.values()
+            for s in llm_qa.CLOSED_BOOK
+        }
+        chk.has_all("significance: every LLM's closed-book settings against its gold-context twin", want, twins)
 
     t = _table(chk, tables, "per_act_focus")
     if t is not None:

@@ -144,6 +144,78 @@ def test_explorer_filters_and_marks_in_chromium(browser, explorer_page):
 
 
 @pytest.mark.slow
+def test_reading_filters_change_the_count_in_chromium(browser, tmp_path):
+    "A system with closed-book and grounded twins: its page shows their answers, and each reading filter shows its count."
+    gold = list(qa_files.read_jsonl(GOLD))
+    main = write_jsonl(tmp_path / "sysA.jsonl", varied_predictions(gold))
+    closed = {r["id"]: r["answers"]["text"][0] if i % 3 == 0 else "no idea" for i, r in enumerate(gold)}
+    grounded = varied_predictions(gold, shift=2)
+    twins = {
+        "sysA": [
+            ("closed-book: the question alone", "closed", write_jsonl(tmp_path / "closed.jsonl", closed)),
+            ("top-1 of bm25s", "grounded", write_jsonl(tmp_path / "grounded.jsonl", grounded)),
+        ]
+    }
+    pages = explorer.write_run_explorers(gold, {"sysA": main}, tmp_path / "explorer", focus="sysA", twins=twins)
+    em_main = metrics.score_predictions(gold, predictions.read_predictions(main))[0]["em"].to_numpy()
+    em_closed = metrics.score_predictions(gold, closed)[0]["em"].to_numpy()
+    without = int((em_closed == 100).sum())
+    only_with = int(((em_main == 100) & (em_closed < 100)).sum())
+    assert 0 < only_with < len(gold) and 0 < without < len(gold) and only_with != without
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(pages["sysA"].as_uri())
+
+    def shown():
+        return page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).length")
+
+    assert shown() == len(gold) and page.locator(".tw-closed").count() == len(gold)
+    assert page.locator(".tw-grounded").count() == len(grounded)  # the answers given
+    for value, n in (("without", without), ("with", only_with), ("", len(gold))):
+        page.select_option("#reading", value)
+        assert shown() == n and page.inner_text("#count") == str(n), value
+    page.close()
+
+
+@pytest.mark.slow
+def test_hostile_texts_leave_the_page_working_in_chromium(browser, tmp_path):
+    "A question, a prediction and a file name holding `<!--<script>` and `</script>`: every row shown, and a search filters them."
+    gold = list(qa_files.read_jsonl(GOLD))[:12]
+    gold[3]["question"] = "<!--<script> Who </script> decides? " + gold[3]["question"]
+    gold_path = qa_files.write_jsonl(tmp_path / "gold.jsonl", gold)
+    preds = varied_predictions(gold)
+    preds[gold[5]["id"]] = "</script><!--<script>alert(1)</script> zebraword"
+    pred_path = write_jsonl(tmp_path / "<!--<script>sys.jsonl", preds)
+    out = tmp_path / "x.html"
+    assert (
+        cli.main(
+            ["evaluate", "--gold", str(gold_path), "--pred", str(pred_path), "--resamples", "20", "--out", str(out)]
+        )
+        == 0
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(out.as_uri())
+
+    def shown():
+        return page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).length")
+
+    assert page.locator("article").count() == shown() == len(gold) and page.inner_text("#count") == str(len(gold))
+    for term, ids in (
+        ("zebraword", [gold[5]["id"]]),
+        ("<!--<script> who", [gold[3]["id"]]),
+        (gold[7]["id"], [gold[7]["id"]]),
+    ):
+        page.fill("#search", term)
+        assert (
+            page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).map(e => e.dataset.id)") == ids
+        ), term
+        assert page.inner_text("#count") == "1"
+    assert page.inner_text("#system") == "<!--<script>sys" and not errors, errors
+    page.close()
+
+
+@pytest.mark.slow
 def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
     "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
     from test_core import paper_shaped_tables

@@ -42,6 +42,88 @@ def test_replayed_run_scores_raw_and_snapped_rows(splits, monkeypatch, tmp_data_
     assert meta["shots"] == [s["id"] for s in shots] and meta["postprocess"] == "raw" and meta["temperature"] == 0
 
 
+def _prompt_text(request: dict) -> str:
+    return "\n".join(m["content"] for m in request["messages"])
+
+
+def test_no_closed_book_prompt_holds_the_gold_context_or_8_words_of_it():
+    """Every test question of the sample, in every setting of the probe: the prompt holds neither the gold context nor 8
+    consecutive words of it beyond what the question itself quotes (8 of the sample's 74 test questions quote 8 words of
+    their context, in every setting alike); the wrong context is another section of the same Act sharing no 8 words in a
+    row with the gold context."""
+    from indicipr.data import benchmark, core
+
+    ds = benchmark.load_benchmark("sample")
+    test = [dict(r) for r in ds["test"]]
+    pool = [dict(r) for s in ("train", "validation", "test") for r in ds[s]]
+    wrong = Q.wrong_contexts(test, pool, seed=0)
+    assert set(wrong) == {r["id"] for r in test}
+    quoting = 0
+    for setting in Q.CLOSED_BOOK:
+        for r, req in zip(test, Q.closed_book_requests(test, setting, wrong, 64)):
+            text, gold = _prompt_text(req), Q.word_grams(r["context"])
+            assert r["context"] not in text, (setting, r["id"])
+            assert Q.word_grams(text) & gold <= Q.word_grams(r["question"]), (setting, r["id"])
+            quoting += bool(Q.word_grams(r["question"]) & gold)
+    assert quoting == 8 * len(Q.CLOSED_BOOK)  # the questions that quote their context, counted in each setting
+    by_context = {}
+    for r in pool:
+        by_context.setdefault(r["context"], set()).add((core.record_act(r), r["title"]))
+    for r in test:
+        assert not Q.word_grams(wrong[r["id"]]) & Q.word_grams(r["context"]), r["id"]
+        acts_titles = by_context[wrong[r["id"]]]
+        assert {a for a, _ in acts_titles} == {core.record_act(r)} and r["title"] not in {t for _, t in acts_titles}
+    assert Q.wrong_contexts(test, pool, seed=1) != wrong  # the seed draws
+
+
+def test_closed_book_probe_writes_predictions_naming_their_twin(splits, monkeypatch, tmp_data_dir):
+    "A replayed probe: a prediction file per model and setting under closed_book/, with its setting and its gold-context twin."
+    test = splits["test"][:4]
+    pool = [r for s in splits.values() for r in s]
+    wrong = Q.wrong_contexts(test, pool, 0)
+    replies = [
+        (
+            Q.closed_book_messages(r, s, wrong),
+            f'{{"answer": "{r["answers"]["text"][0] if s == "wrong-context" else "no idea"}"}}',
+        )
+        for r in test
+        for s in Q.CLOSED_BOOK
+    ]
+    ep = llm.replay_endpoint(replies, model="replayed")
+    monkeypatch.setattr(
+        llm_servers, "open_endpoints", lambda config, models, **kw: nullcontext({m: ep for m in models})
+    )
+    ctx = run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4)
+    probe = Q.run_closed_book(ctx)
+    assert [r["system"] for r in probe["runs"]] == [
+        "replayed_closed-book",
+        "replayed_act-named",
+        "replayed_wrong-context",
+    ]
+    assert probe["records"] == test and probe["asked_of"] == 4  # 4 questions, within the offline cap
+    folder = Q.closed_book_dir(ctx.predictions)
+    assert folder == ctx.predictions / "closed_book"
+    for run in probe["runs"]:
+        meta = predictions.read_prediction_meta(folder / f"{run['system']}.jsonl")
+        assert meta["gold_context_system"] == "replayed_zero-shot" and meta["setting"] == Q.CLOSED_BOOK[run["setting"]]
+        assert predictions.read_predictions(folder / f"{run['system']}.jsonl") == run["predictions"]
+    assert set(probe["runs"][0]["predictions"].values()) == {"no idea"}
+    table = Q.closed_book_table(
+        test, probe, {"replayed_zero-shot": {r["id"]: r["answers"]["text"][0] for r in test}}, 200
+    )
+    assert table["reading gain (F1)"].tolist()[1:] == [100.0, 100.0, 0.0]
+    assert Q.run_closed_book(run_context(str(FIXTURE), "offline", stage="llm_qa", closed_book=()))["runs"] == []
+    sub = Q.run_closed_book(
+        run_context(str(FIXTURE), "offline", stage="llm_qa", max_questions=4, closed_book_questions=2)
+    )
+    assert len(sub["records"]) == 2 and sub["asked_of"] == 4
+    meta = predictions.read_prediction_meta(folder / "replayed_act-named.jsonl")
+    assert (
+        meta["setting"] == Q.CLOSED_BOOK["act-named"] + " (2 of the 4 questions, drawn with seed 0, each Act in turn)"
+    )
+    assert set(predictions.read_predictions(folder / "replayed_act-named.jsonl")) == {r["id"] for r in sub["records"]}
+
+
 def test_configured_qa_models_are_checked_before_any_question(tmp_data_dir, no_llm_api_key):
     "A model its server does not serve stops the stage before the first request, naming every missing model."
     with OpenAIStandIn(["mistral:7b"]) as fake:

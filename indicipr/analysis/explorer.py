@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['MARKS', 'EXACT', 'CLASS_LABELS', 'find_spans', 'find_span', 'mark_segments', 'marked_context', 'token_differences',
-           'answer_view', 'explorer_data', 'class_counts', 'explorer_page', 'write_explorer', 'write_run_explorers']
+           'answer_view', 'explorer_data', 'class_counts', 'setting_twins', 'add_twins', 'script_json', 'explorer_page',
+           'write_explorer', 'write_run_explorers']
 
 # %% ../../notebooks/10b_analysis.explorer.ipynb #3251546e
 import hashlib
@@ -193,6 +194,46 @@ def class_counts(data: dict) -> dict[str, dict[str, int]]:
         s: {c: sum(q["by"][s]["c"] == c for q in data["questions"]) for c in data["labels"]} for s in data["systems"]
     }
 
+# %% ../../notebooks/10b_analysis.explorer.ipynb #24638f8f
+def setting_twins(runs: dict, chosen: dict) -> dict[str, list[tuple[str, str, Path]]]:
+    """`{system: [(setting, kind, predictions file)]}` of the `runs` (as `metrics.score_runs` gives them) that name as
+    their `gold_context_system` the run `chosen` (system -> run) shows; kind `closed` for a file of `closed_book/`,
+    else `grounded`."""
+    by_run = {run: system for system, run in chosen.items()}
+    out: dict[str, list] = {}
+    for name, r in runs.items():
+        system = by_run.get(r["meta"].get("gold_context_system"))
+        if system is not None:
+            kind = "closed" if Path(r["path"]).parent.name == "closed_book" else "grounded"
+            out.setdefault(system, []).append((r["meta"].get("setting") or name, kind, r["path"]))
+    return out
+
+# %% ../../notebooks/10b_analysis.explorer.ipynb #32cc4887
+def add_twins(data: dict, gold_records, twins: dict, char_variant: str = "multiset") -> dict:
+    "`data` (`explorer_data`'s) with each question's twin answers (those given) (`{system: [(setting, kind, predictions)]}`) under `tw`."
+    gold_records = [dict(r) for r in gold_records]
+    for q in data["questions"]:
+        q.setdefault("tw", {})
+    for system, items in twins.items():
+        if system not in data["systems"]:
+            continue
+        for label, kind, preds in items:
+            source = str(preds) if isinstance(preds, (str, Path)) else label
+            frame = score_predictions(gold_records, preds, char_variant, source=source)[0]
+            for q, row in zip(data["questions"], frame.itertuples()):
+                if not row.answered:  # a question this setting was not asked
+                    continue
+                q["tw"].setdefault(system, []).append(
+                    {
+                        "l": label,
+                        "k": kind,
+                        "p": row.prediction if row.answered else None,
+                        "em": round(float(row.em), 2),
+                        "f1": round(float(row.f1), 2),
+                    }
+                )
+    return data
+
 # %% ../../notebooks/10b_analysis.explorer.ipynb #733a6d3b
 _CSS = """*{box-sizing:border-box} body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1em;color:#222;overflow-wrap:break-word}
 h1{font-size:1.4em;margin:.6em 0 .2em} .meta{color:#555;font-size:.9em;margin:.2em 0}
@@ -207,7 +248,7 @@ mark.missed{background:#ffe6a3;border-bottom:2px dotted #a66a00} mark.extra{back
 .sys{border:1px solid #e3e3e3;border-radius:4px;padding:.4em .6em;min-width:0} .sys .head{font-size:.85em;margin-bottom:.3em}
 .ctx{font-size:.9em;line-height:1.5;overflow-wrap:anywhere} .ev{font-size:.8em;color:#444} .pred{font-size:.85em;color:#7a1d1d}
 .cls{display:inline-block;padding:0 .4em;border-radius:3px;background:#eee} .c-exact{background:#c9efd3} .c-span_boundary{background:#ffe0b3}
-.gold{font-size:.85em;color:#333}"""
+.gold{font-size:.85em;color:#333} .twins{font-size:.8em;margin:.2em 0;color:#333} .tw b{font-weight:600}"""
 
 _JS = r"""const D=JSON.parse(document.getElementById('data').textContent);const $=id=>document.getElementById(id);
 const esc=s=>String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
@@ -217,20 +258,24 @@ function marked(ctx,g,p){const cuts=[...new Set([0,ctx.length,...(g||[]),...(p||
 function block(q,name){const v=q.by[name];if(!v)return '';let ev='';
  if(v.c!=='exact'&&v.p!==null)ev=`<div class="ev">relation <b>${esc(v.rel)}</b> · missed: ${esc(v.missed.join(' ')||'none')} · extra: ${esc(v.extra.join(' ')||'none')}</div>`;
  const pred=v.s?'':`<div class="pred">${v.p===null?'No prediction':'Prediction, not a span of the context: '+esc(v.p)}</div>`;
- return `<div class="sys" data-system="${esc(name)}" data-class="${v.c}"><div class="head"><b>${esc(name)}</b> <span class="cls c-${v.c}">${esc(D.labels[v.c])}</span> EM ${v.em.toFixed(2)} · F1 ${v.f1.toFixed(2)} · Char-F1 ${v.char_f1.toFixed(2)}</div>${ev}${pred}<div class="ctx">${marked(q.context,v.g,v.s)}</div></div>`;}
+ return `<div class="sys" data-system="${esc(name)}" data-class="${v.c}"><div class="head"><b>${esc(name)}</b> <span class="cls c-${v.c}">${esc(D.labels[v.c])}</span> EM ${v.em.toFixed(2)} · F1 ${v.f1.toFixed(2)} · Char-F1 ${v.char_f1.toFixed(2)}</div>${twins(q,name)}${ev}${pred}<div class="ctx">${marked(q.context,v.g,v.s)}</div></div>`;}
+function twins(q,name){const t=(q.tw||{})[name];if(!t||!t.length)return '';
+ return '<div class="twins">'+t.map(x=>`<div class="tw tw-${x.k}"><b>${esc(x.l)}</b>: ${x.p===null?'no answer':esc(x.p)} · EM ${x.em.toFixed(2)} · F1 ${x.f1.toFixed(2)}</div>`).join('')+'</div>';}
+function reading(q,m,r){if(!r)return true;const t=((q.tw||{})[m]||[]).filter(x=>x.k==='closed');const without=t.some(x=>x.em===100);
+ return r==='without'?without:t.length>0&&!without&&q.by[m].em===100;}
 let shownPair=[D.main,D.beside];
 function render(){const m=$('system').value,b=$('beside').value;if(shownPair[0]===m&&shownPair[1]===b)return;shownPair=[m,b];
  for(const q of D.questions){$('q'+q.i).querySelector('.cols').innerHTML=block(q,m)+(b&&b!==m?block(q,b):'');}}
 function apply(){render();const m=$('system').value,b=$('beside').value,act=$('act').value,cls=$('cls').value,
- s=$('search').value.trim().toLowerCase(),dis=$('disagree').checked,sort=$('sort').value;
+ s=$('search').value.trim().toLowerCase(),dis=$('disagree').checked,sort=$('sort').value,rd=$('reading')?$('reading').value:'';
  const qs=D.questions.slice();if(sort!=='order'){const sg=sort==='asc'?1:-1;qs.sort((x,y)=>sg*(x.by[m].f1-y.by[m].f1)||x.i-y.i);}
  const list=$('questions');let n=0;
  for(const q of qs){const v=q.by[m],w=b?q.by[b]:null;
-  if(q.hay===undefined)q.hay=[q.id,q.question,q.section,q.actLabel,q.context,...q.golds,...Object.values(q.by).map(x=>x.p||'')].join(' ').toLowerCase();
-  const ok=(!act||q.act===act)&&(!cls||v.c===cls)&&(!dis||(w&&w.n!==v.n))&&(!s||q.hay.includes(s));
+  if(q.hay===undefined)q.hay=[q.id,q.question,q.section,q.actLabel,q.context,...q.golds,...Object.values(q.by).map(x=>x.p||''),...Object.values(q.tw||{}).flat().map(x=>x.p||'')].join(' ').toLowerCase();
+  const ok=(!act||q.act===act)&&(!cls||v.c===cls)&&(!dis||(w&&w.n!==v.n))&&(!s||q.hay.includes(s))&&reading(q,m,rd);
   const el=$('q'+q.i);el.hidden=!ok;if(ok)n++;list.appendChild(el);}
  $('count').textContent=n;}
-for(const id of ['system','beside','act','cls','sort','disagree'])$(id).addEventListener('change',apply);$('search').addEventListener('input',apply);
+for(const id of ['system','beside','act','cls','sort','disagree','reading'])if($(id))$(id).addEventListener('change',apply);$('search').addEventListener('input',apply);
 apply();"""
 
 
@@ -241,6 +286,32 @@ def _options(pairs, selected=None) -> str:
     )
 
 
+def _twins_html(q: dict, name: str) -> str:
+    "The answers of `name`'s twins on one question (the script's `twins`, in Python)."
+    items = q.get("tw", {}).get(name) or []
+    if not items:
+        return ""
+    return (
+        '<div class="twins">'
+        + "".join(
+            f'<div class="tw tw-{t["k"]}"><b>{html.escape(t["l"])}</b>: '
+            f"{'no answer' if t['p'] is None else html.escape(t['p'])} · EM {t['em']:.2f} · F1 {t['f1']:.2f}</div>"
+            for t in items
+        )
+        + "</div>"
+    )
+
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(obj) -> str:
+    """`obj` as JSON for a `<script type="application/json">` element: `<`, `>`, `&`, U+2028 and U+2029 written as
+    `\\uXXXX` escapes, so no text inside can end the element or change how the HTML parser reads it."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return "".join(_JSON_ESCAPES.get(ch, ch) for ch in text)
+
+# %% ../../notebooks/10b_analysis.explorer.ipynb #aa6999e8
 def _block(q: dict, name: str, labels: dict) -> str:
     "One system's answer to one question (the script's `block`, in Python)."
     v = q["by"][name]
@@ -262,7 +333,7 @@ def _block(q: dict, name: str, labels: dict) -> str:
     return (
         f'<div class="sys" data-system="{html.escape(name)}" data-class="{v["c"]}"><div class="head"><b>{html.escape(name)}</b> '
         f'<span class="cls c-{v["c"]}">{html.escape(labels[v["c"]])}</span> EM {v["em"]:.2f} · F1 {v["f1"]:.2f} · Char-F1 {v["char_f1"]:.2f}</div>'
-        f'{ev}{pred}<div class="ctx">{marked_context(q["context"], v["g"], v["s"])}</div></div>'
+        f'{_twins_html(q, name)}{ev}{pred}<div class="ctx">{marked_context(q["context"], v["g"], v["s"])}</div></div>'
     )
 
 
@@ -288,7 +359,15 @@ def explorer_page(
         f'<div class="cols">{_block(q, main, labels)}{_block(q, beside, labels) if beside else ""}</div></article>'
         for q in data["questions"]
     )
-    payload = json.dumps({**data, "main": main, "beside": beside}, ensure_ascii=False).replace("</", "<\\/")
+    payload = script_json({**data, "main": main, "beside": beside})
+    has_twins = any(q.get("tw") for q in data["questions"])
+    reading = (
+        '<label>Reading <select id="reading">'
+        + _options([("", "all"), ("with", "right only with the context"), ("without", "right without it")])
+        + "</select></label>"
+        if has_twins
+        else ""
+    )
     legend = "".join(f'<mark class="{k}">{html.escape(t)}</mark>' for k, t in data["marks"].items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -304,7 +383,7 @@ def explorer_page(
 <label>Class <select id="cls">{_options([("", "all classes")] + list(labels.items()))}</select></label>
 <label>Sort <select id="sort">{_options([("order", "file order"), ("asc", "F1, lowest first"), ("desc", "F1, highest first")])}</select></label>
 <label>Search <input id="search" type="search" placeholder="id, words of a question, context or answer"></label>
-<label><input id="disagree" type="checkbox"> only where the two differ</label>
+<label><input id="disagree" type="checkbox"> only where the two differ</label>{reading}
 <span class="meta"><b id="count">{len(data["questions"])}</b> of {len(data["questions"])} shown</span>
 </div>
 <main id="questions">{arts}</main>
@@ -338,10 +417,15 @@ def _beside(name: str, focus: str, systems: list[str], f1: dict | None = None) -
     return next((s for s in others if s.replace("-", "_").lower().startswith("bert_base")), best)
 
 
-def write_run_explorers(gold_records, files: dict, out_dir, focus: str, note: str = "") -> dict[str, Path]:
+def write_run_explorers(
+    gold_records, files: dict, out_dir, focus: str, note: str = "", twins: dict | None = None
+) -> dict[str, Path]:
     """One page per system of `files` (system -> predictions file) in `out_dir`, as `<system>.html`: `{system: path}`. Pages of
-    systems no longer in the run are removed, so that the report links this run's systems only."""
+    systems no longer in the run are removed, so that the report links this run's systems only. `twins`
+    (`setting_twins`): the closed-book and grounded answers shown under each system's."""
     data = explorer_data(gold_records, files)
+    if twins:
+        add_twins(data, gold_records, twins)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     f1 = {s: sum(q["by"][s]["f1"] for q in data["questions"]) for s in data["systems"]}

@@ -256,10 +256,16 @@ class LLMSettings(StageSettings):
     snap: bool = True  # also score each reply snapped to its closest span of the context
     llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
     confirm_cost: bool = False  # True: run a paid job above the cost threshold
+    closed_book: tuple = ("closed-book", "act-named", "wrong-context")  # llm_qa.CLOSED_BOOK: the probe; (): none
+    wrong_context_seed: int = 0  # the draw of the wrong context (another section of the question's Act)
+    closed_book_questions: int | None = None  # the probe's questions (llm_qa.probe_questions); None: all of them
+    closed_book_seed: int = 0  # the draw of the probe's questions (each Act's shuffled, the Acts taken in turn)
 
 
 LLM_QA = {
-    "offline": LLMSettings(qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2),
+    "offline": LLMSettings(
+        qa_models=(LOCAL_LLM,), max_tokens=64, concurrency=2, closed_book_questions=10
+    ),  # 10 (every Act once, three Acts twice): the probe's three settings take 51 s on 2 cores from an empty cache
     "paper": LLMSettings(qa_models=tuple(CARD["models"]["qa"]), max_tokens=256, concurrency=2),
 }
 
@@ -451,7 +457,9 @@ class Range:
 _SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
 _COUNT = Range(1)
 PARAMETER_RANGES = {
-    **dict.fromkeys(("seed", "seeds", "focus_seed", "audit_seed", "shot_seed"), _SEED),
+    **dict.fromkeys(
+        ("seed", "seeds", "focus_seed", "audit_seed", "shot_seed", "wrong_context_seed", "closed_book_seed"), _SEED
+    ),
     **dict.fromkeys(
         (
             "max_context_words",
@@ -464,6 +472,7 @@ PARAMETER_RANGES = {
             "max_answer_length",
             "workers",
             "max_questions",
+            "closed_book_questions",
             "max_tokens",
             "reader_k",
             "llm_k",

@@ -125,6 +125,8 @@ _RESULTS_ITEMS = (
     _item("recipe_choice", "Encoders: the recipe, chosen on validation", "recipe_choice", nb=_ENCODERS, fold=True),
     _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb=_ENCODERS),
     _item("llm_results", "Prompted LLMs", nb=_LLMS, card="llms"),
+    _item("closed_book", "Beyond the gold context: the closed-book probe", "closed_book", nb=_LLMS),
+    _item("closed_book_per_act", "The closed-book probe per Act", nb=_LLMS, fold=True),
     _item("grounded_retrieval", "Grounded QA: open retrieval", "grounded_recall_at_k", nb=_GROUNDED),
     _item("grounded_end_to_end", "Grounded QA: readers on retrieved contexts", nb=_GROUNDED),
     _item("grounded_retrieval_tax", "Grounded QA: the retrieval tax per Act", "grounded_retrieval_tax", nb=_GROUNDED),
@@ -139,7 +141,7 @@ _RESULTS_ITEMS = (
     ),
     _item(
         "significance",
-        "Significance (paired bootstrap, Holm)",
+        "Significance (paired bootstrap, Holm within each family)",
         "significance_ci",
         nb=_SIGNIFICANCE,
         card="significance",

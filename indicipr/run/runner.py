@@ -63,6 +63,7 @@ STAGE_FUNCTIONS = (
     "indicipr.systems.encoders:boundary_runs",
     "indicipr.systems.encoders:compare_recipes",
     "indicipr.systems.llm_qa:run_llm_baselines",
+    "indicipr.systems.llm_qa:run_closed_book",
     "indicipr.systems.grounded:grounded_stage",
     "indicipr.analysis.significance:significance_stage",
     "indicipr.analysis.error_analysis:errors_stage",

@@ -322,7 +322,8 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
     """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index;
     `run_settings`: the run's `ctx.settings`): per reader, its gold-context and end-to-end per-question frames, what it
     chose and how. The encoders are read from the run's checkpoints (`ctx.models`); the end-to-end predictions go to
-    `ctx.predictions / "grounded"` (outside the folder notebook 10 compares)."""
+    `ctx.predictions / "grounded"`, each naming its gold-context twin
+    (`gold_context_system`): notebook 10 adds them to the results and tests each against its twin."""
     run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
     name = best_retriever(runs, tg) if run_settings.reader_retriever == "best" else run_settings.reader_retriever
@@ -350,6 +351,7 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
             out_dir,
             family="encoder",
             setting=f"top-{k} of {name} (text index), λ={lam:g}",
+            gold_context_system=f"{encoders.model_short_name(model)}_seed{run_settings.reader_seed}",
             seed=run_settings.reader_seed,
             split=run_settings.split,
         )
@@ -404,6 +406,7 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
                     family="llm",
                     model=ep.model,
                     setting=f"zero-shot, top-{k} of {name} (text index)",
+                    gold_context_system=f"{short}_zero-shot",
                     split=run_settings.split,
                     temperature=0,
                     max_tokens=run_settings.max_tokens,

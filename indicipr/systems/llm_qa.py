@@ -15,17 +15,23 @@ from ..data import benchmark, core
 from ..data.config import RunContext
 from ..scoring import metrics, predictions
 from ..llm.client import parse_json_reply, strip_code_fence
-from ..scoring.metrics import normalize_answer
+from ..scoring.metrics import normalize_answer, score_predictions
 from ..llm import client as llm, runs as llm_runs, servers as llm_servers
+from ..data.core import ACTS, act_label, record_act
+from ..scoring.bootstrap import N_RESAMPLES, compare_systems
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
 
 # %% auto #0
-__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'LM_EVAL_TASKS', 'user_message',
-           'answer_message', 'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'reply_predictions',
-           'llm_short_name', 'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'run_llm_baselines',
-           'llm_results_table']
+__all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'LM_EVAL_TASKS', 'CLOSED_BOOK',
+           'CLOSED_BOOK_STYLE', 'CLOSED_BOOK_TEMPLATE', 'NAMED_TEMPLATE', 'user_message', 'answer_message',
+           'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'reply_predictions', 'llm_short_name',
+           'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'run_llm_baselines', 'llm_results_table',
+           'section_number', 'named_message', 'word_grams', 'wrong_contexts', 'closed_book_messages',
+           'closed_book_requests', 'predict_closed_book', 'closed_book_dir', 'probe_questions', 'run_closed_book',
+           'verbatim_share', 'reading_gain', 'closed_book_table', 'closed_book_per_act', 'closed_book_figure',
+           'closed_book_caption']
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #243f0f71
 QA_SYSTEM = (
@@ -277,3 +283,328 @@ def llm_results_table(rows: list[dict]) -> "pd.DataFrame":
     table = pd.DataFrame(rows)
     table.insert(0, "model name", [CARD_NAMES.get(m, m) for m in table["model"]])
     return table.drop(columns=["model"]).round(2)
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #917d6960
+CLOSED_BOOK = {  # the probe's settings (config.LLMSettings.closed_book): what the prompt holds instead of the gold context
+    "closed-book": "closed-book: the question alone",
+    "act-named": "closed-book: the Act and section named, without their text",
+    "wrong-context": "wrong context: another section of the same Act",
+}
+CLOSED_BOOK_STYLE = "zero-shot"  # one prompt style per model; the gold-context twin is `<model>_zero-shot`
+CLOSED_BOOK_TEMPLATE = "Question: {question}"  # the user turn of `closed-book` (the system message: QA_SYSTEM)
+NAMED_TEMPLATE = "Provision: section {section} of {act}\n\nQuestion: {question}"  # the user turn of `act-named`
+
+
+def section_number(title: str | None) -> str | None:
+    "The section number a record's title names (`Section 60: Applications ...` → `60`), else None."
+    m = re.match(r"\s*section\s+(\d+[A-Z]*)\b", title or "", re.I)
+    return m.group(1) if m else None
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #91cb51eb
+def named_message(question: str, act: str, section: str | None) -> str:
+    "The user turn of `act-named`: the Act's title and the section's number, then the question."
+    if section is None:
+        return f"Provision: {act}\n\nQuestion: {question.strip()}"
+    return NAMED_TEMPLATE.format(section=section, act=act, question=question.strip())
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #88109de7
+def word_grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    "The runs of `n` consecutive words of `text` (lower-cased runs of word characters; punctuation ignored)."
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #e539b501
+def wrong_contexts(records, pool, seed: int = 0, n: int = 8) -> dict[str, str]:
+    """For each of `records`, the context of another section of its Act among `pool` (records of every split), drawn with
+    `seed` for that question whatever the order of either list; a candidate that shares `n` words in a row with the
+    question's own context is skipped and the next drawn."""
+    sections: dict[str, dict[str, str]] = {}
+    for r in sorted(pool, key=lambda r: r["id"]):
+        sections.setdefault(record_act(r), {}).setdefault(r["context"], r.get("title") or "")
+    out = {}
+    for r in records:
+        own, gold = r.get("title") or "", word_grams(r["context"], n)
+        cands = sorted(
+            c for c, t in sections.get(record_act(r), {}).items() if c != r["context"] and (not own or t != own)
+        )
+        random.Random(f"{seed}:{r['id']}").shuffle(cands)
+        pick = next((c for c in cands if not word_grams(c, n) & gold), None)
+        if pick is None:
+            raise ValueError(
+                f"question {r['id']}: no other section of its Act shares fewer than {n} words in a row with its context"
+            )
+        out[r["id"]] = pick
+    return out
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #a924eb75
+def closed_book_messages(record: dict, setting: str, wrong: dict | None = None) -> list[dict]:
+    "The zero-shot chat of `record` in the probe's `setting` (`CLOSED_BOOK`); `wrong`: `wrong_contexts`' draw."
+    if setting == "closed-book":
+        user = CLOSED_BOOK_TEMPLATE.format(question=record["question"].strip())
+    elif setting == "act-named":
+        act = record_act(record)
+        title = ACTS[act].title if act in ACTS else "an Indian intellectual-property Act"
+        user = named_message(record["question"], title, section_number(record.get("title")))
+    elif setting == "wrong-context":
+        user = user_message(record["question"], wrong[record["id"]])
+    else:
+        raise ValueError(f"unknown closed-book setting {setting!r}; expected one of {', '.join(CLOSED_BOOK)}")
+    return [{"role": "system", "content": QA_SYSTEM}, {"role": "user", "content": user}]
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #43b779d9
+def closed_book_requests(records, setting: str, wrong: dict | None, max_tokens: int, seed: int = 0) -> list[dict]:
+    "One chat request per record in the probe's `setting`, with the parameters of `qa_requests`."
+    params = {"temperature": 0, "max_tokens": max_tokens, "seed": seed}
+    return [
+        {"messages": closed_book_messages(r, setting, wrong), "schema": ANSWER_SCHEMA, "params": params}
+        for r in records
+    ]
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #35d253e4
+def predict_closed_book(
+    endpoint,
+    records,
+    setting: str,
+    wrong,
+    cache,
+    max_tokens: int,
+    concurrency: int = 1,
+    desc: str | None = None,
+    confirm_cost: bool = False,
+) -> dict[str, str]:
+    "`{id: answer}` of one model in the probe's `setting` (the reply read by `reply_answer`; nothing to snap to)."
+    results = llm_runs.run_requests(
+        endpoint,
+        closed_book_requests(records, setting, wrong, max_tokens),
+        cache,
+        concurrency=concurrency,
+        desc=desc or setting,
+        validate=False,
+        confirm_cost=confirm_cost,
+    )
+    return {r["id"]: reply_answer(res.raw)[0] for r, res in zip(records, results)}
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #8c521a94
+def closed_book_dir(predictions_folder) -> Path:
+    """Where the probe's predictions go: `closed_book/` in the run's predictions folder (`ctx.predictions`, beside
+    notebook 09a's `grounded/`)."""
+    return Path(predictions_folder) / "closed_book"
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #7475f799
+def probe_questions(records, n: int | None, seed: int = 0) -> list[dict]:
+    """`n` of `records` (None: all), in the records' order: each Act's questions shuffled with `seed`, then the Acts
+    taken in turn (in an order also drawn with `seed`), one question each, until `n` are drawn; every Act is among
+    them when `n` allows, and the draw does not depend on the order of `records`."""
+    if not n or n >= len(records):
+        return list(records)
+    by_act: dict[str, list] = {}
+    for r in sorted(records, key=lambda r: r["id"]):
+        by_act.setdefault(record_act(r), []).append(r["id"])
+    acts = sorted(by_act)
+    random.Random(f"{seed}:acts").shuffle(acts)
+    for act in acts:
+        random.Random(f"{seed}:{act}").shuffle(by_act[act])
+    turns = [by_act[a][k] for k in range(max(map(len, by_act.values()))) for a in acts if k < len(by_act[a])]
+    chosen = set(turns[: int(n)])
+    return [r for r in records if r["id"] in chosen]
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #6358eeb2
+def run_closed_book(ctx: RunContext) -> dict:
+    """The probe of the run `ctx` (`ctx.settings`: `config.LLMSettings`; its settings `closed_book`, on
+    `closed_book_questions` of the questions `run_llm_baselines` answers, drawn by `probe_questions` with
+    `closed_book_seed`): every model in every setting, predictions written under `closed_book_dir(ctx.predictions)`
+    naming their gold-context twin. `{"records", "asked_of", "runs": [{model, setting, system, twin, predictions}]}`
+    (`asked_of`: the number of questions the probe drew from)."""
+    import time
+
+    run_settings, ds = ctx.settings, ctx.benchmark()
+    records = [dict(r) for r in ds[run_settings.split]]
+    if run_settings.max_questions:
+        records = records[: int(run_settings.max_questions)]
+    total = len(records)
+    records = probe_questions(records, run_settings.closed_book_questions, run_settings.closed_book_seed)
+    if not run_settings.closed_book:
+        return {"records": records, "asked_of": total, "runs": []}
+    subset = (
+        f" ({len(records)} of the {total} questions, drawn with seed {run_settings.closed_book_seed}, each Act in turn)"
+        if len(records) < total
+        else ""
+    )
+    pool = [dict(r) for s in ("train", "validation", "test") if s in ds for r in ds[s]]
+    seed = run_settings.wrong_context_seed
+    wrong = wrong_contexts(records, pool, seed) if "wrong-context" in run_settings.closed_book else {}
+    cache = llm.ResponseCache(cache_path(ctx.data_source))
+    out_dir = closed_book_dir(ctx.predictions)
+    runs = []
+    with llm_servers.open_endpoints(
+        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
+        run_settings.qa_models,
+        replicas=run_settings.concurrency,
+    ) as endpoints:
+        for model in run_settings.qa_models:
+            ep = endpoints[model]
+            short = llm_short_name(ep.model)
+            for setting in run_settings.closed_book:
+                t0 = time.perf_counter()
+                preds = predict_closed_book(
+                    ep,
+                    records,
+                    setting,
+                    wrong,
+                    cache,
+                    run_settings.max_tokens,
+                    run_settings.concurrency,
+                    desc=f"{short} {setting}",
+                    confirm_cost=run_settings.confirm_cost,
+                )
+                ctx.record_timings("09_systems.llm_qa", **{f"{short} {setting}": time.perf_counter() - t0})
+                system, twin = f"{short}_{setting}", f"{short}_{CLOSED_BOOK_STYLE}"
+                predictions.write_predictions(
+                    preds,
+                    system,
+                    out_dir,
+                    family="llm",
+                    model=ep.model,
+                    setting=CLOSED_BOOK[setting] + subset,
+                    gold_context_system=twin,
+                    prompt_style=CLOSED_BOOK_STYLE,
+                    **({"seed": seed} if setting == "wrong-context" else {}),
+                    split=run_settings.split,
+                    postprocess="raw",
+                    temperature=0,
+                    max_tokens=run_settings.max_tokens,
+                    system_prompt=QA_SYSTEM,
+                    base_url=ep.stored_url if ep.kind != "replay" else "replay",
+                )
+                runs.append(
+                    {"model": ep.model, "setting": setting, "system": system, "twin": twin, "predictions": preds}
+                )
+    return {"records": records, "asked_of": total, "runs": runs}
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #a19e916d
+def verbatim_share(preds: dict, records) -> float:
+    "Share (%) of the non-empty answers in `preds` that occur verbatim in their question's gold context (NaN: none)."
+    hits = [a in r["context"] for r in records if (a := (preds.get(r["id"]) or "").strip())]
+    return 100.0 * sum(hits) / len(hits) if hits else float("nan")
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #c7def5ce
+def reading_gain(records, with_context: dict, without: dict, n_resamples: int | None = None, seed: int = 0) -> tuple:
+    "`(gain, low, high)`: gold-context F1 − F1 without it on `records`, with the paired-bootstrap 95% interval."
+    a, b = (
+        score_predictions(records, p, source=s)[0]["f1"].to_numpy()
+        for s, p in (("with", with_context), ("without", without))
+    )
+    t = compare_systems({"with": a, "without": b}, [("with", "without")], n_resamples or N_RESAMPLES, seed).iloc[0]
+    return float(t["ΔF1 (A−B)"]), float(t["CI 2.5%"]), float(t["CI 97.5%"])
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #d7858906
+def _probe_rows(records, probe: dict, twins: dict):
+    "(model, setting label, system, predictions, twin predictions or None) for every twin, then every setting, per model."
+    for model in dict.fromkeys(r["model"] for r in probe["runs"]):
+        runs = [r for r in probe["runs"] if r["model"] == model]
+        twin = twins.get(runs[0]["twin"])
+        if twin is not None:  # the probe's questions only
+            twin = {r["id"]: twin[r["id"]] for r in records if r["id"] in twin}
+        if twin is not None:
+            yield model, f"gold context ({CLOSED_BOOK_STYLE})", runs[0]["twin"], twin, None
+        for r in runs:
+            yield model, CLOSED_BOOK[r["setting"]], r["system"], r["predictions"], twin
+
+
+def closed_book_table(
+    records, probe: dict, twins: dict, n_resamples: int | None = None, seed: int = 0
+) -> "pd.DataFrame":
+    """A row per model and setting of `run_closed_book`'s `probe`, each model's gold-context twin first (`twins`: system ->
+    predictions): EM, F1, Char-F1, answers given, verbatim share, reading gain and its paired-bootstrap interval."""
+    import pandas as pd
+
+    rows = []
+    for model, label, system, preds, twin in _probe_rows(records, probe, twins):
+        _, s = score_predictions(records, preds, source=system)
+        gain = reading_gain(records, twin, preds, n_resamples, seed) if twin is not None else (None,) * 3
+        rows.append(
+            {
+                "model name": CARD_NAMES.get(model, model),
+                "setting": label,
+                "system": system,
+                "questions": len(records),
+                "EM": s["em"],
+                "F1": s["f1"],
+                "Char-F1": s["char_f1"],
+                "answers given": sum(bool((preds.get(r["id"]) or "").strip()) for r in records),
+                "verbatim in the gold context (%)": verbatim_share(preds, records),
+                "reading gain (F1)": gain[0],
+                "gain 2.5%": gain[1],
+                "gain 97.5%": gain[2],
+            }
+        )
+    return pd.DataFrame(rows).round(2)
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #760f143a
+def closed_book_per_act(records, probe: dict, twins: dict) -> "pd.DataFrame":
+    "Per model, setting and Act: questions, F1, verbatim share, and the reading gain (the twin's F1 − the setting's) on the Act's questions."
+    import pandas as pd
+
+    by_act: dict[str, list] = {}
+    for r in records:
+        by_act.setdefault(record_act(r), []).append(r)
+    rows = []
+    for model, label, system, preds, twin in _probe_rows(records, probe, twins):
+        f1 = score_predictions(records, preds, source=system)[0].set_index("id")["f1"]
+        twin_f1 = score_predictions(records, twin, source="twin")[0].set_index("id")["f1"] if twin is not None else None
+        for act, recs in by_act.items():
+            ids = [r["id"] for r in recs]
+            rows.append(
+                {
+                    "model name": CARD_NAMES.get(model, model),
+                    "setting": label,
+                    "Act": act_label(act),
+                    "questions": len(recs),
+                    "F1": f1[ids].mean(),
+                    "verbatim in the gold context (%)": verbatim_share(preds, recs),
+                    "reading gain (F1)": twin_f1[ids].mean() - f1[ids].mean() if twin_f1 is not None else None,
+                }
+            )
+    return pd.DataFrame(rows).round(2)
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #eb7751a1
+def closed_book_figure(per_act: "pd.DataFrame"):
+    "F1 per Act, a bar per setting (the gold-context twin first), a panel per model."
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    models = list(dict.fromkeys(per_act["model name"]))
+    fig, axes = plt.subplots(len(models), 1, figsize=(7.5, 3.2 * len(models)), squeeze=False)
+    for ax, model in zip(axes[:, 0], models):
+        part = per_act[per_act["model name"] == model]
+        acts, settings = list(dict.fromkeys(part["Act"])), list(dict.fromkeys(part["setting"]))
+        width = 0.8 / len(settings)
+        for j, setting in enumerate(settings):
+            f1 = part[part["setting"] == setting].set_index("Act")["F1"].reindex(acts)
+            ax.bar(np.arange(len(acts)) + (j - (len(settings) - 1) / 2) * width, f1, width, label=setting)
+        ax.set(xticks=np.arange(len(acts)), ylabel="F1", title=model, ylim=(0, 100))
+        ax.set_xticklabels(acts, rotation=20, ha="right")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+# %% ../../notebooks/09_systems.llm_qa.ipynb #34fe1548
+def closed_book_caption(run_settings, source_tag: str, asked: int, total: int) -> str:
+    """The table's caption: what was measured, on which questions (`asked` of the `total` of the split, as
+    `probe_questions` draws them), and the exact closed-book prompts."""
+    on = (
+        f"all {total} {run_settings.split} questions of `{source_tag}`"
+        if asked >= total
+        else f"{asked} of the {total} {run_settings.split} questions of `{source_tag}`, drawn with seed "
+        f"{run_settings.closed_book_seed}, each Act's questions shuffled and the Acts taken in turn (the paper "
+        "profile asks every question)"
+    )
+    return (
+        f"Closed-book probe on {on}; {CLOSED_BOOK_STYLE}, temperature 0, replies capped at {run_settings.max_tokens} "
+        f"tokens; the wrong context drawn with seed {run_settings.wrong_context_seed}. Reading gain: gold-context F1 "
+        "− the setting's F1 on the same questions, paired-bootstrap 95% interval. Verbatim: share of the non-empty "
+        "answers found word for word in the gold context. "
+        f'Prompts: system message "{QA_SYSTEM}"; user turn of closed-book "{CLOSED_BOOK_TEMPLATE}"; '
+        f'of act-named "{NAMED_TEMPLATE}"; of wrong context the gold-context turn with another section of the Act '
+        "as its context."
+    ).replace("\n", "\\n")
