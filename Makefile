@@ -26,8 +26,8 @@ $(STAMP): settings.ini setup.py constraints.txt
 	# the wheel is built once into a cache outside the checkout, keyed by its version and flags, and installed from there
 	$(MAKE) --no-print-directory llama-wheel
 	$(BIN)/python -m pip install -q --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	# everything else from settings.ini at the exact versions of constraints.txt, with the optional extras: lm-eval (tests/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
-	# openvino (the CPU inference engine, tested in tests/test_encoders.py)
+	# everything else from settings.ini at the exact versions of constraints.txt, with the optional extras: lm-eval (tests/systems/test_lm_eval_task.py runs the lm-evaluation-harness tasks) and
+	# openvino (the CPU inference engine, tested in tests/systems/test_encoders.py)
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.run.runner import ensure_kernel; ensure_kernel()"
 	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
@@ -54,7 +54,7 @@ llama-wheel:
 reproduce: setup
 	$(BIN)/indicipr reproduce $(ARGS)
 
-# Debian's chromium renders the HTML report in tests/test_core.py (skipped outside CI when absent)
+# Debian's chromium renders the HTML report in tests/data/test_core.py (skipped outside CI when absent)
 test-deps:
 	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \

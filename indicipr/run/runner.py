@@ -52,7 +52,7 @@ NOTEBOOKS = [
 ]
 COMMON_PARAMETERS = ("data_source", "profile", "figures_dir")
 # what the stage notebooks' run sections call with their `RunContext` (`module:function`): each takes the context and
-# then only the data of earlier stages, every setting being a field of `ctx.settings` (tests/test_context.py)
+# then only the data of earlier stages, every setting being a field of `ctx.settings` (tests/data/test_context.py)
 STAGE_FUNCTIONS = (
     "indicipr.build.corpus:corpus_stage",
     "indicipr.build.generate:live_build",

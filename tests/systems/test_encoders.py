@@ -19,7 +19,7 @@ from indicipr.systems import qa_model as QM
 from indicipr.systems import training as TR
 from indicipr.data.config import Window
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qa_small"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "qa_small"
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +334,7 @@ def test_paper_profile_downloads_the_hub_checkpoint_and_predicts_every_test_ques
     import subprocess
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, where standins/ lives
     try:
         from standins.checkpoints import build_checkpoint
         from standins.hub import HubStandIn

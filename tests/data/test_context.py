@@ -55,7 +55,7 @@ def test_a_setting_beside_the_context_is_found():
 
 
 # ---------------------------------------------------------------- the run variables
-PACKAGE = Path(__file__).resolve().parents[1] / "indicipr"
+PACKAGE = Path(__file__).resolve().parents[2] / "indicipr"
 NOTEBOOKS = PACKAGE.parent / "notebooks"
 BELOW_RUN = ("data", "llm", "build", "scoring", "systems", "analysis")  # the floors under `run`
 # where a run variable may be read below the `run` floor: the run context's one reader, the numerics switch, and the

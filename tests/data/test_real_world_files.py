@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, where standins/ lives
 from helpers import BIN, QA_SMALL, ROOT, read_qa_small_all, write_prediction_file  # noqa: E402
 from standins.hub import serve_folders  # noqa: E402
 

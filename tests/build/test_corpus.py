@@ -37,7 +37,7 @@ from indicipr.build.corpus import (
 from indicipr.build.statutes import read_official_pdfs, read_pdf_pages, read_statute_pdf
 from indicipr.build.sections import read_sections_jsonl, statutes_jsonl_paths
 
-FIXTURE = Path(__file__).parent / "fixtures" / "corpus" / "editorial_forms.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "corpus" / "editorial_forms.jsonl"
 FORMS = read_sections_jsonl(FIXTURE)
 
 
