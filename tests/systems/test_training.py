@@ -357,8 +357,8 @@ def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_p
             batch_size=16,
             intermediate=False,
             cpu_bf16=False,
+            workers=1,
         ),
-        workers=1,
     )
     one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
     one = json.loads((one_dir / "train_log.json").read_text())
