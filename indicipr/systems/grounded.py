@@ -21,7 +21,7 @@ from .finetune import load_finetuned, predict_as_trained
 from ..scoring.metrics import mean_scores, score_predictions
 from ..scoring.bootstrap import N_RESAMPLES, bootstrap_ci, compare_systems
 from . import encoders, finetune, llm_qa
-from ..llm import client as llm, servers as llm_servers
+from ..llm import client as llm
 from ..data.config import GroundedSettings, RunContext, as_dict
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
@@ -366,11 +366,7 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
     if run_settings.qa_models and run_settings.llm_k:
         k = run_settings.llm_k
         cache = llm.ResponseCache(llm_qa.cache_path(data_source))
-        with llm_servers.open_endpoints(
-            llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
-            run_settings.qa_models,
-            replicas=run_settings.concurrency,
-        ) as endpoints:
+        with llm_qa.qa_endpoints(ctx) as endpoints:
             for model in run_settings.qa_models:
                 ep, t0 = endpoints[model], time.perf_counter()
                 short = llm_qa.llm_short_name(ep.model)

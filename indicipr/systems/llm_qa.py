@@ -27,11 +27,11 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
 __all__ = ['QA_SYSTEM', 'ANSWER_SCHEMA', 'PAPER_MODELS', 'CARD_NAMES', 'SETTINGS', 'LM_EVAL_TASKS', 'CLOSED_BOOK',
            'CLOSED_BOOK_STYLE', 'CLOSED_BOOK_TEMPLATE', 'NAMED_TEMPLATE', 'user_message', 'answer_message',
            'qa_messages', 'draw_shots', 'reply_answer', 'snap_to_context', 'reply_predictions', 'llm_short_name',
-           'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'run_llm_baselines', 'llm_results_table',
-           'section_number', 'named_message', 'word_grams', 'wrong_contexts', 'closed_book_messages',
-           'closed_book_requests', 'predict_closed_book', 'closed_book_dir', 'probe_questions', 'run_closed_book',
-           'verbatim_share', 'reading_gain', 'closed_book_table', 'closed_book_per_act', 'closed_book_figure',
-           'closed_book_caption']
+           'qa_requests', 'predict_llm', 'lm_eval_tasks_dir', 'cache_path', 'qa_endpoints', 'run_llm_baselines',
+           'llm_results_table', 'section_number', 'named_message', 'word_grams', 'wrong_contexts',
+           'closed_book_messages', 'closed_book_requests', 'predict_closed_book', 'closed_book_dir', 'probe_questions',
+           'run_closed_book', 'verbatim_share', 'reading_gain', 'closed_book_table', 'closed_book_per_act',
+           'closed_book_figure', 'closed_book_caption']
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #243f0f71
 QA_SYSTEM = (
@@ -202,6 +202,15 @@ def lm_eval_tasks_dir() -> Path:
 def cache_path(data_source) -> Path:
     return core.data_dir() / "cache" / "llm" / f"qa_baselines_{benchmark.source_tag(data_source)}.jsonl"
 
+# %% ../../notebooks/09_systems.llm_qa.ipynb #a7e3c51d
+def qa_endpoints(ctx: RunContext):
+    """The endpoints of the run's QA models (`ctx.settings.qa_models`), routed by its `llm_endpoints` and the context's
+    base URL and timeout, each local model served by `concurrency` copies: a context manager that stops what it started."""
+    s = ctx.settings
+    return llm_servers.open_endpoints(
+        llm_servers.llm_config(s.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url), s.qa_models, replicas=s.concurrency
+    )
+
 # %% ../../notebooks/09_systems.llm_qa.ipynb #3c71813d
 def run_llm_baselines(ctx: RunContext) -> list[dict]:
     """Every model × setting on the split of the run `ctx` (`ctx.settings`: `config.LLMSettings`): predictions written,
@@ -215,11 +224,7 @@ def run_llm_baselines(ctx: RunContext) -> list[dict]:
     train = [dict(r) for r in ds["train"]]
     cache = llm.ResponseCache(cache_path(data_source))
     rows = []
-    with llm_servers.open_endpoints(
-        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
-        run_settings.qa_models,
-        replicas=run_settings.concurrency,
-    ) as endpoints:
+    with qa_endpoints(ctx) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
             short = llm_short_name(ep.model)
@@ -436,11 +441,7 @@ def run_closed_book(ctx: RunContext) -> dict:
     cache = llm.ResponseCache(cache_path(ctx.data_source))
     out_dir = closed_book_dir(ctx.predictions)
     runs = []
-    with llm_servers.open_endpoints(
-        llm_servers.llm_config(run_settings.llm_endpoints, ctx.llm_timeout, ctx.llm_base_url),
-        run_settings.qa_models,
-        replicas=run_settings.concurrency,
-    ) as endpoints:
+    with qa_endpoints(ctx) as endpoints:
         for model in run_settings.qa_models:
             ep = endpoints[model]
             short = llm_short_name(ep.model)
