@@ -543,12 +543,14 @@ def closed_book_table(
 
 # %% ../../notebooks/09_systems.llm_qa.ipynb #760f143a
 def closed_book_per_act(records, probe: dict, twins: dict) -> "pd.DataFrame":
-    "Per model, setting and Act: questions, F1, verbatim share, and the reading gain (the twin's F1 − the setting's) on the Act's questions."
+    "Per model, setting and Act (in the card's order): questions, F1, verbatim share, and the reading gain (the twin's F1 − the setting's) on the Act's questions."
     import pandas as pd
 
     by_act: dict[str, list] = {}
     for r in records:
         by_act.setdefault(record_act(r), []).append(r)
+    order = core.act_keys_in_card_order(by_act)  # the card's per-Act order, Unknown last
+    by_act = {act: by_act[act] for act in order if act in by_act}
     rows = []
     for model, label, system, preds, twin in _probe_rows(records, probe, twins):
         f1 = score_predictions(records, preds, source=system)[0].set_index("id")["f1"]

@@ -656,7 +656,7 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
 
 
 def test_committed_per_act_tables_follow_the_cards_act_order():
-    "One Act order: every committed table with an Act column lists the Acts in the card's per-Act order (Unknown, Total last)."
+    "One Act order: every committed table with an Act column lists the Acts in the card's per-Act order (Unknown, Total last), within each group of the columns left of Act."
     import csv
 
     order = [core.act_label(k) for k in core.act_keys_in_card_order()]
@@ -667,7 +667,14 @@ def test_committed_per_act_tables_follow_the_cards_act_order():
             not rows or "Act" not in rows[0] or path.stem.startswith("per_act_focus")
         ):  # per_act_focus: sorted by F1, best first
             continue
-        acts = [r["Act"] for r in rows if r["Act"] in order]
-        assert acts == sorted(acts, key=order.index), f"{path.name}: {acts}"
+        # a long table (model × setting × Act) lists the Acts in order within each group of the columns left of Act
+        keys = list(rows[0])[: list(rows[0]).index("Act")]
+        groups: dict = {}
+        for r in rows:
+            if r["Act"] in order:
+                groups.setdefault(tuple(r[k] for k in keys), []).append(r["Act"])
+        for group, acts in groups.items():
+            assert acts == sorted(acts, key=order.index), f"{path.name} {group}: {acts}"
+            assert len(set(acts)) == len(acts), f"{path.name} {group}: an Act twice in one group: {acts}"
         checked += 1
     assert checked >= 4
