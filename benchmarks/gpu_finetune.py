@@ -327,17 +327,11 @@ def _curve(models_dir, model: str, seed: int):
     return json.loads(path.read_text()).get("step_losses") if path.exists() else None
 
 
-def table_worker(spec: dict) -> dict:
-    "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
-    import torch
+def table_context(spec: dict):
+    "The run context of the table `spec` under this process's `INDICIPR_ROOT`: where its checkpoints and predictions go."
+    from indicipr.data import config
 
-    from indicipr.data import benchmark, config
-    from indicipr.systems import encoders as E
-    from indicipr.systems import finetune as FT
-    from indicipr.systems import qa_model as QM
-
-    t0 = time.perf_counter()
-    ctx = config.run_context(
+    return config.run_context(
         spec["card"],
         "paper",
         stage="encoders",
@@ -349,6 +343,19 @@ def table_worker(spec: dict) -> dict:
         workers=spec["workers"],
         **spec["train_options"],
     )
+
+
+def table_worker(spec: dict) -> dict:
+    "(b)/(c)/(d) in a fresh process (its `HF_ENDPOINT` is the stand-in, its `INDICIPR_ROOT` its own): the table."
+    import torch
+
+    from indicipr.data import benchmark
+    from indicipr.systems import encoders as E
+    from indicipr.systems import finetune as FT
+    from indicipr.systems import qa_model as QM
+
+    t0 = time.perf_counter()
+    ctx = table_context(spec)
     rows, pool = E.run_encoders(ctx)
     table_s = time.perf_counter() - t0
     out = {
@@ -401,23 +408,24 @@ def table_worker(spec: dict) -> dict:
     return out
 
 
-def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) -> list[dict]:
-    "The finished runs of a table that ran out of time: scored from their prediction files."
+def runs_from_disk(root: Path, spec: dict) -> list[dict]:
+    "The finished runs of the table `spec` that ran out of time: scored from their prediction files."
     env_root = os.environ.get("INDICIPR_ROOT")
     os.environ["INDICIPR_ROOT"] = str(root)
     try:
-        from indicipr.data import benchmark, config
+        from indicipr.data import benchmark
         from indicipr.scoring import metrics, predictions
         from indicipr.systems import finetune as FT
         from indicipr.systems import qa_model as QM
 
-        models_dir = config.run_context(card).models  # the table's checkpoints under `root`
-        test = [dict(r) for r in benchmark.load_benchmark(card)["test"]]
+        ctx = table_context(spec)  # the table's checkpoints and predictions under `root`
+        models_dir = ctx.models
+        test = [dict(r) for r in benchmark.load_benchmark(spec["card"])["test"]]
         out = []
-        for m in models:
-            for s in seeds:
+        for m in spec["models"]:
+            for s in spec["seeds"]:
                 system = f"{QM.model_short_name(m)}_seed{s}"
-                pred = root / "data" / "predictions" / benchmark.source_tag(card) / f"{system}.jsonl"
+                pred = ctx.predictions / f"{system}.jsonl"
                 if not pred.exists():
                     continue
                 _, summary = metrics.score_predictions(test, predictions.read_predictions(pred))
@@ -432,7 +440,7 @@ def runs_from_disk(root: Path, card: Path, models: list[str], seeds: list[int]) 
                         "train_s": meta.get("train_seconds"),
                         "steps": meta.get("global_steps"),
                         "final_loss": meta.get("final_loss"),
-                        "curve": _curve(card, m, s),
+                        "curve": _curve(models_dir, m, s),
                     }
                 )
         return out
@@ -779,9 +787,10 @@ def main(argv=None) -> int:
                 print(f"[{time.perf_counter() - t_start:.0f} s] {name} ...", flush=True)
                 r = run_worker(name, spec, e, left(), out.with_suffix(f".{name}.log"))
                 if r.get("timed_out_after_s") and root is not None:
-                    r["runs"] = runs_from_disk(root, card, spec["models"], spec["seeds"])
-                if root is not None:
-                    shutil.rmtree(Path(root) / "data" / "models", ignore_errors=True)  # disk
+                    r["runs"] = runs_from_disk(root, spec)
+                if root is not None:  # disk: the checkpoints, the main job's and a run by hand's
+                    for models in (Path(root) / "data" / "models", Path(root) / "runs" / "interactive" / "models"):
+                        shutil.rmtree(models, ignore_errors=True)
                 return r
 
             if "speed" in parts:

@@ -29,7 +29,7 @@ __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODE
            'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
            'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name', 'settings_for',
-           'RunContext', 'run_environment', 'run_context']
+           'training_key', 'main_job_models', 'RunContext', 'run_environment', 'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -557,6 +557,41 @@ def settings_for(stage: str, profile: str = "offline", names: str = "parameter",
     warn_replaced_env()
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
+# %% ../../notebooks/00g_data.config.ipynb #7a9c2e51
+from dataclasses import asdict
+
+from .basics import json_digest
+
+# what names the runs (each checkpoint's folder name), how they are executed, or what is done with a finished checkpoint
+_NOT_TRAINING = (
+    "models",
+    "seeds",
+    "workers",
+    "engine",
+    "cuda_graphs",
+    "eval_batch_size",
+    "split",
+    "curve_split",
+    "curve_every",
+    "boundary_models",
+    "boundary_tune_split",
+    "recipe_choice",
+)
+
+
+def training_key(settings) -> str:
+    """The name of a by-hand run's checkpoints folder (`RunContext.models`): `settings-<digest>` of what its stage's
+    `settings` train with (every field but `_NOT_TRAINING`: the models and seeds are named in each checkpoint's folder)
+    and the numerics they compute with (`numerics.mode()`: a native run is not a pinned one)."""
+    trained = {} if settings is None else {k: v for k, v in asdict(settings).items() if k not in _NOT_TRAINING}
+    return f"settings-{json_digest([trained, numerics.mode()], 10)}"
+
+
+def main_job_models(source_tag: str) -> Path:
+    """The main job's checkpoints of a data source: `data/models/<source_tag>/`, written by the main job alone and read
+    by any run that has no checkpoint of its own (`grounded.reader_stage`)."""
+    return core.data_dir() / "models" / source_tag
+
 # %% ../../notebooks/00g_data.config.ipynb #0d40f99a
 @dataclass(frozen=True)
 class RunContext:
@@ -591,8 +626,15 @@ class RunContext:
 
     @property
     def models(self) -> Path:
-        "Where this run's checkpoints go: `data/models/<source_tag>/`."
-        return core.data_dir() / "models" / self.source_tag
+        """Where this run writes its checkpoints, a folder of its own: the main job's `data/models/<source_tag>/`
+        (`main_job_models`), else the run's own `<run folder>/models/<source_tag>/`, or, run by hand,
+        `runs/interactive/models/<source_tag>/<training_key(settings)>/` (a run with the same training settings
+        finds its finished checkpoints there again; one with other settings trains beside them)."""
+        if self.main_job:
+            return main_job_models(self.source_tag)
+        if self.run_dir:
+            return Path(self.run_dir) / "models" / self.source_tag
+        return core.scratch_dir() / "models" / self.source_tag / training_key(self.settings)
 
     def save_table(self, df, name: str, caption: str | None = None, index: bool = False, floatfmt: str = ".2f"):
         "`artifacts.save_table` into this run's tables folder; returns `df`."

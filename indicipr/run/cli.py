@@ -240,7 +240,10 @@ def _add_encoder_commands(sub) -> None:
         "indicipr predict --model data/models/sample/minilm-l6_seed0 --split validation --out runs/val.jsonl",
     )
     p.add_argument(
-        "--model", required=True, help="folder written by notebook 08 (data/models/<source>/<model>_seed<k>)"
+        "--model",
+        required=True,
+        help="folder written by notebook 08 (the main job's: data/models/<source>/<model>_seed<k>) "
+        "or by `indicipr train` (the model_dir of its line)",
     )
     _split_option(p, "the split to predict (default: test)")
     _data_source_option(p, "'sample', 'hub' or a folder with the official files")
@@ -601,7 +604,9 @@ def predict_command(args) -> int:
 
 # %% ../../notebooks/12g_run.cli.ipynb #f2f24109
 def train_command(args) -> int:
-    "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
+    """`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only),
+    its `model_dir` the checkpoint `indicipr predict --model` reads: in this run's own folder (`RunContext.models`,
+    `runs/interactive/models/<source>/settings-<digest>/`), never the main job's `data/models/`."""
     options = train_options(args)  # before torch is imported and the models are looked for
     from indicipr.systems import encoders, finetune  # torch and transformers: loaded for `train` only
     from indicipr.systems.qa_model import check_model_reachable  # torch and transformers: loaded for `train` only
@@ -620,7 +625,7 @@ def train_command(args) -> int:
     rows, _ = encoders.run_encoders(ctx)
     if finetune.is_main_process():
         for r in rows:
-            print(json.dumps(r))
+            print(json.dumps({**r, "model_dir": str(finetune.checkpoint_dir(ctx.models, r["model"], r["seed"]))}))
     return 0
 
 # %% ../../notebooks/12g_run.cli.ipynb #0baada73

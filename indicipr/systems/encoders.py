@@ -61,7 +61,7 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
 # %% ../../notebooks/08_systems.encoders.ipynb #93364f31
 def intermediate_dir(models, model: str) -> Path:
     """Where phase 1 of the two-phase recipe saves its checkpoint: `<models>/<model>_intermediate/` (`models`: the run's
-    checkpoints folder, `ctx.models`: `data/models/<source>/`)."""
+    checkpoints folder, `ctx.models`)."""
     return Path(models) / f"{model_short_name(model)}_intermediate"
 
 # %% ../../notebooks/08_systems.encoders.ipynb #62093cc2

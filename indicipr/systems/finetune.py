@@ -32,7 +32,7 @@ _QA_CONFIG = "qa_config.json"
 
 def checkpoint_dir(models, model: str, seed: int) -> Path:
     """Where one fine-tuning run's model goes: `<models>/<model>_seed<k>/` (`models`: the run's checkpoints folder,
-    `ctx.models`: `data/models/<source>/`)."""
+    `ctx.models`)."""
     return Path(models) / f"{model_short_name(model)}_seed{seed}"
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #9bb4b8ff
@@ -213,7 +213,8 @@ def check_finetuned(model_dir) -> Path:
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise InputError(
-            f"{model_dir}: no such model folder (notebook 08 writes data/models/<source>/<model>_seed<k>/)"
+            f"{model_dir}: no such model folder (notebook 08 writes <model>_seed<k>/ folders, the main job's in "
+            "data/models/<source>/; `indicipr train` prints the model_dir of each)"
         )
     if not (model_dir / "config.json").is_file():
         raise InputError(f"{model_dir}: not a saved model (no config.json)")

@@ -23,6 +23,7 @@ from ..scoring.bootstrap import N_RESAMPLES, bootstrap_ci, compare_systems
 from . import encoders, finetune, llm_qa
 from ..llm import client as llm
 from ..data.config import GroundedSettings, RunContext, as_dict
+from ..data.config import main_job_models
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -321,7 +322,8 @@ def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame
 def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, log=print) -> dict:
     """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index;
     `run_settings`: the run's `ctx.settings`): per reader, its gold-context and end-to-end per-question frames, what it
-    chose and how. The encoders are read from the run's checkpoints (`ctx.models`); the end-to-end predictions go to
+    chose and how. The encoders are read from the run's checkpoints (`ctx.models`), else, where the run trained none,
+    from the main job's (`config.main_job_models`, read only); the end-to-end predictions go to
     `ctx.predictions / "grounded"`, each naming its gold-context twin
     (`gold_context_system`): notebook 10 adds them to the results and tests each against its twin."""
     run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
@@ -333,6 +335,8 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
     readers, timing = {}, {}
     for model in run_settings.reader_models:
         folder = finetune.checkpoint_dir(ctx.models, model, run_settings.reader_seed)
+        if not folder.is_dir():
+            folder = finetune.checkpoint_dir(main_job_models(ctx.source_tag), model, run_settings.reader_seed)
         if not folder.is_dir():
             log(f"{folder}: no fine-tuned checkpoint (run notebook 08 first): the encoder reader {model} is left out")
             continue

@@ -107,11 +107,33 @@ class _ProbeCallback(TrainerCallback):
             self.seconds = 0.0
             self.on_step_end(args, state, control)
 
+# %% ../../notebooks/07d_systems.pool.ipynb #4b7e1d21
+_PR_SET_PDEATHSIG = 1  # prctl's option (<linux/prctl.h>): the signal this process gets when its parent ends
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this worker when `parent`, the process that started the pool, ends in any way (`kill -9`
+    too): Linux's parent-death signal, asked for through `prctl`. A parent that ended before the request took effect is
+    seen at once (this process's parent is another one then) and ends the worker too. Elsewhere than on Linux: nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed in a training worker")
+    if os.getppid() != parent:
+        os._exit(1)
+
 # %% ../../notebooks/07d_systems.pool.ipynb #2b8f8dfa
-def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None):
-    "A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs."
+def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None, parent=None):
+    """A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs;
+    it ends with `parent`, the process that started it (`_die_with_parent`)."""
     import traceback
 
+    if parent is not None:
+        _die_with_parent(parent)
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(max(1, int(threads)))
 
@@ -244,14 +266,14 @@ def _pool_runs(pool: PoolRun):
     slots = [ctx.Semaphore(0) for _ in range(n_dev)]
     plan_ready = ctx.Event()
     devices = [(k % n_dev if cuda else None) for k in range(procs_n)]
-    procs = []
+    procs, me = [], os.getpid()
     for k in range(procs_n):
         first = (0, jobs[0]) if (size == "auto" and k == 0) else None
         procs.append(
             ctx.Process(
                 target=_pool_worker,
                 daemon=True,
-                args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first),
+                args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first, me),
             )
         )
     for i in range(1 if size == "auto" else 0, n):

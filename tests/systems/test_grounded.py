@@ -126,7 +126,7 @@ def test_fusion_weight_leaves_out_a_useless_dense_side(sample):
     ).all()  # fusing a ranking with itself keeps it
 
 
-SAMPLE_MODELS = config.run_context("sample").models  # notebook 08's checkpoints of the sample
+SAMPLE_MODELS = config.main_job_models("sample")  # the main job's checkpoints of the sample (notebook 08)
 
 
 @pytest.mark.skipif(
