@@ -10,7 +10,7 @@ import logging
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, 
 from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
 from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
 from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
+from .basics import json_digest
 
 _log = logging.getLogger("indicipr.data.config")
 
@@ -558,24 +559,10 @@ def settings_for(stage: str, profile: str = "offline", names: str = "parameter",
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 # %% ../../notebooks/00g_data.config.ipynb #7a9c2e51
-from dataclasses import asdict
-
-from .basics import json_digest
-
 # what names the runs (each checkpoint's folder name), how they are executed, or what is done with a finished checkpoint
-_NOT_TRAINING = (
-    "models",
-    "seeds",
-    "workers",
-    "engine",
-    "cuda_graphs",
-    "eval_batch_size",
-    "split",
-    "curve_split",
-    "curve_every",
-    "boundary_models",
-    "boundary_tune_split",
-    "recipe_choice",
+_NOT_TRAINING = set(
+    "models seeds workers engine cuda_graphs eval_batch_size split curve_split curve_every boundary_models "
+    "boundary_tune_split recipe_choice".split()
 )
 
 
@@ -586,7 +573,7 @@ def training_key(settings) -> str:
     trained = {} if settings is None else {k: v for k, v in asdict(settings).items() if k not in _NOT_TRAINING}
     return f"settings-{json_digest([trained, numerics.mode()], 10)}"
 
-
+# %% ../../notebooks/00g_data.config.ipynb #7a9c2e53
 def main_job_models(source_tag: str) -> Path:
     """The main job's checkpoints of a data source: `data/models/<source_tag>/`, written by the main job alone and read
     by any run that has no checkpoint of its own (`grounded.reader_stage`)."""
