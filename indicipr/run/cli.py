@@ -27,11 +27,11 @@ from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
-           'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
-           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
-           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
-           'doctor_command', 'main']
+           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'run_dir_path', 'check_count',
+           'train_options', 'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag',
+           'build_parameters', 'reproduce_command', 'build_command', 'fetch_command', 'info_command',
+           'metrics_split_names', 'evaluate_command', 'predict_command', 'train_command', 'audit_command',
+           'cleaner_check_command', 'doctor_command', 'main']
 
 # %% ../../notebooks/12g_run.cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -149,6 +149,17 @@ def user_path(value):
 def user_paths(parameters: dict) -> dict:
     "`parameters` with the path-valued ones resolved by `user_path`."
     return {k: user_path(v) if k in _PATH_PARAMETERS else v for k, v in parameters.items()}
+
+# %% ../../notebooks/12g_run.cli.ipynb #d41c7e01
+def run_dir_path(value: str | None) -> str | None:
+    """`--run-dir` as `user_path` reads it. A URL, or a name that holds a key, is refused: the run folder is made under that
+    name, which would carry the key into every path the run prints and records."""
+    if isinstance(value, str) and (_URL.match(value) or basics.has_secret(value)):
+        raise RunnerUsageError(
+            f"--run-dir {basics.mask_secrets(value)}: a run folder is a local folder, not a URL or a name holding a key; "
+            "give a folder path such as runs/mine"
+        )
+    return user_path(value)
 
 # %% ../../notebooks/12g_run.cli.ipynb #9c396a0e
 def check_count(option: str, value: int | None, low: int = 1, high: int | None = None, what: str = "") -> None:
@@ -414,15 +425,15 @@ def reproduce_command(args) -> int:
         ):
             results = run_pipeline(
                 params,
-                run_dir=user_path(args.run_dir),
+                run_dir=run_dir_path(args.run_dir),
                 notebooks=select_notebooks(args.only),
                 echo=echo_result_or_progress,
             )
     except StagesSkipped as e:
-        print(f"indicipr reproduce: {e}", file=sys.stderr)
+        print(basics.terminal_text(f"indicipr reproduce: {e}"), file=sys.stderr)
         return 1
     except PipelineError as e:
-        print(basics.mask_secrets(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
@@ -441,7 +452,7 @@ def build_command(args) -> int:
         args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra
     )
     run_dir = (
-        user_path(args.run_dir)
+        run_dir_path(args.run_dir)
         or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     )
     try:
@@ -463,7 +474,7 @@ def build_command(args) -> int:
         )
         return 0
     except PipelineError as e:
-        print(basics.mask_secrets(f"indicipr build: stopped: {e}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr build: stopped: {e}"), file=sys.stderr)
         return 1
 
 # %% ../../notebooks/12g_run.cli.ipynb #b4466ed1
@@ -534,7 +545,7 @@ def evaluate_command(args) -> int:
         print(report)
         if page:
             print(
-                basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr
+                basics.terminal_text(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr
             )
     return 0
 
@@ -594,7 +605,7 @@ def predict_command(args) -> int:
         )
     _, summary = metrics.score_predictions(records, preds)
     print(
-        f"{basics.mask_secrets(str(path))}: {len(preds)} predictions; "
+        f"{basics.terminal_text(str(path))}: {len(preds)} predictions; "
         f"EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
     )
     return 0
@@ -642,7 +653,7 @@ def audit_command(args) -> int:
         records = benchmark.load_benchmark(data_source, **_loading())[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
-            basics.mask_secrets(
+            basics.terminal_text(
                 f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
                 f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
             )
@@ -724,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 2
     except RecursionError:  # a reader the JSON guard does not cover: still one sentence
         print(f"indicipr {args.command}: an input is nested too deeply to read", file=sys.stderr)
@@ -736,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         if e.errno not in FULL_DISK:
             raise
-        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 1
 
 
