@@ -200,6 +200,8 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
         (f"http://user:{KEY}@127.0.0.1:9/v1", "http://user:***@127.0.0.1:9/v1"),
         (f"http://127.0.0.1:9/v1?hf_token={KEY}", "http://127.0.0.1:9/v1?hf_token=***"),
         (f"http://127.0.0.1:9/v1?x-api-key={KEY}", "http://127.0.0.1:9/v1?x-api-key=***"),
+        (f"http://127.0.0.1:9/v1?api-version=1#access_token={KEY}", "http://127.0.0.1:9/v1?api-version=***#***"),
+        (f"http://127.0.0.1:9/v1?code={KEY}&{KEY}", "http://127.0.0.1:9/v1?code=***&***"),
     ],
 )
 def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path, url, shown):
