@@ -18,8 +18,8 @@ from typing import Any, Iterable, Mapping
 
 # %% auto #0
 __all__ = ['SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
-           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'escape_controls',
-           'terminal_text', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
+           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'terminal_text',
+           'check_folder_name', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
            'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
@@ -206,7 +206,7 @@ def has_secret(value: Any) -> bool:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # C0 but tab and newline, DEL, C1, lone surrogates
 
 
-def escape_controls(text: str) -> str:
+def _escape_controls(text: str) -> str:
     "`text` with each control character (ESC, CR, BEL, C1, …) and each undecodable byte written as a visible escape: `\\x1b`."
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
@@ -214,7 +214,18 @@ def escape_controls(text: str) -> str:
 def terminal_text(value: Any) -> str:
     """What is printed of `value`: its text with every secret masked and every control character escaped, so that a
     name the user gave (a file name, an id) can neither show a key nor move the cursor, recolour or retitle the terminal."""
-    return escape_controls(mask_secrets(str(value)))
+    return _escape_controls(mask_secrets(str(value)))
+
+# %% ../../notebooks/00a_data.basics.ipynb #e5c0a7d4
+def check_folder_name(value: str | None, option: str) -> str | None:
+    """`value` of a folder option that names a folder to create (`--run-dir`): a URL, or a name that holds a key, is
+    refused, since the folder's name would carry the key into every path the run prints and records."""
+    if isinstance(value, str) and (re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value) or has_secret(value)):
+        raise InputError(
+            f"{option} {mask_secrets(value)}: a folder is a local path, not a URL or a name holding a key; "
+            "give a folder path such as runs/mine"
+        )
+    return value
 
 # %% ../../notebooks/00a_data.basics.ipynb #b7e1a002
 def current_umask() -> int:

@@ -4,9 +4,8 @@
 
 # %% auto #0
 __all__ = ['KINDS', 'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachableError', 'LLMRequestError', 'ReplayMissError',
-           'mask_url', 'Endpoint', 'url_credentials', 'endpoint_url', 'split_query', 'strip_code_fence',
-           'parse_json_reply', 'request_key', 'messages_key', 'ResponseCache', 'redact', 'replay_endpoint',
-           'ChatResult', 'chat_json']
+           'mask_url', 'Endpoint', 'url_credentials', 'endpoint_url', 'strip_code_fence', 'parse_json_reply',
+           'request_key', 'messages_key', 'ResponseCache', 'redact', 'replay_endpoint', 'ChatResult', 'chat_json']
 
 # %% ../../notebooks/00i_llm.client.ipynb #2cfc1638
 import base64
@@ -157,7 +156,7 @@ def endpoint_url(base_url: str, path: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/{path.lstrip('/')}", fragment=""))
 
 
-def split_query(base_url: str) -> tuple[str, dict[str, str]]:
+def _split_query(base_url: str) -> tuple[str, dict[str, str]]:
     "`(base_url without its query string and fragment, the query as a dict)`: for clients that add their own paths."
     parts = urllib.parse.urlsplit(base_url)
     query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
@@ -471,7 +470,7 @@ def _openai_transport(endpoint: Endpoint):
     import openai
 
     url, auth = url_credentials(endpoint.base_url)  # the URL's own credentials replace the Bearer key header
-    url, query = split_query(url)  # the client puts its paths after the base URL: the query goes as its default query
+    url, query = _split_query(url)  # the client puts its paths after the base URL: the query goes as its default query
     client = openai.OpenAI(
         base_url=url,
         default_query=query or None,

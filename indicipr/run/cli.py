@@ -27,11 +27,11 @@ from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'run_dir_path', 'check_count',
-           'train_options', 'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag',
-           'build_parameters', 'reproduce_command', 'build_command', 'fetch_command', 'info_command',
-           'metrics_split_names', 'evaluate_command', 'predict_command', 'train_command', 'audit_command',
-           'cleaner_check_command', 'doctor_command', 'main']
+           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
+           'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
+           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
+           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
+           'doctor_command', 'main']
 
 # %% ../../notebooks/12g_run.cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -149,17 +149,6 @@ def user_path(value):
 def user_paths(parameters: dict) -> dict:
     "`parameters` with the path-valued ones resolved by `user_path`."
     return {k: user_path(v) if k in _PATH_PARAMETERS else v for k, v in parameters.items()}
-
-# %% ../../notebooks/12g_run.cli.ipynb #d41c7e01
-def run_dir_path(value: str | None) -> str | None:
-    """`--run-dir` as `user_path` reads it. A URL, or a name that holds a key, is refused: the run folder is made under that
-    name, which would carry the key into every path the run prints and records."""
-    if isinstance(value, str) and (_URL.match(value) or basics.has_secret(value)):
-        raise RunnerUsageError(
-            f"--run-dir {basics.mask_secrets(value)}: a run folder is a local folder, not a URL or a name holding a key; "
-            "give a folder path such as runs/mine"
-        )
-    return user_path(value)
 
 # %% ../../notebooks/12g_run.cli.ipynb #9c396a0e
 def check_count(option: str, value: int | None, low: int = 1, high: int | None = None, what: str = "") -> None:
@@ -425,7 +414,7 @@ def reproduce_command(args) -> int:
         ):
             results = run_pipeline(
                 params,
-                run_dir=run_dir_path(args.run_dir),
+                run_dir=user_path(basics.check_folder_name(args.run_dir, "--run-dir")),
                 notebooks=select_notebooks(args.only),
                 echo=echo_result_or_progress,
             )
@@ -452,7 +441,7 @@ def build_command(args) -> int:
         args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra
     )
     run_dir = (
-        run_dir_path(args.run_dir)
+        user_path(basics.check_folder_name(args.run_dir, "--run-dir"))
         or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     )
     try:
