@@ -284,7 +284,7 @@ def test_a_query_value_under_a_credential_name_never_shows(lead, word, tail, val
 
 
 url_value = st.text(
-    st.characters(blacklist_categories=["Cs", "Zs", "Cc"], blacklist_characters="&;#\"'<>`\\"), min_size=4
+    st.characters(blacklist_categories=["Cs", "Zs", "Zl", "Zp", "Cc"], blacklist_characters="&;#\"'<>`\\"), min_size=4
 )
 
 
@@ -317,6 +317,15 @@ def test_a_query_value_under_any_name_or_none_never_shows(host, before, name, va
     for text in (url, f"cannot reach {url}: refused", f"'{url}'"):
         assert value not in basics.mask_secrets(text), (text, basics.mask_secrets(text))
     assert value in basics.secret_parts(url)
+
+
+@FUZZ
+@given(name=st.text(min_size=1))
+def test_what_is_printed_of_a_name_holds_no_control_character(name):
+    "Any name (a file name read with surrogateescape included) is printed without C0 or C1 characters but tab and newline."
+    shown = basics.terminal_text(f"{name}: no such file")
+    assert not any(ord(ch) < 32 and ch not in "\t\n" or 0x7F <= ord(ch) <= 0x9F for ch in shown), repr(shown)
+    shown.encode("utf-8")  # printable on a UTF-8 terminal
 
 
 @FUZZ
