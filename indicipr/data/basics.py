@@ -18,9 +18,9 @@ from typing import Any, Iterable, Mapping
 
 # %% auto #0
 __all__ = ['SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
-           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'current_umask',
-           'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json',
-           'in_jupyter_kernel', 'show_saved_figure']
+           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'terminal_text',
+           'check_folder_name', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
+           'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
@@ -121,8 +121,16 @@ def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 # %% ../../notebooks/00a_data.basics.ipynb #cac2ed3d
-_SECRET_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]+:/{1,2})(?P<userinfo>[^\s/]*)@")
-_SECRET_QUERY = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#?;\s\"']+)=)(?P<value>[^&#\s\"']*)")
+_URL_END = (
+    r"\s\"'<>`\\"  # what ends a URL in running text: white space, quotes, angle brackets, a backslash (JSON escapes)
+)
+_URL_LIKE = re.compile(
+    rf"(?:(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*:/{{1,2}})(?:(?P<userinfo>[^{_URL_END}/]*)@)?"
+    rf"|(?<![\w.\-/:@%])(?=(?:[A-Za-z0-9\-]+\.)+[A-Za-z]{{2,}}(?::\d+)?/|[A-Za-z0-9.\-]+:\d+/|localhost/))"
+    rf"(?P<path>[^{_URL_END}?#]*)(?:\?(?P<query>[^{_URL_END}#]*))?(?:#(?P<fragment>[^{_URL_END}]*))?"
+)
+_QUERY_ITEM = re.compile(r"(?P<name>[^=&;]*=)?(?P<value>[^&;]*)")
+_SECRET_QUERY = re.compile(rf"(?P<lead>[?&;](?P<name>[\w.~+%\-\[\]]+)=)(?P<value>[^{_URL_END}&#;]*)")
 _CREDENTIAL_NAME = re.compile(
     r"(?i)key|token|secret|passw|pwd|auth|credential|session|signature|(?:^|[-_.])sigs?(?:$|[-_.])|(?:^|[-_.])pass$"
 )
@@ -133,41 +141,59 @@ _SECRET_WORDS = re.compile(
 SECRET_ENV = ("OPENAI_API_KEY", "INDICIPR_LLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
 
 
-def _mask_userinfo(m: re.Match) -> str:
-    user, colon, _ = m["userinfo"].partition(":")
-    return f"{m['scheme']}{user}:***@" if colon else f"{m['scheme']}***@"
+def _url_secrets(m: re.Match) -> list[str]:
+    "The secret substrings of one URL-like match: the user part's password (or token), each query value, the fragment."
+    parts = []
+    if m["userinfo"]:
+        user, colon, password = m["userinfo"].partition(":")
+        parts.append(password if colon else user)
+    for item in _QUERY_ITEM.finditer(m["query"] or ""):
+        parts.append(item["value"])
+    parts.append(m["fragment"] or "")
+    return [p for p in parts if p]
 
 
-def _secret_query(m: re.Match, every_query: bool) -> bool:
-    "Whether a query parameter's value is masked: its name looks like a credential's, or `every_query` (and it has a value)."
-    return bool(m["value"]) and (every_query or bool(_CREDENTIAL_NAME.search(m["name"])))
+def _masked_url(m: re.Match) -> str:
+    "One URL-like match as it may be shown: scheme, user name, host and path kept; everything `_url_secrets` names masked."
+    text = m["scheme"] or ""
+    if m["userinfo"] is not None:
+        user, colon, _ = m["userinfo"].partition(":")
+        text += f"{user}:***@" if colon else ("***@" if user else "@")
+    text += m["path"]
+    if m["query"] is not None:
+        text += "?" + _QUERY_ITEM.sub(lambda q: f"{q['name'] or ''}{'***' if q['value'] else ''}", m["query"])
+    if m["fragment"] is not None:
+        text += "#***" if m["fragment"] else "#"
+    return text
 
 
-def mask_secrets(value: Any, every_query: bool = False) -> Any:
+def _secret_query(m: re.Match) -> bool:
+    "Whether a query parameter outside a URL is a key: it has a value and its name looks like a credential's."
+    return m["value"] not in ("", "***") and bool(_CREDENTIAL_NAME.search(m["name"]))
+
+
+def mask_secrets(value: Any) -> Any:
     """`value` with every secret masked: strings, and the strings inside lists, tuples and dicts (their keys too);
-    anything else as it is. `every_query`: every query value of a URL too (for what is stored of an endpoint URL)."""
+    anything else as it is."""
     if isinstance(value, str):
-        text = _SECRET_URL.sub(_mask_userinfo, value)
-        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***" if _secret_query(m, every_query) else m[0], text)
+        text = _URL_LIKE.sub(_masked_url, value)
+        text = _SECRET_QUERY.sub(lambda m: f"{m['lead']}***" if _secret_query(m) else m[0], text)
         text = _SECRET_WORDS.sub(lambda m: f"{m['lead']}***" if m["lead"] else "sk-***", text)
         for name in SECRET_ENV:
             if len(secret := os.environ.get(name) or "") >= 6:
                 text = text.replace(secret, "***")
         return text
     if isinstance(value, Mapping):
-        return {mask_secrets(k, every_query): mask_secrets(v, every_query) for k, v in value.items()}
+        return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(mask_secrets(v, every_query) for v in value)
+        return type(value)(mask_secrets(v) for v in value)
     return value
 
 # %% ../../notebooks/00a_data.basics.ipynb #275f4194
 def secret_parts(text: str) -> set[str]:
-    "The substrings of `text` that `mask_secrets` hides (to scrub them from what a program printed)."
-    parts = {
-        (m["userinfo"].partition(":")[2] or m["userinfo"]) if ":" in m["userinfo"] else m["userinfo"]
-        for m in _SECRET_URL.finditer(text)
-    }
-    parts |= {m["value"] for m in _SECRET_QUERY.finditer(text) if _secret_query(m, False)}
+    "The substrings of `text` that `mask_secrets` hides, of 4 characters or more (to scrub them from what a program printed)."
+    parts = {p for m in _URL_LIKE.finditer(text) for p in _url_secrets(m)}
+    parts |= {m["value"] for m in _SECRET_QUERY.finditer(text) if _secret_query(m)}
     parts |= {m.group(0)[len(m["lead"] or "") :] for m in _SECRET_WORDS.finditer(text)}
     return {p for p in parts if len(p) >= 4}
 
@@ -175,6 +201,31 @@ def secret_parts(text: str) -> set[str]:
 def has_secret(value: Any) -> bool:
     "Whether `mask_secrets` would change `value`."
     return mask_secrets(value) != value
+
+# %% ../../notebooks/00a_data.basics.ipynb #e5c0a7d2
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # C0 but tab and newline, DEL, C1, lone surrogates
+
+
+def _escape_controls(text: str) -> str:
+    "`text` with each control character (ESC, CR, BEL, C1, …) and each undecodable byte written as a visible escape: `\\x1b`."
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def terminal_text(value: Any) -> str:
+    """What is printed of `value`: its text with every secret masked and every control character escaped, so that a
+    name the user gave (a file name, an id) can neither show a key nor move the cursor, recolour or retitle the terminal."""
+    return _escape_controls(mask_secrets(str(value)))
+
+# %% ../../notebooks/00a_data.basics.ipynb #e5c0a7d4
+def check_folder_name(value: str | None, option: str) -> str | None:
+    """`value` of a folder option that names a folder to create (`--run-dir`): a URL, or a name that holds a key, is
+    refused, since the folder's name would carry the key into every path the run prints and records."""
+    if isinstance(value, str) and (re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value) or has_secret(value)):
+        raise InputError(
+            f"{option} {mask_secrets(value)}: a folder is a local path, not a URL or a name holding a key; "
+            "give a folder path such as runs/mine"
+        )
+    return value
 
 # %% ../../notebooks/00a_data.basics.ipynb #b7e1a002
 def current_umask() -> int:

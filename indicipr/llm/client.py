@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['KINDS', 'LLMError', 'LLMConfigError', 'LLMCostError', 'LLMUnreachableError', 'LLMRequestError', 'ReplayMissError',
-           'mask_url', 'Endpoint', 'url_credentials', 'strip_code_fence', 'parse_json_reply', 'request_key',
-           'messages_key', 'ResponseCache', 'redact', 'replay_endpoint', 'ChatResult', 'chat_json']
+           'mask_url', 'Endpoint', 'url_credentials', 'endpoint_url', 'strip_code_fence', 'parse_json_reply',
+           'request_key', 'messages_key', 'ResponseCache', 'redact', 'replay_endpoint', 'ChatResult', 'chat_json']
 
 # %% ../../notebooks/00i_llm.client.ipynb #2cfc1638
 import base64
@@ -119,8 +119,8 @@ class Endpoint:
 
     @property
     def stored_url(self) -> str:
-        "The URL as files keep it (run records, prediction metadata): the user part's key and every query value masked."
-        return mask_secrets(self.base_url, every_query=True)
+        "The URL as files keep it (run records, prediction metadata): `basics.mask_secrets`, as it is shown."
+        return mask_secrets(self.base_url)
 
     def api_key(self) -> str:
         "The key from the environment at call time (a placeholder for servers without keys)."
@@ -148,6 +148,19 @@ def url_credentials(url: str) -> tuple[str, dict[str, str]]:
     else:
         auth = f"Bearer {user}"
     return urllib.parse.urlunsplit(parts._replace(netloc=host)), {"Authorization": auth}
+
+# %% ../../notebooks/00i_llm.client.ipynb #b7a3e902
+def endpoint_url(base_url: str, path: str) -> str:
+    "The URL of `path` under the endpoint `base_url`: appended to its path, before its query string (kept); no fragment."
+    parts = urllib.parse.urlsplit(base_url)
+    return urllib.parse.urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/{path.lstrip('/')}", fragment=""))
+
+
+def _split_query(base_url: str) -> tuple[str, dict[str, str]]:
+    "`(base_url without its query string and fragment, the query as a dict)`: for clients that add their own paths."
+    parts = urllib.parse.urlsplit(base_url)
+    query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    return urllib.parse.urlunsplit(parts._replace(query="", fragment="")), query
 
 # %% ../../notebooks/00i_llm.client.ipynb #02f94169
 def _response_format_for(endpoint: Endpoint, schema: dict | None, name: str = "reply") -> dict | None:
@@ -457,8 +470,10 @@ def _openai_transport(endpoint: Endpoint):
     import openai
 
     url, auth = url_credentials(endpoint.base_url)  # the URL's own credentials replace the Bearer key header
+    url, query = _split_query(url)  # the client puts its paths after the base URL: the query goes as its default query
     client = openai.OpenAI(
         base_url=url,
+        default_query=query or None,
         api_key=endpoint.api_key(),
         timeout=endpoint.timeout,
         max_retries=0,
@@ -524,8 +539,9 @@ def _call_endpoint(
 # %% ../../notebooks/00i_llm.client.ipynb #efd13cd1
 def _ollama_api_url(base_url: str, path: str = "chat") -> str:
     "The native API URL of an Ollama server given by its OpenAI-compatible base (`http://host:11434/v1`)."
-    root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
-    return f"{root}/api/{path}"
+    parts = urllib.parse.urlsplit(base_url)
+    root = re.sub(r"/v1/?$", "", parts.path.rstrip("/"))
+    return urllib.parse.urlunsplit(parts._replace(path=f"{root}/api/{path}", fragment=""))
 
 
 def _ollama_chat_body(endpoint: Endpoint, messages: list[dict], schema: dict | None, params: Mapping) -> dict:

@@ -32,6 +32,7 @@ from ..data import numerics
 from ..data.basics import loads_json, mask_secrets
 from ..data.core import CARD, ENDPOINTS_ENV
 from .client import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact, url_credentials
+from .client import endpoint_url
 
 _log = logging.getLogger("indicipr.llm.servers")
 
@@ -203,7 +204,7 @@ def list_models(
         base_url
     )  # a `user:key@` in the URL goes as the Authorization header, as the client sends it
     req = urllib.request.Request(
-        f"{url.rstrip('/')}/models", headers={**({"Authorization": f"Bearer {api_key}"} if api_key else {}), **auth}
+        endpoint_url(url, "models"), headers={**({"Authorization": f"Bearer {api_key}"} if api_key else {}), **auth}
     )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:

@@ -417,15 +417,15 @@ def reproduce_command(args) -> int:
         ):
             results = run_pipeline(
                 params,
-                run_dir=user_path(args.run_dir),
+                run_dir=user_path(basics.check_folder_name(args.run_dir, "--run-dir")),
                 notebooks=select_notebooks(args.only),
                 echo=echo_result_or_progress,
             )
     except StagesSkipped as e:
-        print(f"indicipr reproduce: {e}", file=sys.stderr)
+        print(basics.terminal_text(f"indicipr reproduce: {e}"), file=sys.stderr)
         return 1
     except PipelineError as e:
-        print(basics.mask_secrets(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
     missing = [r.name for r in results if r.status == "missing"]
     if missing:
@@ -444,7 +444,7 @@ def build_command(args) -> int:
         args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra
     )
     run_dir = (
-        user_path(args.run_dir)
+        user_path(basics.check_folder_name(args.run_dir, "--run-dir"))
         or project_root() / "runs" / f"build-{args.tag}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     )
     try:
@@ -466,7 +466,7 @@ def build_command(args) -> int:
         )
         return 0
     except PipelineError as e:
-        print(basics.mask_secrets(f"indicipr build: stopped: {e}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr build: stopped: {e}"), file=sys.stderr)
         return 1
 
 # %% ../../notebooks/12g_run.cli.ipynb #b4466ed1
@@ -537,7 +537,7 @@ def evaluate_command(args) -> int:
         print(report)
         if page:
             print(
-                basics.mask_secrets(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr
+                basics.terminal_text(f"error explorer: {_evaluate_explorer(args, gold, data_source)}"), file=sys.stderr
             )
     return 0
 
@@ -597,7 +597,7 @@ def predict_command(args) -> int:
         )
     _, summary = metrics.score_predictions(records, preds)
     print(
-        f"{basics.mask_secrets(str(path))}: {len(preds)} predictions; "
+        f"{basics.terminal_text(str(path))}: {len(preds)} predictions; "
         f"EM {summary['em']:.2f} F1 {summary['f1']:.2f} Char-F1 {summary['char_f1']:.2f}"
     )
     return 0
@@ -647,7 +647,7 @@ def audit_command(args) -> int:
         records = benchmark.load_benchmark(data_source, **_loading())[args.split].to_list()
         m = human_audit.export_audit_kit(records, out, args.annotators, args.n, args.seed, source=data_source)
         print(
-            basics.mask_secrets(
+            basics.terminal_text(
                 f"wrote {len(m['sheets'])} sheets of {m['n']} pairs to {out / 'blank'} "
                 f"(per Act: {m['per_act']}); instructions: {out / 'README.md'}"
             )
@@ -729,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BAD_INPUT as e:
-        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 2
     except RecursionError:  # a reader the JSON guard does not cover: still one sentence
         print(f"indicipr {args.command}: an input is nested too deeply to read", file=sys.stderr)
@@ -741,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         if e.errno not in FULL_DISK:
             raise
-        print(basics.mask_secrets(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
+        print(basics.terminal_text(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
         return 1
 
 

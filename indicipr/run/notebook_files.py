@@ -185,7 +185,8 @@ _WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def scrub_text(text: str, root: str | os.PathLike | None = None) -> str:
-    "`text` without what changes from run to run: the checkout's and temporary folders' paths, addresses, dates, run ids, durations."
+    """`text` without what changes from run to run (the checkout's and temporary folders' paths, addresses, dates, run ids,
+    durations) and with every secret masked (`basics.mask_secrets`)."""
     import tempfile
 
     for folder, name in ((root or project_root(), ""), (tempfile.gettempdir(), "<tmp>/")):
@@ -195,7 +196,7 @@ def scrub_text(text: str, root: str | os.PathLike | None = None) -> str:
     text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))  # what a terminal shows last
     for pattern, repl in _VOLATILE:
         text = pattern.sub(repl, text)
-    return text
+    return basics.mask_secrets(text)
 
 # %% ../../notebooks/12d_run.notebook_files.ipynb #4bb1a78b
 def scrub_outputs(outputs: list[dict], root: str | os.PathLike | None = None) -> list[dict]:

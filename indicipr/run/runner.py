@@ -541,7 +541,7 @@ def run_pipeline(
     tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"], main_job), committed, since=start - 1)
     run_record = {"numerics": kernels, "verdict": tables}
     if report:
-        shown = basics.mask_secrets(parameters, every_query=True)
+        shown = basics.mask_secrets(parameters)
         echo(f"report: {write_report(run_dir, results, shown, duration, extra=run_record)}")
     echo(verdict.verdict_line(tables) if committed is not None else _no_verdict(parameters))
     missing = [r.name for r in results if r.status == "missing"]
@@ -596,8 +596,8 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
     shown, env = {}, {}
     for name, value in parameters.items():
         masked = basics.mask_secrets(
-            value, every_query=True
-        )  # a URL's query values too: a server may take its key under any name
+            value
+        )  # a URL's query values and fragment too: a server may take its key under any name
         if masked == value:
             shown[name] = value
             continue
@@ -627,12 +627,13 @@ def _strings(value) -> list[str]:
 
 
 def scrub_file(path: Path, parts: set[str]) -> bool:
-    "Replace every secret part in the text file `path` by `***` (atomically); whether anything was replaced."
+    """Mask the text file `path` (atomically): `basics.mask_secrets` of its text, then each of the secret `parts` (a key
+    a program printed on its own) replaced by `***`; whether anything changed."""
     path = Path(path)
-    if not parts or not path.is_file():
+    if not path.is_file():
         return False
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    clean = text
+    clean = basics.mask_secrets(text)
     for p in sorted(parts, key=len, reverse=True):
         clean = clean.replace(p, "***")
     if clean == text:
@@ -655,14 +656,15 @@ def new_run_dir(parent: Path, name: str) -> Path:
 
 # %% ../../notebooks/12c_run.runner.ipynb #bedcbb31
 def tolerant_echo(echo=print):
-    "`echo` that stops printing, and nothing else, once the reader of standard output has gone (`| head`)."
+    """`echo` of each text as `basics.terminal_text` shows it (masked, control characters escaped), that stops printing,
+    and nothing else, once the reader of standard output has gone (`| head`)."""
     state = {"open": True}
 
     def say(*a, **k):
         if not state["open"]:
             return
         try:
-            echo(*a, **k)
+            echo(*(basics.terminal_text(x) if isinstance(x, str) else x for x in a), **k)
             sys.stdout.flush()
         except (BrokenPipeError, ValueError):
             state["open"] = False

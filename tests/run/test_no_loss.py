@@ -200,6 +200,8 @@ def test_hf_endpoint_is_masked_by_info_and_fetch(tmp_path, capsys, monkeypatch):
         (f"http://user:{KEY}@127.0.0.1:9/v1", "http://user:***@127.0.0.1:9/v1"),
         (f"http://127.0.0.1:9/v1?hf_token={KEY}", "http://127.0.0.1:9/v1?hf_token=***"),
         (f"http://127.0.0.1:9/v1?x-api-key={KEY}", "http://127.0.0.1:9/v1?x-api-key=***"),
+        (f"http://127.0.0.1:9/v1?api-version=1#access_token={KEY}", "http://127.0.0.1:9/v1?api-version=***#***"),
+        (f"http://127.0.0.1:9/v1?code={KEY}&{KEY}", "http://127.0.0.1:9/v1?code=***&***"),
     ],
 )
 def test_a_key_in_a_parameter_reaches_the_kernel_but_no_file(tmp_path, url, shown):
@@ -883,7 +885,7 @@ def test_a_negative_llm_timeout_is_refused_before_a_kernel_starts(tmp_path, caps
 )
 def test_a_key_under_any_credential_query_name_is_masked(name):
     url = f"http://host/v1?model=m&{name}={KEY}&x=1"
-    assert KEY not in basics.mask_secrets(url) and "model=m" in basics.mask_secrets(url)
+    assert KEY not in basics.mask_secrets(url) and "model=***" in basics.mask_secrets(url)
     assert KEY in {p for p in basics.secret_parts(url)}
 
 
