@@ -96,6 +96,29 @@ def test_every_nbdev_directive_is_read_and_nbdev_test_skips_every_stage_run(tmp_
     assert f"cell {at + 1} comes after the parameters cell (the stage run) but has no test flag" in problems[1]
 
 
+def test_doctor_names_each_installed_version_that_differs_from_constraints(tmp_path, monkeypatch):
+    "Matching digests and another PyTorch than constraints.txt's: the doctor says it reproduces and names the version."
+    import functools
+    from importlib import metadata
+
+    from indicipr.run import doctor
+
+    canary = tmp_path / "canary.json"
+    canary.write_text(json.dumps({"digests": {"weights": "w", "logits": "l", "tokens": "t"}, "settings": {}}))
+    pins = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    assert "\ntorch==" in pins
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text(pins.replace("\ntorch==", "\ntorch==0.0.1\n# torch=="), encoding="utf-8")
+    monkeypatch.setattr(doctor, "encoder_canary", lambda *a: {"windows": 1, "weights": "w", "logits": "l"})
+    monkeypatch.setattr(doctor.numerics, "pin", lambda: [])
+    monkeypatch.setattr(doctor, "version_warnings", functools.partial(doctor.version_warnings, constraints))
+    lines = []
+    assert doctor.run_doctor(llm=False, path=canary, echo=lines.append) == 0, lines
+    assert any("this machine reproduces the committed numbers" in line for line in lines), lines
+    warning = next((line for line in lines if line.startswith("warning: ") and "constraints.txt" in line), None)
+    assert warning and f"torch {metadata.version('torch')} (constraints.txt: ==0.0.1)" in warning, lines
+
+
 def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00b_data.core.ipynb"
