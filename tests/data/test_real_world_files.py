@@ -299,6 +299,18 @@ def test_predict_on_a_folder_that_is_not_a_model(tmp_path):
     assert rc == 2 and "no model weights" in err and no_traceback(err), err
 
 
+@pytest.mark.slow  # torch and transformers imported for train: minutes on a loaded machine
+def test_a_model_config_nested_too_deeply_is_named(tmp_path):
+    "`predict --model` and `train --models` on a folder whose config.json nests deeper than the reader goes."
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    for command in (["predict", "--model", model], ["train", "--models", model, "--max-steps", "1"]):
+        rc, _, err = run_cli(*command, "--data-source", QA_SMALL)
+        assert rc == 2 and no_traceback(err), err
+        assert f"{model / 'config.json'}: not valid JSON (nested too deeply to read" in err, err
+
+
 def test_output_piped_into_head_is_not_an_error(tmp_path, gold_and_preds):
     gold, preds = gold_and_preds
     r = subprocess.run(
