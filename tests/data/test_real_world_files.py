@@ -274,6 +274,24 @@ def test_utf16_without_a_byte_order_mark_is_named_not_read_as_nuls(tmp_path, gol
     assert f"{bad}: not UTF-8 text (a NUL character" in err and encoding.upper() in err, err
 
 
+@pytest.mark.parametrize("gold_form,pred_form", [("NFC", "NFD"), ("NFD", "NFC")])
+def test_an_id_in_another_unicode_form_is_the_same_id(tmp_path, gold_form, pred_form):
+    "Ids with an accent: the gold file in one normal form, the predictions in the other; every question is answered."
+    import unicodedata
+
+    test = read_qa_small_all()["test"]
+    ids = {r["id"]: f"café_{r['id']}" for r in test}
+    gold = write_records(
+        tmp_path / "gold.jsonl", [{**r, "id": unicodedata.normalize(gold_form, ids[r["id"]])} for r in test]
+    )
+    preds = write_prediction_file(
+        tmp_path / "p.jsonl", {unicodedata.normalize(pred_form, ids[r["id"]]): r["answers"]["text"][0] for r in test}
+    )
+    rc, out, err = run_cli("evaluate", "--gold", gold, "--pred", preds, "--resamples", "20")
+    assert rc == 0 and "no prediction" not in err and "not in the gold split" not in err, err
+    assert "| 100.00 |" in out, out
+
+
 def test_partial_predictions_warn_with_the_count(tmp_path, gold_and_preds):
     gold, _ = gold_and_preds
     test = read_qa_small_all()["test"]
