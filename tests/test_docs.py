@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,50 @@ def snippet_problems(page: Path, cwd: Path = ROOT) -> list[str]:
             if out.returncode:
                 problems.append(f"{page.name} snippet {i}: exit {out.returncode}: {out.stderr.strip()[-600:]}")
     return problems
+
+
+_LM_EVAL = re.compile(r"(?m)^[ \t]*lm_eval\b(?:[^\n\\]|\\\n)*")
+
+
+def _shipped_lm_eval_names(root: Path) -> set[str]:
+    "The tasks and tags of the package's lm-evaluation-harness folder."
+    texts = [p.read_text(encoding="utf-8") for p in (root / "indicipr" / "lm_eval_tasks").rglob("*.yaml")]
+    return {name for t in texts for name in re.findall(r"(?m)^(?:task|tag): *(\S+)", t)}
+
+
+def lm_eval_problems(page: Path, root: Path = ROOT) -> list[str]:
+    """Each `lm_eval` command `page` shows that leaves `indicipr evaluate --pred` nothing to score (lm-eval writes the
+    samples file only with `--log_samples` and an `--output_path`), or that names a task the package does not ship."""
+    shipped = _shipped_lm_eval_names(root)
+    problems = []
+    for _, code in snippets(page.read_text(encoding="utf-8")):
+        for m in _LM_EVAL.finditer(code):
+            words = shlex.split(m.group(0).replace("\\\n", " "))
+            command = " ".join(words[:3]) + " …"
+            missing = [flag for flag in ("--log_samples", "--output_path") if flag not in words]
+            if missing:
+                problems.append(f"`{command}`: no {' '.join(missing)}, so no samples file for `indicipr evaluate`")
+            tasks = words[words.index("--tasks") + 1].split(",") if "--tasks" in words[:-1] else []
+            problems += [
+                f"`{command}`: no task or tag {t}" for t in tasks if not t.startswith("$") and t not in shipped
+            ]
+    return [f"{page.relative_to(root)}: {p}" for p in problems]
+
+
+def test_every_lm_eval_command_writes_the_samples_indicipr_scores(tmp_path):
+    "The lm-eval commands of the pages, the offline one with SmolLM2 among them, end in a file `evaluate --pred` reads."
+    pages = [p for p in doc_pages() if _LM_EVAL.search(p.read_text(encoding="utf-8"))]
+    assert ROOT / "notebooks" / "scoring.md" in pages
+    assert sum(len(_LM_EVAL.findall(p.read_text(encoding="utf-8"))) for p in pages) >= 2
+    assert [p for page in pages for p in lm_eval_problems(page)] == []
+    broken = ROOT.joinpath("notebooks", "scoring.md").read_text(encoding="utf-8").replace(" --log_samples", "")
+    (tmp_path / "indicipr").symlink_to(ROOT / "indicipr")
+    (page := tmp_path / "notebooks" / "scoring.md").parent.mkdir()
+    page.write_text(broken.replace("--tasks indicipr_qa_llamacpp", "--tasks indicipr_qa_llama"), encoding="utf-8")
+    found = lm_eval_problems(page, tmp_path)
+    assert len(found) == 3, found  # each command without --log_samples, and the misspelt tag
+    assert "notebooks/scoring.md: `lm_eval --model local-chat-completions …`: no --log_samples" in found[0], found
+    assert found[-1].endswith("no task or tag indicipr_qa_llama"), found
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=lambda p: p.name)

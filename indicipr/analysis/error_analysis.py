@@ -24,6 +24,7 @@ from ..data.core import CARD
 from ..data.core import InputError, act_keys_in_card_order, act_label, card_comparable, check_output, record_act
 from ..scoring.metrics import mean_scores, normalize_answer, per_act_table, score_predictions, unknown_act_ids
 from ..scoring.predictions import SPLIT_ALIASES, as_prediction_dict, check_coverage, load_gold, system_name
+from ..scoring.predictions import question_id
 from ..scoring.bootstrap import N_RESAMPLES, compare_systems
 from .error_taxonomy import ERROR_TYPES, classify_errors, error_class_sensitivity, error_taxonomy_table
 from .error_taxonomy import locate_span
@@ -355,7 +356,7 @@ def predictions_to_score(gold, gold_records: list[dict], paths: list, data_sourc
     gives their count); ids the gold does not hold at all stay, for `score_predictions` to name."""
     import sys
 
-    known, left, out = {r["id"] for r in gold_records}, None, []
+    known, left, out = {question_id(r["id"]) for r in gold_records}, None, []
     for p in paths:
         preds = as_prediction_dict(p, str(p))
         unknown = [k for k in preds if k not in known]

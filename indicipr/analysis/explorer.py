@@ -274,7 +274,7 @@ function apply(){render();const m=$('system').value,b=$('beside').value,act=$('a
   if(q.hay===undefined)q.hay=[q.id,q.question,q.section,q.actLabel,q.context,...q.golds,...Object.values(q.by).map(x=>x.p||''),...Object.values(q.tw||{}).flat().map(x=>x.p||'')].join(' ').toLowerCase();
   const ok=(!act||q.act===act)&&(!cls||v.c===cls)&&(!dis||(w&&w.n!==v.n))&&(!s||q.hay.includes(s))&&reading(q,m,rd);
   const el=$('q'+q.i);el.hidden=!ok;if(ok)n++;list.appendChild(el);}
- $('count').textContent=n;}
+ $('count').textContent=n;$('none').hidden=n>0;}
 for(const id of ['system','beside','act','cls','sort','disagree','reading'])if($(id))$(id).addEventListener('change',apply);$('search').addEventListener('input',apply);
 apply();"""
 
@@ -387,6 +387,7 @@ def explorer_page(
 <span class="meta"><b id="count">{len(data["questions"])}</b> of {len(data["questions"])} shown</span>
 </div>
 <main id="questions">{arts}</main>
+<p id="none" class="meta" hidden>no rows match the search and filters</p>
 <script type="application/json" id="data">{payload}</script>
 <script>{_JS}</script>
 </body></html>

@@ -20,7 +20,7 @@ import pandas as pd
 from ..data.core import CARD, act_label, card_comparable
 from ..scoring.metrics import per_act_table, unknown_act_ids
 from ..scoring.bootstrap import N_RESAMPLES, compare_systems, bootstrap_ci
-from ..scoring.predictions import read_predictions, system_group
+from ..scoring.predictions import question_id, read_predictions, system_group
 from ..scoring.bootstrap import holm
 from ..scoring.metrics import score_runs
 
@@ -326,7 +326,7 @@ def score_setting_runs(gold_records, files) -> dict[str, dict]:
     out = {}
     for f in files:
         ids = set(read_predictions(f))
-        out.update(score_runs([r for r in gold_records if r["id"] in ids], [f], verbose=False))
+        out.update(score_runs([r for r in gold_records if question_id(r["id"]) in ids], [f], verbose=False))
     return out
 
 # %% ../../notebooks/10_analysis.significance.ipynb #d6b2416d

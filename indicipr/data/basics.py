@@ -259,8 +259,11 @@ def _write_into(path: Path, data: bytes) -> Path:
     "Write `data` into the special file `path` (a device, a FIFO) as a plain write does: it stays what it is."
     if stat.S_ISSOCK(os.stat(path).st_mode):
         raise InputError(f"{path}: a socket, not a file; give a file name (nothing was written)")
-    with open(path, "wb") as f:
-        f.write(data)
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:  # a full device (`/dev/full`), a FIFO whose reader left: the error names the file
+        raise type(e)(e.errno, e.strerror or str(e), str(path)) from None
     return path
 
 

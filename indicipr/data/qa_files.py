@@ -17,10 +17,10 @@ from .basics import loads_json, write_text_atomic
 from .core import InputError
 
 # %% auto #0
-__all__ = ['QA_FIELDS', 'QA_FORMS', 'write_jsonl', 'append_jsonl', 'JSONLError', 'read_text', 'jsonl_objects', 'read_jsonl',
-           'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record', 'json_or_jsonl',
-           'qa_records_in', 'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title', 'record_section',
-           'gold_starts', 'training_records']
+__all__ = ['QA_FIELDS', 'QA_FORMS', 'write_jsonl', 'append_jsonl', 'JSONLError', 'no_nul', 'read_text', 'jsonl_objects',
+           'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record',
+           'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title',
+           'record_section', 'gold_starts', 'training_records']
 
 # %% ../../notebooks/00d_data.qa_files.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
@@ -46,12 +46,26 @@ def append_jsonl(path: str | os.PathLike, record: Any) -> None:
 class JSONLError(InputError):
     "A JSON(L) file cannot be read as records; the message names `file:line`."
 
+# %% ../../notebooks/00d_data.qa_files.ipynb #b9905f70
+def no_nul(path: str | os.PathLike, text: str) -> str:
+    """`text` as read from `path`, or a `JSONLError` naming the file when it holds a NUL character: UTF-16 or UTF-32
+    text without a byte-order mark decodes as UTF-8 (its ASCII is one byte and NULs), and would be read as a header or
+    a record of NULs. No UTF-8 text file of the project's forms holds one (JSON writes it `\\u0000`)."""
+    at = text.find("\x00")
+    if at < 0:
+        return text
+    guess = "UTF-16-BE" if at % 2 == 0 else "UTF-16-LE"  # the ASCII of `{"id"`, `id,pred` as each puts it
+    raise JSONLError(
+        f"{path}: not UTF-8 text (a NUL character at character {at}: {guess} or UTF-32 without a byte-order mark?); "
+        "save it as UTF-8"
+    )
+
 # %% ../../notebooks/00d_data.qa_files.ipynb #36470b75
 def read_text(path: str | os.PathLike) -> str:
-    "A text file's content, UTF-8 with or without a byte-order mark; a file that is not UTF-8 text is named."
+    "A text file's content, UTF-8 with or without a byte-order mark; a file that is not UTF-8 text (`no_nul`) is named."
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return no_nul(path, path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
 
@@ -75,7 +89,7 @@ def read_jsonl(path: str | os.PathLike, with_lines: bool = False) -> Iterator[An
     path = Path(path)
     try:
         with open(path, encoding="utf-8-sig") as f:
-            for line_no, obj in jsonl_objects(path, f):
+            for line_no, obj in jsonl_objects(path, (no_nul(path, line) for line in f)):
                 yield (line_no, obj) if with_lines else obj
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None

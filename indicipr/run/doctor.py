@@ -25,7 +25,8 @@ from ..llm.servers import local_llm_server
 # %% auto #0
 __all__ = ['CANARY_FILE', 'CANARY_STEPS', 'CANARY_BATCH', 'CANARY_TRAIN', 'CANARY_EVAL', 'CANARY_PROMPTS', 'CANARY_TOKENS',
            'DIGESTS', 'COVERS', 'canary_path', 'digest_arrays', 'digest_texts', 'canary_records', 'encoder_canary',
-           'llama_canary', 'llama_build', 'settings_record', 'differences', 'verdict', 'read_canary', 'run_doctor']
+           'llama_canary', 'llama_build', 'settings_record', 'differences', 'verdict', 'constraint_differences',
+           'version_warnings', 'read_canary', 'run_doctor']
 
 # %% ../../notebooks/12f_run.doctor.ipynb #1b3bcd83
 CANARY_FILE = "numerics_canary.json"  # in figures/, beside the outputs it vouches for
@@ -198,6 +199,48 @@ def verdict(recorded: dict, measured: dict, current: dict) -> tuple[bool, list[s
         )
     return False, lines
 
+# %% ../../notebooks/12f_run.doctor.ipynb #a913807d
+def constraint_differences(constraints: Path | None = None) -> list[str]:
+    "Each installed package whose version `constraints` (default: the checkout's `constraints.txt`) does not allow."
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    path = Path(constraints) if constraints else project_root() / "constraints.txt"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:  # an install without the checkout: nothing to compare with
+        return []
+    out = []
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        try:
+            installed = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        if not req.specifier.contains(installed, prereleases=True):
+            out.append(f"{req.name} {installed} (constraints.txt: {req.specifier})")
+    return out
+
+
+def version_warnings(constraints: Path | None = None) -> list[str]:
+    "The doctor's lines on the installed versions `constraints.txt` does not allow; none when every one is as pinned."
+    drift = constraint_differences(constraints)
+    if not drift:
+        return []
+    return [
+        f"warning: {len(drift)} installed version(s) differ from constraints.txt, which the committed numbers were "
+        "computed with: " + "; ".join(drift),
+        "  to do: install the pinned versions with `make setup` (a fresh .venv) or "
+        "`pip install -c constraints.txt -e .`, then run `indicipr doctor` again",
+    ]
+
 # %% ../../notebooks/12f_run.doctor.ipynb #85975d82
 def read_canary(path: Path) -> dict:
     "The committed digests, or an `InputError` naming the file."
@@ -235,6 +278,8 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
     current = settings_record()
     digests = {k: measured[k] for k in DIGESTS if k in measured}
     echo(f"canary ran in {time.perf_counter() - t0:.0f} s")
+    for line in version_warnings():
+        echo(line)
     if record:
         text = json.dumps({"digests": digests, "settings": current}, indent=2, sort_keys=True) + "\n"
         write_text_atomic(path, text)

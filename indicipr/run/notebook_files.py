@@ -18,7 +18,8 @@ from .runner import notebook_parameters
 
 # %% auto #0
 __all__ = ['NOTEBOOK_METADATA', 'papermill_parameters_source', 'normalize_notebook', 'normalize_notebooks',
-           'notebook_door_problems', 'scrub_text', 'scrub_outputs', 'notebook_with_outputs', 'write_back_outputs']
+           'notebook_door_problems', 'directive_problems', 'scrub_text', 'scrub_outputs', 'notebook_with_outputs',
+           'write_back_outputs']
 
 # %% ../../notebooks/12d_run.notebook_files.ipynb #aafaa601
 NOTEBOOK_METADATA = {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}
@@ -167,6 +168,60 @@ def notebook_door_problems(nbs_dir=None) -> list[str]:
         problems.append(
             "fix: python -c 'from indicipr.run.notebook_files import normalize_notebooks; normalize_notebooks()'"
         )
+    return problems
+
+# %% ../../notebooks/12d_run.notebook_files.ipynb #b170e258
+_DIRECTIVE = re.compile(r"^\s*#\s*\|")  # nbdev's form of a directive line (`#| notest`, `# | export`)
+
+
+def _lead_directives(src: str) -> tuple[list[str], list[tuple[int, str]]]:
+    "A cell's leading directives (nbdev's: the lines before its first line of code) and the directive lines after them."
+    lines = src.splitlines()
+    first = next((n for n, line in enumerate(lines) if line.strip() and not _DIRECTIVE.match(line)), len(lines))
+    lead = [line.split("|", 1)[1].strip().split(":")[0].split() for line in lines[:first] if _DIRECTIVE.match(line)]
+    late = [(n + 1, line.strip()) for n, line in enumerate(lines[first:], first) if _DIRECTIVE.match(line)]
+    return [w[0] for w in lead if w], late
+
+
+def _imports_only(src: str) -> bool:
+    try:
+        body = ast.parse(src).body
+    except SyntaxError:
+        return False
+    return bool(body) and all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body)
+
+
+def _tst_flags() -> set[str]:
+    import configparser
+
+    ini = configparser.ConfigParser()
+    ini.read(project_root() / "settings.ini", encoding="utf-8")
+    return set(ini.get("DEFAULT", "tst_flags", fallback="notest").split())
+
+
+def directive_problems(nbs_dir=None) -> list[str]:
+    "One sentence per nbdev directive below a cell's first line of code, and per stage-run cell `nbdev_test` would run."
+    flags = _tst_flags()
+    problems = []
+    for path in _notebooks(nbs_dir):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        after_parameters = False
+        for n, cell in enumerate(nb["cells"], 1):
+            if cell["cell_type"] != "code":
+                continue
+            src = _source(cell)
+            lead, late = _lead_directives(src)
+            problems += [
+                f"{path}: cell {n}, line {ln}: the directive `{line}` is below the cell's first line of code, where "
+                "nbdev does not read it: move it to the cell's top"
+                for ln, line in late
+            ]
+            if after_parameters and not flags & set(lead) and not _imports_only(src):
+                problems.append(
+                    f"{path}: cell {n} comes after the parameters cell (the stage run) but has no test flag at its top "
+                    f"(one of {', '.join(sorted(flags))}), so nbdev_test runs it: start the cell with `#| notest`"
+                )
+            after_parameters = after_parameters or "parameters" in cell.get("metadata", {}).get("tags", [])
     return problems
 
 # %% ../../notebooks/12d_run.notebook_files.ipynb #784c2dc8

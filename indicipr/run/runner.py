@@ -324,7 +324,8 @@ class temporary_environ:
 
 # %% ../../notebooks/12c_run.runner.ipynb #1edfd4e7
 def _failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
-    "1-based position (in the source notebook), cell count and first code line of the cell that raised."
+    """1-based position (in the source notebook), cell count and first code line of the cell that raised; without
+    one, of the last cell papermill started (execution stopped in it: the kernel died)."""
     import nbformat
 
     try:
@@ -333,10 +334,24 @@ def _failing_cell(output_nb: Path) -> tuple[int | None, int, str]:
         return None, 0, ""
     added_by_papermill = {"injected-parameters", "papermill-error-cell-tag"}
     cells = [c for c in nb.cells if not added_by_papermill & set(c.get("metadata", {}).get("tags", []))]
+
+    def first(cell) -> str:
+        return next(
+            (line for line in cell.source.splitlines() if line.strip() and not line.startswith("#|")), ""
+        ).strip()
+
     for pos, cell in enumerate(cells, 1):
         if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-            first = next((line for line in cell.source.splitlines() if line.strip() and not line.startswith("#|")), "")
-            return pos, len(cells), first.strip()
+            return pos, len(cells), first(cell)
+    started = [  # papermill stamps a cell's start, nbclient its reply: a cell started with no reply is where it stopped
+        (pos, cell)
+        for pos, cell in enumerate(cells, 1)
+        if cell.cell_type == "code"
+        and cell.get("metadata", {}).get("papermill", {}).get("start_time")
+        and "shell.execute_reply" not in cell.get("metadata", {}).get("execution", {})
+    ]
+    if started:
+        return started[-1][0], len(cells), first(started[-1][1])
     return None, len(cells), ""
 
 
@@ -415,8 +430,17 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
         )
     except Exception as e:
         pos, total, src = _failing_cell(out)
-        where = f"cell {pos} of {total} (`{src}`)" if pos is not None else "an unknown cell (before any cell ran)"
+        died = type(e).__name__ == "DeadKernelError"  # nbclient's: the kernel process ended while a cell ran
+        where = (
+            f"cell {pos} of {total} (`{src}`)"
+            if pos is not None
+            else "an unknown cell"
+            if died
+            else "an unknown cell (before any cell ran)"
+        )
         detail = f"{getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', str(e))}".strip()
+        if died:
+            detail = f"the kernel died while the cell ran (killed, or out of memory) ({detail})"
         result = StageResult(
             nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}"
         )

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Mapping
 import pandas as pd
 
 from ..data.core import UNKNOWN_ACT_KEY, act_keys_in_card_order, act_label, record_act
-from .predictions import PredictionIdError, as_prediction_dict, check_prediction_ids
+from .predictions import PredictionIdError, as_prediction_dict, check_prediction_ids, question_id
 from .predictions import read_prediction_meta, system_group, system_name
 from ..data.qa_files import gold_starts
 
@@ -116,8 +116,8 @@ SCORE_COLUMNS = ["em", "f1", "char_f1"]
 
 
 def _gold_records(gold) -> list[dict]:
-    "Gold QA records (dicts in the official schema) from a list or a `datasets.Dataset`."
-    records = [dict(r) for r in gold]
+    "Gold QA records (dicts in the official schema) from a list or a `datasets.Dataset`, ids in `question_id`'s form."
+    records = [dict(r, id=question_id(r["id"])) if isinstance(r.get("id"), str) else dict(r) for r in gold]
     if not records:
         raise ValueError("the gold split is empty")
     return records

@@ -17,7 +17,7 @@ import torch
 from ..data import basics, core
 from ..data.config import WINDOW, Window
 from .qa_model import MODEL_REGISTRY, encode_windows, load_qa_model, load_tokenizer, model_short_name
-from .qa_model import predict_answers
+from .qa_model import model_json, predict_answers
 from .training import SPEED_SETTINGS, PackedWindows, TrainConfig, fit, planned_steps
 from .training import resolved_cuda_graphs, resolved_pad_multiple
 from ..data.core import InputError
@@ -221,12 +221,7 @@ def check_finetuned(model_dir) -> Path:
     found = {}
     for name in ("config.json", _QA_CONFIG):
         if (model_dir / name).is_file():
-            try:
-                found[name] = json.loads((model_dir / name).read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise InputError(f"{model_dir / name}: not valid JSON ({e})") from None
-            if not isinstance(found[name], dict):
-                raise InputError(f"{model_dir / name}: a JSON {type(found[name]).__name__}, not an object")
+            found[name] = model_json(model_dir / name)  # an InputError naming the file: not JSON, nested too deeply
     if not any((model_dir / w).is_file() for w in _WEIGHTS):
         raise InputError(
             f"{model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])}); an unfinished or copied-in-part run?"

@@ -22,8 +22,8 @@ from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 12
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
            'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
            'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'check_device',
-           'round_up', 'default_eval_batch_size', 'check_model_reachable', 'openvino_available', 'OpenVINOQA',
-           'openvino_model', 'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
+           'round_up', 'default_eval_batch_size', 'model_json', 'check_model_reachable', 'openvino_available',
+           'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -301,11 +301,28 @@ def _batches_by_length(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]
     order = np.argsort(-lengths, kind="stable")
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
+# %% ../../notebooks/07a_systems.qa_model.ipynb #09253b07
+def model_json(path) -> dict:
+    """A model folder's JSON file (`config.json`, `qa_config.json`) as an object, or an `InputError` naming it: not
+    UTF-8, not JSON, nested deeper than the reader goes (`basics.loads_json`), or not an object."""
+    path = Path(path)
+    try:
+        found = basics.loads_json(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:  # json.JSONDecodeError is a ValueError
+        raise core.InputError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(found, dict):
+        raise core.InputError(f"{path}: a JSON {type(found).__name__}, not an object")
+    return found
+
 # %% ../../notebooks/07a_systems.qa_model.ipynb #c4ecd3e2
 def check_model_reachable(name: str, option: str = "--models") -> None:
     "Refuse a `--models` entry that is not a registry key, a local model folder or a hub id the hub (or its cache) has."
     ref = MODEL_REGISTRY.get(name, name)
-    if ref.startswith("package:") or Path(ref).is_dir():
+    if ref.startswith("package:"):
+        return
+    if Path(ref).is_dir():
+        if (Path(ref) / "config.json").is_file():  # read here, where a bad one can be named, not deep in transformers
+            model_json(Path(ref) / "config.json")
         return
     if Path(name).exists() or name.startswith((".", "/")):
         raise core.InputError(f"{option} {name}: not a model folder (no config.json there)")

@@ -216,8 +216,63 @@ def test_hostile_texts_leave_the_page_working_in_chromium(browser, tmp_path):
 
 
 @pytest.mark.slow
-def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path):
+def test_hostile_llm_answers_in_a_runs_pages_and_a_search_that_matches_nothing_in_chromium(browser, tmp_path):
+    """A run's pages (`write_run_explorers`, as `reproduce` writes them) with `<!--<script>`, `</script>` and `<script>` in
+    a question, a prediction, a file name and an LLM's closed-book and grounded answers: no script of theirs runs, the
+    page's own does, a search filters the rows, and a search that matches nothing shows none and says so."""
+    gold = list(qa_files.read_jsonl(GOLD))[:10]
+    gold[2]["question"] = "<!--<script>window.__pwned = 1</script> " + gold[2]["question"]
+    preds = varied_predictions(gold)
+    preds[gold[4]["id"]] = "<script>window.__pwned = 2</script> quokkaword <!--"
+    main = write_jsonl(tmp_path / "<!--<script>sysA.jsonl", preds)
+    closed = {r["id"]: "no idea" for r in gold}
+    closed[gold[6]["id"]] = "<!--<script>window.__pwned = 3</script> wombatword"
+    grounded = {gold[8]["id"]: "</script><img src=x onerror='window.__pwned = 4'> numbatword <script>"}
+    twins = {
+        "<!--<script>sysA": [
+            ("closed-book: <!--<script>", "closed", write_jsonl(tmp_path / "closed.jsonl", closed)),
+            ("grounded </script>", "grounded", write_jsonl(tmp_path / "<script>grounded.jsonl", grounded)),
+        ]
+    }
+    pages = explorer.write_run_explorers(
+        gold, {"<!--<script>sysA": main}, tmp_path / "explorer", focus="<!--<script>sysA", twins=twins
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(pages["<!--<script>sysA"].as_uri())
+
+    def shown_ids():
+        return page.eval_on_selector_all("article", "els => els.filter(e => !e.hidden).map(e => e.dataset.id)")
+
+    assert len(shown_ids()) == page.locator("article").count() == len(gold) and not page.is_visible("#none")
+    assert page.locator(".tw-closed").count() == len(gold) and page.locator(".tw-grounded").count() == 1
+    for term, ids in (
+        ("quokkaword", [gold[4]["id"]]),
+        ("wombatword", [gold[6]["id"]]),
+        ("numbatword", [gold[8]["id"]]),
+        ("<!--<script>window.__pwned = 1", [gold[2]["id"]]),
+    ):
+        page.fill("#search", term)
+        assert shown_ids() == ids and page.inner_text("#count") == "1", term
+        assert not page.is_visible("#none"), term
+    page.fill("#search", "no question holds this xylophonic phrase")
+    assert shown_ids() == [] and page.inner_text("#count") == "0"
+    assert page.is_visible("#none") and "no rows match" in page.inner_text("#none")
+    page.select_option("#reading", "without")  # another filter on an empty search result: still none
+    assert shown_ids() == [] and page.is_visible("#none")
+    page.select_option("#reading", "")
+    page.fill("#search", "")
+    assert len(shown_ids()) == len(gold) and not page.is_visible("#none")
+    assert page.evaluate("window.__pwned") is None and not errors, errors
+    assert page.inner_text("#system") == "<!--<script>sysA"
+    page.close()
+
+
+@pytest.mark.slow
+def test_explorer_and_report_fit_400_px(browser, explorer_page, tmp_path, monkeypatch):
     "At 1,400 and 400 px neither the explorer nor the run report is wider than the window (tables scroll in their own box)."
+    monkeypatch.syspath_prepend(ROOT / "tests" / "data")  # tests/data/test_core.py, whichever folder pytest collects
     from test_core import paper_shaped_tables
 
     out = explorer_page[0]

@@ -250,6 +250,18 @@ def write_nb(path, *sources, params="data_source = 'sample'\nprofile = 'offline'
     nbformat.write(nb, path)
 
 
+def test_a_kernel_killed_in_a_cell_is_named_with_that_cell(tmp_path):
+    "A kernel that dies (SIGKILL, the out-of-memory killer) leaves no error output: the runner names the cell it died in."
+    (tmp_path / "notebooks").mkdir()
+    nb = tmp_path / "05_build.stats.ipynb"
+    write_nb(nb, "x = 1", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "never = True")
+    result = runner._run_one(nb, tmp_path, {}, "python3")
+    assert result.status == "failed" and "before any cell ran" not in result.error, result.error
+    assert result.error.startswith(
+        "notebook 05_build.stats.ipynb failed at cell 3 of 4 (`import os, signal`): the kernel died while the cell ran"
+    ), result.error
+
+
 @pytest.mark.slow
 def test_runner_reports_missing_and_stops_at_failure(tmp_path, capfd):
     nbs = tmp_path / "nbs"

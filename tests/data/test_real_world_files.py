@@ -255,6 +255,43 @@ def test_empty_or_binary_predictions_exit_2_naming_the_file(tmp_path, gold_and_p
     assert rc == 2 and str(bad) in err and needle in err and no_traceback(err), err
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-be", "utf-16-le"])
+@pytest.mark.parametrize("name", ["preds.csv", "preds.jsonl", "gold.jsonl"])
+def test_utf16_without_a_byte_order_mark_is_named_not_read_as_nuls(tmp_path, gold_and_preds, encoding, name):
+    "UTF-16 text without a BOM decodes as UTF-8 with a NUL beside each ASCII letter: refused, naming the file."
+    gold, preds = gold_and_preds
+    source = gold if name == "gold.jsonl" else preds
+    text = Path(source).read_text(encoding="utf-8")
+    if name == "preds.csv":
+        text = "id,prediction\n" + "".join(
+            f"{r['id']},{json.dumps(r['prediction_text'])}\n" for r in map(json.loads, text.split("\n")[:-1])
+        )
+    bad = tmp_path / name
+    bad.write_bytes(text.encode(encoding))
+    args = ["--gold", bad, "--pred", preds] if name == "gold.jsonl" else ["--gold", gold, "--pred", bad]
+    rc, _, err = run_cli("evaluate", *args)
+    assert rc == 2 and no_traceback(err), err
+    assert f"{bad}: not UTF-8 text (a NUL character" in err and encoding.upper() in err, err
+
+
+@pytest.mark.parametrize("gold_form,pred_form", [("NFC", "NFD"), ("NFD", "NFC")])
+def test_an_id_in_another_unicode_form_is_the_same_id(tmp_path, gold_form, pred_form):
+    "Ids with an accent: the gold file in one normal form, the predictions in the other; every question is answered."
+    import unicodedata
+
+    test = read_qa_small_all()["test"]
+    ids = {r["id"]: f"café_{r['id']}" for r in test}
+    gold = write_records(
+        tmp_path / "gold.jsonl", [{**r, "id": unicodedata.normalize(gold_form, ids[r["id"]])} for r in test]
+    )
+    preds = write_prediction_file(
+        tmp_path / "p.jsonl", {unicodedata.normalize(pred_form, ids[r["id"]]): r["answers"]["text"][0] for r in test}
+    )
+    rc, out, err = run_cli("evaluate", "--gold", gold, "--pred", preds, "--resamples", "20")
+    assert rc == 0 and "no prediction" not in err and "not in the gold split" not in err, err
+    assert "| 100.00 |" in out, out
+
+
 def test_partial_predictions_warn_with_the_count(tmp_path, gold_and_preds):
     gold, _ = gold_and_preds
     test = read_qa_small_all()["test"]
@@ -297,6 +334,18 @@ def test_predict_on_a_folder_that_is_not_a_model(tmp_path):
     (model / "config.json").write_text("{}")
     rc, _, err = run_cli("predict", "--model", model, "--data-source", QA_SMALL)
     assert rc == 2 and "no model weights" in err and no_traceback(err), err
+
+
+@pytest.mark.slow  # torch and transformers imported for train: tens of seconds on a loaded machine
+def test_a_model_config_nested_too_deeply_is_named(tmp_path):
+    "`predict --model` and `train --models` on a folder whose config.json nests deeper than the reader goes."
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    for command in (["predict", "--model", model], ["train", "--models", model, "--max-steps", "1"]):
+        rc, _, err = run_cli(*command, "--data-source", QA_SMALL)
+        assert rc == 2 and no_traceback(err), err
+        assert f"{model / 'config.json'}: not valid JSON (nested too deeply to read" in err, err
 
 
 def test_output_piped_into_head_is_not_an_error(tmp_path, gold_and_preds):

@@ -79,6 +79,46 @@ def test_a_parameter_without_a_type_is_a_door_problem(tmp_path):
     )
 
 
+def test_every_nbdev_directive_is_read_and_nbdev_test_skips_every_stage_run(tmp_path):
+    "nbdev reads directives only at a cell's top: a `#| notest` on the run cell's fourth line leaves the stage to nbdev_test."
+    assert notebook_files.directive_problems() == []
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    nb = json.loads((ROOT / "notebooks" / "09a_systems.grounded.ipynb").read_text(encoding="utf-8"))
+    at = next(n for n, c in enumerate(nb["cells"]) if "parameters" in c["metadata"].get("tags", [])) + 1
+    lines = "".join(nb["cells"][at]["source"]).splitlines(True)
+    assert lines[0] == "#| notest\n" and "run_context" in lines[1] + lines[2], lines[:3]
+    nb["cells"][at]["source"] = "".join(lines[1:3] + ["\n", lines[0]] + lines[3:])
+    (folder / "09a_systems.grounded.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    problems = notebook_files.directive_problems(folder)
+    assert len(problems) == 2, problems
+    assert f"cell {at + 1}, line 4: the directive `#| notest` is below the cell's first line of code" in problems[0]
+    assert f"cell {at + 1} comes after the parameters cell (the stage run) but has no test flag" in problems[1]
+
+
+def test_doctor_names_each_installed_version_that_differs_from_constraints(tmp_path, monkeypatch):
+    "Matching digests and another PyTorch than constraints.txt's: the doctor says it reproduces and names the version."
+    import functools
+    from importlib import metadata
+
+    from indicipr.run import doctor
+
+    canary = tmp_path / "canary.json"
+    canary.write_text(json.dumps({"digests": {"weights": "w", "logits": "l", "tokens": "t"}, "settings": {}}))
+    pins = (ROOT / "constraints.txt").read_text(encoding="utf-8")
+    assert "\ntorch==" in pins
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text(pins.replace("\ntorch==", "\ntorch==0.0.1\n# torch=="), encoding="utf-8")
+    monkeypatch.setattr(doctor, "encoder_canary", lambda *a: {"windows": 1, "weights": "w", "logits": "l"})
+    monkeypatch.setattr(doctor.numerics, "pin", lambda: [])
+    monkeypatch.setattr(doctor, "version_warnings", functools.partial(doctor.version_warnings, constraints))
+    lines = []
+    assert doctor.run_doctor(llm=False, path=canary, echo=lines.append) == 0, lines
+    assert any("this machine reproduces the committed numbers" in line for line in lines), lines
+    warning = next((line for line in lines if line.startswith("warning: ") and "constraints.txt" in line), None)
+    assert warning and f"torch {metadata.version('torch')} (constraints.txt: ==0.0.1)" in warning, lines
+
+
 def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     repo, git, check = sync_check_repo(tmp_path)
     nb_path = repo / "notebooks" / "00b_data.core.ipynb"
@@ -89,7 +129,7 @@ def test_sync_check_fails_on_a_notebook_without_the_kernel(tmp_path):
     bad = check()
     assert bad.returncode == 1
     assert "00b_data.core.ipynb: metadata {}" in bad.stdout, bad.stdout
-    assert "NOTEBOOK METADATA" in bad.stdout, bad.stdout
+    assert "NOTEBOOK DOORS" in bad.stdout, bad.stdout
 
 
 def test_nbdev_clean_keeps_the_kernel_and_the_outputs(tmp_path):

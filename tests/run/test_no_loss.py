@@ -749,6 +749,17 @@ def test_a_full_disk_is_one_sentence_and_keeps_the_old_report(tmp_path, capsys, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "report.md"]  # no temporary file left
 
 
+def test_a_full_device_as_out_is_a_sentence_naming_it(tmp_path, capsys):
+    "`--out /dev/full`: the write fails when the report is flushed into the device; the sentence names the device."
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    pred = write_preds(tmp_path / "p.jsonl")
+    rc, _, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", "/dev/full")
+    assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "indicipr evaluate: /dev/full: No space left on device" in err, err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and not os.path.exists("/dev/full.tmp")
+
+
 def test_a_read_only_out_folder_is_a_sentence_naming_the_out(tmp_path, capsys, monkeypatch):
     import errno
 
