@@ -228,7 +228,7 @@ def constraint_differences(constraints: Path | None = None) -> list[str]:
             out.append(f"{req.name} {installed} (constraints.txt: {req.specifier})")
     return out
 
-
+# %% ../../notebooks/12f_run.doctor.ipynb #a913807a
 def version_warnings(constraints: Path | None = None) -> list[str]:
     "The doctor's lines on the installed versions `constraints.txt` does not allow; none when every one is as pinned."
     drift = constraint_differences(constraints)
