@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['PREDICTION_FORMS', 'SPLIT_ALIASES', 'main_predictions_dir', 'write_predictions', 'read_predictions',
            'read_prediction_meta', 'PredictionIdError', 'as_prediction_dict', 'check_prediction_ids', 'system_name',
-           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'load_gold', 'check_coverage']
+           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'gold_problem', 'load_gold',
+           'check_coverage']
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #cc17b2f0
 import csv
@@ -302,6 +303,15 @@ SPLIT_ALIASES = {
 }
 
 
+def gold_problem(gold: str | Path, option: str = "--gold") -> str | None:
+    "The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file."
+    if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
+        return None
+    if Path(gold).is_dir():
+        return f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file"
+    return f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file"
+
+
 def load_gold(
     gold: str | Path,
     data_source: str = "sample",
@@ -319,11 +329,9 @@ def load_gold(
         if not records:
             raise InputError(f"{option} {gold}: the {split} split of {data_source} has no usable QA record")
         return records
+    if problem := gold_problem(gold, option):
+        raise InputError(problem)
     path = Path(gold)
-    if path.is_dir():
-        raise InputError(f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
-    if not path.is_file():
-        raise InputError(f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
     f = load_qa_file(path)
     if f.problems and strict:
         raise QAFormatError(
