@@ -9,7 +9,6 @@ import functools
 import logging
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,27 +17,20 @@ from typing import Any
 from . import core, numerics  # core: `data_dir`, `scratch_dir` looked up at each call (tests move them)
 from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
 from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
-from .basics import mask_secrets
-from indicipr.data.benchmark import (
-    ACT_MAP_ENV,
-    STRICT_ENV,
-    load_benchmark,
-    parse_act_mapping,
-    source_tag,
-    strict_switch,
-)
+from .core import endpoint_problem, model_names_problem, routes_problem
+from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
+from .benchmark import parse_act_mapping
 from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
 
 _log = logging.getLogger("indicipr.data.config")
 
 # %% auto #0
 __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODERS', 'LLM_QA', 'GROUNDED', 'SIGNIFICANCE',
-           'QUALITY', 'REPLACED_ENV', 'PARAMETER_RANGES', 'STAGE_SETTINGS', 'MODEL_LISTS', 'ONE_MODEL',
-           'ENDPOINT_KINDS', 'Window', 'StageSettings', 'present', 'as_dict', 'CorpusSettings', 'GenerationParams',
-           'SchemaLimits', 'GenerateSettings', 'SplitSettings', 'BM25Settings', 'IntermediateTraining', 'RecipeChoice',
-           'EncodersSettings', 'LLMSettings', 'DenseFinetune', 'GroundedSettings', 'SignificanceSettings', 'Judge',
-           'judges_from_models', 'QualitySettings', 'warn_replaced_env', 'Range', 'parameter_problem',
-           'check_parameter_ranges', 'option_name', 'model_names_problem', 'endpoint_problem', 'routes_problem',
+           'QUALITY', 'REPLACED_ENV', 'PARAMETER_RANGES', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present',
+           'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
+           'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
+           'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
+           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name',
            'check_parameter_values', 'settings_for', 'RunContext', 'run_environment', 'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
@@ -469,7 +461,7 @@ _COUNT = Range(1)
 # the counts that size a run's memory, processes or requests: bounds far above any real run's, so that a typo is refused
 # before it asks for terabytes (a bootstrap of 10^11 resamples) or starts thousands of processes
 _BOUNDED_COUNTS = {
-    "n_resamples": Range(1, 1_000_000),  # the card's 10,000 a hundred times over; more takes minutes and gigabytes
+    "n_resamples": Range(1, 1_000_000),  # a hundred times the card's resamples; more takes minutes and gigabytes
     "concurrency": Range(1, 256),  # requests in flight
     "workers": Range(1, 256),  # training processes at once
     "batch_size": Range(1, 1_000_000),  # examples per optimiser step, as `indicipr predict --batch-size`
@@ -479,7 +471,7 @@ _BOUNDED_COUNTS = {
     "reader_k": Range(1, 1_000),  # contexts the fine-tuned reader reads per question
     "llm_k": Range(1, 1_000),  # contexts the LLM reads per question
     "max_context_words": Range(1, 1_000_000),  # words of one context
-    "top_n_openings": Range(1, 10_000),  # bars of one figure
+    "top_n_openings": Range(1, 1_000),  # bars of one figure
 }
 PARAMETER_RANGES = {
     **dict.fromkeys(
@@ -542,78 +534,6 @@ STAGE_SETTINGS = {
 def option_name(field_name: str, names: str = "parameter") -> str:
     "How a setting is named to its user: `parameter tune_split` (a notebook's) or `--tune-split` (`names='flag'`)."
     return f"--{field_name.replace('_', '-')}" if names == "flag" else f"parameter {field_name}"
-
-# %% ../../notebooks/00g_data.config.ipynb #a1c9e2ec
-MODEL_LISTS = ("models", "qa_models", "reader_models", "judge_models")  # a name, names separated by commas, or a list
-ONE_MODEL = ("generation_model", "dense_model")  # one model's name
-
-
-def model_names_problem(name: str, value, label: str | None = None) -> str | None:
-    """The sentence that refuses `value` for the model parameter `name` (`MODEL_LISTS`, `ONE_MODEL`; shown as `label`),
-    or None when it names models (or is None: the profile's): no empty name, no list inside a list."""
-    if value is None or name not in MODEL_LISTS + ONE_MODEL:
-        return None
-    one = name in ONE_MODEL
-    if isinstance(value, str):
-        names = [n.strip() for n in value.split(",")]
-        if all(names) and not (one and len(names) > 1):
-            return None
-    elif not one and isinstance(value, (list, tuple)) and value:
-        if all(isinstance(n, str) and n.strip() for n in value):
-            return None
-    what = "one model name" if one else "a model name, names separated by commas, or a list of names (none empty)"
-    return f"{label or option_name(name)}: {value!r} is not {what}"
-
-# %% ../../notebooks/00g_data.config.ipynb #a1c9e2ee
-ENDPOINT_KINDS = ("openai", "openai_compatible", "ollama", "llama_cpp")  # `llm.client.KINDS` but replay (tests only)
-_ENDPOINT_URL = re.compile(r"(?:([a-z_]+)\+)?(https?://\S+)")
-_ENDPOINT_WORDS = (
-    f"openai, local, ollama or an http(s) URL (optionally kind+URL, kind one of {', '.join(ENDPOINT_KINDS)})"
-)
-_ROUTE_WORDS = "pattern=endpoint pairs separated by commas (e.g. 'qwen2.5:7b=http://gpu1:8000/v1') or an object {pattern: endpoint}"
-
-
-def _endpoint_fault(spec) -> bool:
-    "Whether `spec` names no LLM server in a form `llm.servers.parse_endpoint` reads."
-    if isinstance(spec, Mapping):
-        if set(spec) - {"base_url", "kind", "api_key_env"} or "base_url" not in spec:
-            return True
-        spec = str(spec["base_url"])
-    if not isinstance(spec, str):
-        return True
-    if spec.strip() in ("openai", "local", "ollama"):
-        return False
-    m = _ENDPOINT_URL.fullmatch(spec.strip())
-    return m is None or (m.group(1) is not None and m.group(1) not in ENDPOINT_KINDS)
-
-
-def endpoint_problem(label: str, spec) -> str | None:
-    "The sentence that refuses `spec` (a server: `llm_base_url`, one route's endpoint) named `label`, or None when it names one."
-    if spec is None or spec == "" or not _endpoint_fault(spec):
-        return None
-    return f"{label}: {mask_secrets(spec, every_query=True)!r} names no LLM server; give {_ENDPOINT_WORDS}"
-
-
-def routes_problem(label: str, spec) -> str | None:
-    """The sentence that refuses `spec` (the LLM routes: `llm_endpoints`, `core.ENDPOINTS_ENV`) named `label`, or None
-    when `llm.servers.parse_routes` reads it (or it is empty: the default routes)."""
-    if spec is None or spec == "":
-        return None
-    if isinstance(spec, str):
-        pairs = []
-        for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", spec))):
-            pattern, eq, endpoint = part.partition("=")
-            if not eq or not pattern.strip() or not endpoint.strip():
-                return f"{label}: {mask_secrets(part, every_query=True)!r} is not pattern=endpoint; give {_ROUTE_WORDS}"
-            pairs.append((pattern.strip(), endpoint.strip()))
-    elif isinstance(spec, Mapping) and all(isinstance(k, str) and k for k in spec):
-        pairs = list(spec.items())
-    else:
-        return f"{label}: {mask_secrets(spec, every_query=True)!r} is not {_ROUTE_WORDS}"
-    for pattern, endpoint in pairs:
-        if problem := endpoint_problem(f"{label} (models {pattern})", endpoint):
-            return problem
-    return None
 
 # %% ../../notebooks/00g_data.config.ipynb #a1c9e2f0
 def check_parameter_values(values: Mapping[str, Any], names: str = "parameter") -> None:

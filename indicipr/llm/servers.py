@@ -30,8 +30,7 @@ from typing import Iterable, Iterator, Mapping
 
 from ..data import numerics
 from ..data.basics import loads_json, mask_secrets
-from ..data.config import model_names_problem
-from ..data.core import CARD, ENDPOINTS_ENV
+from ..data.core import CARD, ENDPOINTS_ENV, model_names_problem
 from .client import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact, url_credentials
 
 _log = logging.getLogger("indicipr.llm.servers")
@@ -175,7 +174,7 @@ def endpoint_for(config: LLMConfig, model: str) -> Endpoint:
 # %% ../../notebooks/00k_llm.servers.ipynb #baa2a34e
 def role_models(role: str, value: str | Iterable[str] | None = None) -> list[str] | None:
     """A role's model names from `value` (a parameter: a name, a comma-separated string or a list); None for None (the
-    profile's). A value of another shape is refused as `config.model_names_problem` words it (as the runner does)."""
+    profile's). A value of another shape is refused as `core.model_names_problem` words it (as the runner does)."""
     if role not in CARD_MODELS:
         raise ValueError(f"unknown LLM role {role!r}; expected one of {list(CARD_MODELS)}")
     if value is None:

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['PREDICTION_FORMS', 'SPLIT_ALIASES', 'main_predictions_dir', 'write_predictions', 'read_predictions',
            'read_prediction_meta', 'PredictionIdError', 'as_prediction_dict', 'check_prediction_ids', 'system_name',
-           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'gold_problem', 'load_gold',
+           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'load_gold', 'gold_problem',
            'check_coverage']
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #cc17b2f0
@@ -303,15 +303,6 @@ SPLIT_ALIASES = {
 }
 
 
-def gold_problem(gold: str | Path, option: str = "--gold") -> str | None:
-    "The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file."
-    if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
-        return None
-    if Path(gold).is_dir():
-        return f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file"
-    return f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file"
-
-
 def load_gold(
     gold: str | Path,
     data_source: str = "sample",
@@ -353,6 +344,15 @@ def load_gold(
             )
         )
     return f.records
+
+# %% ../../notebooks/05a_scoring.predictions.ipynb #b7e1d2c2
+def gold_problem(gold: str | Path, option: str = "--gold") -> str | None:
+    "The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file."
+    if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
+        return None
+    if Path(gold).is_dir():
+        return f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file"
+    return f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file"
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #f56c67c2
 def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:

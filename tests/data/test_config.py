@@ -11,7 +11,7 @@ import pytest
 from helpers import ROOT
 
 from indicipr.run import cli
-from indicipr.data import config
+from indicipr.data import config, core
 from indicipr.data.core import InputError
 
 STAGE_OF_NOTEBOOK = {
@@ -191,10 +191,10 @@ def test_the_routes_check_reads_what_the_servers_read(spec):
     from indicipr.llm import servers as llm_servers
     from indicipr.llm.client import KINDS
 
-    assert set(config.ENDPOINT_KINDS) == set(KINDS) - {"replay"}
+    assert set(core.ENDPOINT_KINDS) == set(KINDS) - {"replay"}
     try:
         llm_servers.parse_routes(spec)
         readable = True
     except llm_servers.LLMConfigError:
         readable = False
-    assert (config.routes_problem("parameter llm_endpoints", spec) is None) == readable, spec
+    assert (core.routes_problem("parameter llm_endpoints", spec) is None) == readable, spec
