@@ -161,14 +161,15 @@ def check_count(option: str, value: int | None, low: int = 1, high: int | None =
 
 # %% ../../notebooks/12g_run.cli.ipynb #0730e53b
 def train_options(args) -> dict:
-    "The numbers of `indicipr train` as notebook 08's parameters (`--workers` a count or 'auto'), each in its range."
+    """The numbers of `indicipr train` as notebook 08's parameters (`--workers` a count or 'auto'), each in its range;
+    `--models` checked as notebook 08's `models` (`config.check_parameter_values`)."""
     values = {name: getattr(args, name) for name in ("seeds", "epochs", "max_steps", "max_answer_length", "workers")}
     if values["workers"] not in (None, "auto"):
         try:
             values["workers"] = int(values["workers"])
         except ValueError:
             raise RunnerUsageError(f"--workers {values['workers']}: give a count of runs (≥ 1) or 'auto'") from None
-    config.check_parameter_ranges(values, flags=True)
+    config.check_parameter_values({**values, "models": args.models}, names="flag")
     return values
 
 # %% ../../notebooks/12g_run.cli.ipynb #7d1c33c5

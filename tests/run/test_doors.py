@@ -327,3 +327,10 @@ def test_a_count_out_of_bounds_is_one_sentence_from_the_command_line(tmp_path):
         "indicipr reproduce: parameter n_resamples must be from 1 to 1,000,000 or None, got 99999999999\n"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_train_refuses_an_empty_model_name_as_its_flag(capsys):
+    "Before torch is imported and any model is looked for: the flag the user typed, in the settings' sentence."
+    assert cli.main(["train", "--models", "minilm-l6", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("indicipr train: --models: ['minilm-l6', ''] is not a model name"), err
