@@ -424,14 +424,15 @@ STRICT_ENV = "INDICIPR_STRICT"  # `indicipr reproduce --strict` sets it for ever
 _ON, _OFF = ("1", "true", "yes", "on", "y", "t"), ("", "0", "false", "no", "off", "n", "f")
 
 
-def strict_switch(value: str | None) -> bool:
-    "`STRICT_ENV`'s `value` read as a switch (1/0, true/false, yes/no, on/off; unset: off); another value is refused."
+def strict_switch(value: str | None, name: str = STRICT_ENV) -> bool:
+    """The variable `name`'s `value` read as a switch (1/0, true/false, yes/no, on/off; unset: off); another value is
+    refused."""
     text = (value or "").strip().lower()
     if text in _ON:
         return True
     if text in _OFF:
         return False
-    raise InputError(f"{STRICT_ENV}={value!r}: use 1/0, true/false, yes/no or on/off")
+    raise InputError(f"{name}={value!r}: use 1/0, true/false, yes/no or on/off")
 
 # %% ../../notebooks/00e_data.benchmark.ipynb #70fd52db
 def load_benchmark(

@@ -17,7 +17,9 @@ from typing import Any
 from . import core, numerics  # core: `data_dir`, `scratch_dir` looked up at each call (tests move them)
 from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
 from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
+from .core import endpoint_problem, model_names_problem, routes_problem
 from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
+from .benchmark import parse_act_mapping
 from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
 from .basics import json_digest
 
@@ -29,8 +31,9 @@ __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODE
            'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
            'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
-           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name', 'settings_for',
-           'training_key', 'main_job_models', 'RunContext', 'run_environment', 'run_context']
+           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name',
+           'check_parameter_values', 'settings_for', 'training_key', 'main_job_models', 'RunContext', 'run_environment',
+           'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -457,34 +460,39 @@ class Range:
 # %% ../../notebooks/00g_data.config.ipynb #11b5487c
 _SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
 _COUNT = Range(1)
+# the counts that size a run's memory, processes or requests: bounds far above any real run's, so that a typo is refused
+# before it asks for terabytes (a bootstrap of 10^11 resamples) or starts thousands of processes
+_BOUNDED_COUNTS = {
+    "n_resamples": Range(1, 1_000_000),  # a hundred times the card's resamples; more takes minutes and gigabytes
+    "concurrency": Range(1, 256),  # requests in flight
+    "workers": Range(1, 256),  # training processes at once
+    "batch_size": Range(1, 1_000_000),  # examples per optimiser step, as `indicipr predict --batch-size`
+    "eval_batch_size": Range(1, 1_000_000),  # windows per inference batch, as `indicipr predict --batch-size`
+    "max_tokens": Range(1, 1_000_000),  # reply tokens: the longest context windows of hosted models
+    "questions_per_context": Range(1, 1_000),  # items asked of one context
+    "reader_k": Range(1, 1_000),  # contexts the fine-tuned reader reads per question
+    "llm_k": Range(1, 1_000),  # contexts the LLM reads per question
+    "max_context_words": Range(1, 1_000_000),  # words of one context
+    "top_n_openings": Range(1, 1_000),  # bars of one figure
+}
 PARAMETER_RANGES = {
     **dict.fromkeys(
         ("seed", "seeds", "focus_seed", "audit_seed", "shot_seed", "wrong_context_seed", "closed_book_seed"), _SEED
     ),
     **dict.fromkeys(
         (
-            "max_context_words",
             "live_contexts",
-            "questions_per_context",
-            "concurrency",
             "max_per_context",
-            "top_n_openings",
             "max_steps",
             "max_answer_length",
-            "workers",
             "max_questions",
             "closed_book_questions",
-            "max_tokens",
-            "reader_k",
-            "llm_k",
-            "n_resamples",
             "judge_pairs",
             "audit_pairs",
-            "batch_size",
-            "eval_batch_size",
         ),
         _COUNT,
     ),
+    **_BOUNDED_COUNTS,
     **dict.fromkeys(("epochs", "length_split", "learning_rate"), Range(0, above=True)),
     "ratios": Range(0),
     "curve_every": Range(0),  # 0: no learning curve
@@ -529,6 +537,20 @@ def option_name(field_name: str, names: str = "parameter") -> str:
     "How a setting is named to its user: `parameter tune_split` (a notebook's) or `--tune-split` (`names='flag'`)."
     return f"--{field_name.replace('_', '-')}" if names == "flag" else f"parameter {field_name}"
 
+# %% ../../notebooks/00g_data.config.ipynb #a1c9e2f0
+def check_parameter_values(values: Mapping[str, Any], names: str = "parameter") -> None:
+    """Refuse (`InputError`, one sentence naming the parameter, its value and what it takes) the first of `values`
+    (`{parameter: value}`) that no run could use: a number out of its range (`parameter_problem`), a model list of
+    the wrong shape (`model_names_problem`), LLM routes that name no server (`routes_problem`); named as the parameter
+    or (`names='flag'`) the command line's flag of the same name."""
+    check_parameter_ranges(values, flags=names == "flag")
+    for name, value in values.items():
+        label = option_name(name, names)
+        if problem := model_names_problem(name, value, label) or (
+            routes_problem(label, value) if name == "llm_endpoints" else None
+        ):
+            raise InputError(problem)
+
 # %% ../../notebooks/00g_data.config.ipynb #c8834760
 def _split_problem(name: str, value, names: str) -> str | None:
     "Why a split field's value names no split (None when it does, or when it is None: no split)."
@@ -550,9 +572,9 @@ def settings_for(stage: str, profile: str = "offline", names: str = "parameter",
         raise InputError(
             f"{stage} has no setting {', '.join(map(repr, unknown))}; its settings: {', '.join(sorted(known))}"
         )
-    check_parameter_ranges(overrides, flags=names == "flag")
+    check_parameter_values(overrides, names)
     for name, value in overrides.items():
-        if name == "split" or name.endswith("_split"):
+        if (name == "split" or name.endswith("_split")) and name not in PARAMETER_RANGES:  # length_split: a number
             if problem := _split_problem(name, value, names):
                 raise InputError(problem)
     warn_replaced_env()
@@ -660,9 +682,6 @@ class RunContext:
         )
 
 # %% ../../notebooks/00g_data.config.ipynb #5a1e0c7d
-_YES = ("1", "true", "yes")
-
-
 def _seconds(raw: str | None) -> float | None:
     "`core.TIMEOUT_ENV`'s value as seconds (None when unset); anything but a positive number is refused."
     if raw is None or raw == "":
@@ -677,19 +696,25 @@ def _seconds(raw: str | None) -> float | None:
 
 
 def run_environment(environ: Mapping | None = None) -> dict:
-    """Every run variable of `environ` (default: this process's), read and checked once: `main_job` and `run_dir` (set
-    by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map` (`benchmark.ACT_MAP_ENV`), `llm_endpoints`,
-    `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`, `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`)."""
+    """Every run variable of `environ` (default: this process's), read and checked once, whether the run uses it or
+    not: `main_job` and `run_dir` (set by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map`
+    (`benchmark.ACT_MAP_ENV`), `llm_endpoints`, `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`,
+    `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`: a switch, as `STRICT_ENV`)."""
     environ = os.environ if environ is None else environ
+    act_map = environ.get(ACT_MAP_ENV) or None
+    parse_act_mapping(act_map)  # refused on every data source, used or not
+    routes, base_url = environ.get(ENDPOINTS_ENV) or None, environ.get(BASE_URL_ENV) or None
+    if problem := routes_problem(ENDPOINTS_ENV, routes) or endpoint_problem(BASE_URL_ENV, base_url):
+        raise InputError(problem)
     return {
         "main_job": environ.get(MAIN_JOB_ENV) == "1",
         "run_dir": environ.get(RUN_DIR_ENV) or None,
         "strict": strict_switch(environ.get(STRICT_ENV)),
-        "act_map": environ.get(ACT_MAP_ENV) or None,
-        "llm_endpoints": environ.get(ENDPOINTS_ENV) or None,
-        "llm_base_url": environ.get(BASE_URL_ENV) or None,
+        "act_map": act_map,
+        "llm_endpoints": routes,
+        "llm_base_url": base_url,
         "llm_timeout": _seconds(environ.get(TIMEOUT_ENV)),
-        "confirm_cost": environ.get(YES_ENV, "").strip().lower() in _YES,
+        "confirm_cost": strict_switch(environ.get(YES_ENV), YES_ENV),
     }
 
 # %% ../../notebooks/00g_data.config.ipynb #e4c99c3f

@@ -7,21 +7,23 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .basics import InputError, flat_paths, same_file
+from .basics import InputError, flat_paths, mask_secrets, same_file
 
 # %% auto #0
 __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
            'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'project_root', 'data_dir', 'figures_path', 'tables_path',
-           'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path', 'Act', 'id_prefix', 'act_for_key',
-           'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label', 'seed_everything', 'best_ties',
-           'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample', 'construction_plan',
-           'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected']
+           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'MODEL_LISTS', 'ONE_MODEL', 'ENDPOINT_KINDS', 'project_root',
+           'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path',
+           'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
+           'seed_everything', 'best_ties', 'simplest_best', 'tie_note', 'model_names_problem', 'endpoint_problem',
+           'routes_problem', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
+           'check_output', 'protected_outputs', 'check_not_protected']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
 ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
@@ -392,6 +394,78 @@ def tie_note(tied: list, chosen, what: str, reach: str, fmt=str, shown: int = 6)
 
 # %% ../../notebooks/00b_data.core.ipynb #bf052b09
 PROFILE_NAMES = ("offline", "paper")
+
+# %% ../../notebooks/00b_data.core.ipynb #c0d1e2a1
+MODEL_LISTS = ("models", "qa_models", "reader_models", "judge_models")  # a name, names separated by commas, or a list
+ONE_MODEL = ("generation_model", "dense_model")  # one model's name
+
+
+def model_names_problem(name: str, value, label: str | None = None) -> str | None:
+    """The sentence that refuses `value` for the model parameter `name` (`MODEL_LISTS`, `ONE_MODEL`; shown as `label`),
+    or None when it names models (or is None: the profile's): no empty name, no list inside a list."""
+    if value is None or name not in MODEL_LISTS + ONE_MODEL:
+        return None
+    one = name in ONE_MODEL
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",")]
+        if all(names) and not (one and len(names) > 1):
+            return None
+    elif not one and isinstance(value, (list, tuple)) and value:
+        if all(isinstance(n, str) and n.strip() for n in value):
+            return None
+    what = "one model name" if one else "a model name, names separated by commas, or a list of names (none empty)"
+    return f"{label or 'parameter ' + name}: {value!r} is not {what}"
+
+# %% ../../notebooks/00b_data.core.ipynb #c0d1e2a3
+ENDPOINT_KINDS = ("openai", "openai_compatible", "ollama", "llama_cpp")  # `llm.client.KINDS` but replay (tests only)
+_ENDPOINT_URL = re.compile(r"(?:([a-z_]+)\+)?(https?://\S+)")
+_ENDPOINT_WORDS = (
+    f"openai, local, ollama or an http(s) URL (optionally kind+URL, kind one of {', '.join(ENDPOINT_KINDS)})"
+)
+_ROUTE_WORDS = "pattern=endpoint pairs separated by commas (e.g. 'qwen2.5:7b=http://gpu1:8000/v1') or an object {pattern: endpoint}"
+
+
+def _endpoint_fault(spec) -> bool:
+    "Whether `spec` names no LLM server in a form `llm.servers.parse_endpoint` reads."
+    if isinstance(spec, Mapping):
+        if set(spec) - {"base_url", "kind", "api_key_env"} or "base_url" not in spec:
+            return True
+        spec = str(spec["base_url"])
+    if not isinstance(spec, str):
+        return True
+    if spec.strip() in ("openai", "local", "ollama"):
+        return False
+    m = _ENDPOINT_URL.fullmatch(spec.strip())
+    return m is None or (m.group(1) is not None and m.group(1) not in ENDPOINT_KINDS)
+
+
+def endpoint_problem(label: str, spec) -> str | None:
+    "The sentence that refuses `spec` (a server: `llm_base_url`, one route's endpoint) named `label`, or None when it names one."
+    if spec is None or spec == "" or not _endpoint_fault(spec):
+        return None
+    return f"{label}: {mask_secrets(spec, every_query=True)!r} names no LLM server; give {_ENDPOINT_WORDS}"
+
+# %% ../../notebooks/00b_data.core.ipynb #c0d1e2a4
+def routes_problem(label: str, spec) -> str | None:
+    """The sentence that refuses `spec` (the LLM routes: `llm_endpoints`, `core.ENDPOINTS_ENV`) named `label`, or None
+    when `llm.servers.parse_routes` reads it (or it is empty: the default routes)."""
+    if spec is None or spec == "":
+        return None
+    if isinstance(spec, str):
+        pairs = []
+        for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", spec))):
+            pattern, eq, endpoint = part.partition("=")
+            if not eq or not pattern.strip() or not endpoint.strip():
+                return f"{label}: {mask_secrets(part, every_query=True)!r} is not pattern=endpoint; give {_ROUTE_WORDS}"
+            pairs.append((pattern.strip(), endpoint.strip()))
+    elif isinstance(spec, Mapping) and all(isinstance(k, str) and k for k in spec):
+        pairs = list(spec.items())
+    else:
+        return f"{label}: {mask_secrets(spec, every_query=True)!r} is not {_ROUTE_WORDS}"
+    for pattern, endpoint in pairs:
+        if problem := endpoint_problem(f"{label} (models {pattern})", endpoint):
+            return problem
+    return None
 
 # %% ../../notebooks/00b_data.core.ipynb #19f2a93d
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Mapping
 
 from ..data import numerics
 from ..data.basics import loads_json, mask_secrets
-from ..data.core import CARD, ENDPOINTS_ENV
+from ..data.core import CARD, ENDPOINTS_ENV, model_names_problem
 from .client import KINDS, Endpoint, LLMConfigError, LLMError, mask_url, redact, url_credentials
 from .client import endpoint_url
 
@@ -174,15 +174,15 @@ def endpoint_for(config: LLMConfig, model: str) -> Endpoint:
 
 # %% ../../notebooks/00k_llm.servers.ipynb #baa2a34e
 def role_models(role: str, value: str | Iterable[str] | None = None) -> list[str] | None:
-    "A role's model names from `value` (a parameter: a name, a comma-separated string or a list); None for None (the profile's)."
+    """A role's model names from `value` (a parameter: a name, a comma-separated string or a list); None for None (the
+    profile's). A value of another shape is refused as `core.model_names_problem` words it (as the runner does)."""
     if role not in CARD_MODELS:
         raise ValueError(f"unknown LLM role {role!r}; expected one of {list(CARD_MODELS)}")
     if value is None:
         return None
-    names = [n.strip() for n in (value.split(",") if isinstance(value, str) else map(str, value))]
-    if not all(names):
-        raise LLMConfigError(f"the {role} models parameter: empty model name in {value!r}")
-    return names
+    if problem := model_names_problem("generation_model" if role == "generation" else f"{role}_models", value):
+        raise LLMConfigError(problem)
+    return [n.strip() for n in (value.split(",") if isinstance(value, str) else value)]
 
 # %% ../../notebooks/00k_llm.servers.ipynb #ec4db31d
 def role_model(role: str, value: str | None = None) -> str | None:

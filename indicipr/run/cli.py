@@ -161,14 +161,15 @@ def check_count(option: str, value: int | None, low: int = 1, high: int | None =
 
 # %% ../../notebooks/12g_run.cli.ipynb #0730e53b
 def train_options(args) -> dict:
-    "The numbers of `indicipr train` as notebook 08's parameters (`--workers` a count or 'auto'), each in its range."
+    """The numbers of `indicipr train` as notebook 08's parameters (`--workers` a count or 'auto'), each in its range;
+    `--models` checked as notebook 08's `models` (`config.check_parameter_values`)."""
     values = {name: getattr(args, name) for name in ("seeds", "epochs", "max_steps", "max_answer_length", "workers")}
     if values["workers"] not in (None, "auto"):
         try:
             values["workers"] = int(values["workers"])
         except ValueError:
             raise RunnerUsageError(f"--workers {values['workers']}: give a count of runs (≥ 1) or 'auto'") from None
-    config.check_parameter_ranges(values, flags=True)
+    config.check_parameter_values({**values, "models": args.models}, names="flag")
     return values
 
 # %% ../../notebooks/12g_run.cli.ipynb #7d1c33c5
@@ -489,7 +490,7 @@ def info_command(args) -> int:
     return 0
 
 # %% ../../notebooks/12g_run.cli.ipynb #3d299e44
-MAX_RESAMPLES = 1_000_000  # a hundred times the card's count; more takes minutes and gigabytes
+MAX_RESAMPLES = config.PARAMETER_RANGES["n_resamples"].high  # as notebooks 10 and 11's n_resamples
 
 
 def metrics_split_names() -> tuple:
@@ -721,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        benchmark.strict_switch(os.environ.get(benchmark.STRICT_ENV))  # no switch: refused before anything runs
+        config.run_environment()  # every INDICIPR_ switch and setting, used by this command or not: before any work
         config.warn_replaced_env()  # a variable that is a setting elsewhere changes nothing: said once
         for problem in numerics.pin():  # before any command imports torch: the kernels and threads of the tables
             print(f"indicipr {args.command}: warning: {problem}", file=sys.stderr)

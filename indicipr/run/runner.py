@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..data import artifacts, basics, config, core, numerics
 from . import verdict
+from ..scoring import predictions
 from ..data.core import InputError, figures_path, project_root
 
 # papermill, nbformat, jupyter_client and the report (pandas) are imported by the functions that run notebooks, so that
@@ -27,11 +29,12 @@ if TYPE_CHECKING:  # annotations only: relative, as nbdev writes the module's im
     from .report import StageResult
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETER_TYPES', 'KERNEL_NAME', 'KERNEL_ENV',
-           'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped', 'RunnerUsageError',
-           'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'types_admit', 'parameters_for',
-           'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook', 'run_figures_dir', 'main_job_env',
-           'remove_quiet_log', 'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETER_TYPES', 'NOTEBOOK_STAGES', 'GOLD_PARAMETERS',
+           'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped',
+           'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'types_admit',
+           'parameters_for', 'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook',
+           'run_figures_dir', 'main_job_env', 'remove_quiet_log', 'run_pipeline', 'kernel_parameters', 'scrub_file',
+           'new_run_dir', 'tolerant_echo']
 
 # %% ../../notebooks/12c_run.runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -201,12 +204,29 @@ def _type_words(types: tuple) -> str:
 COMMON_PARAMETER_TYPES = {"data_source": (str,), "profile": (str,), "figures_dir": (str, type(None))}
 
 
+NOTEBOOK_STAGES = {  # the notebooks that build a stage's settings (`config.run_context(…, stage, …)`)
+    "01_build.corpus": "corpus",
+    "02_build.generate": "generate",
+    "04_build.split": "split",
+    "07_systems.bm25": "bm25",
+    "08_systems.encoders": "encoders",
+    "09_systems.llm_qa": "llm_qa",
+    "09a_systems.grounded": "grounded",
+    "10_analysis.significance": "significance",
+    "11_analysis.error_analysis": "significance",
+    "12_analysis.quality": "quality",
+}
+GOLD_PARAMETERS = {"06_scoring.metrics": "split"}  # a split name or a QA file (`predictions.load_gold`)
+
+
 def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
-    """Refuse a parameter that none of `notebooks` declares (a typo would otherwise be silently ignored), a value of
-    the wrong type for a notebook that declares it (it would fail in a cell minutes later), a number out of its range
-    (`config.check_parameter_ranges`) and a run variable that the kernels' `config.run_context` would refuse
-    (`config.run_environment`: an `INDICIPR_LLM_TIMEOUT` that is no positive number of seconds, an `INDICIPR_STRICT`
-    that is no switch)."""
+    """Refuse, before any kernel starts, what a notebook would refuse in its first cells: a parameter that none of
+    `notebooks` declares (a typo would otherwise be silently ignored), a value of the wrong type for a notebook that
+    declares it, a value that no run could use (`config.check_parameter_values`: a number out of its range, a model
+    list of the wrong shape, LLM routes that name no server), a value the notebook's stage settings refuse (each
+    stage notebook's `config.settings_for`: a profile, a split name), a gold that is neither a split nor a file, and a
+    run variable that the kernels' `config.run_context` would refuse (`config.run_environment`). Each in the sentence
+    the notebook itself would say."""
     declared = {nb: notebook_parameter_types(nb) for nb in notebooks}
     names = set(COMMON_PARAMETERS).union(*declared.values())
     unknown = sorted(set(parameters) - names)
@@ -224,7 +244,17 @@ def check_parameters(parameters: dict, notebooks: list[Path]) -> None:
                     f'(-p {name} VALUE: VALUE is read as JSON, e.g. 15, 0.5, true, "text", [0, 1])'
                 )
     try:
-        config.check_parameter_ranges(parameters)
+        config.check_parameter_values(parameters)
+        for nb, types in declared.items():
+            if stage := NOTEBOOK_STAGES.get(nb.stem):
+                fields = {f.name for f in dataclasses.fields(config.STAGE_SETTINGS[stage]["offline"])}
+                given = {k: v for k, v in parameters.items() if k in types and k in fields}
+                config.settings_for(stage, parameters.get("profile", "offline"), **given)
+            gold = parameters.get(GOLD_PARAMETERS.get(nb.stem, ""))
+            if gold is None or Path(nb.parent, str(gold)).is_file():  # a relative file: from the kernel's folder
+                continue
+            if problem := predictions.gold_problem(gold, f"parameter {GOLD_PARAMETERS[nb.stem]}"):
+                raise InputError(problem)
         config.run_environment()
     except InputError as e:
         raise RunnerUsageError(str(e)) from None

@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['PREDICTION_FORMS', 'SPLIT_ALIASES', 'main_predictions_dir', 'write_predictions', 'question_id', 'read_predictions',
            'read_prediction_meta', 'PredictionIdError', 'as_prediction_dict', 'check_prediction_ids', 'system_name',
-           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'load_gold', 'check_coverage']
+           'system_group', 'predictions_source', 'prediction_files', 'read_once', 'load_gold', 'gold_problem',
+           'check_coverage']
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #cc17b2f0
 import csv
@@ -329,11 +330,9 @@ def load_gold(
         if not records:
             raise InputError(f"{option} {gold}: the {split} split of {data_source} has no usable QA record")
         return records
+    if problem := gold_problem(gold, option):
+        raise InputError(problem)
     path = Path(gold)
-    if path.is_dir():
-        raise InputError(f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file")
-    if not path.is_file():
-        raise InputError(f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file")
     f = load_qa_file(path)
     if f.problems and strict:
         raise QAFormatError(
@@ -355,6 +354,15 @@ def load_gold(
             )
         )
     return [dict(r, id=question_id(r["id"])) for r in f.records]
+
+# %% ../../notebooks/05a_scoring.predictions.ipynb #b7e1d2c2
+def gold_problem(gold: str | Path, option: str = "--gold") -> str | None:
+    "The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file."
+    if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
+        return None
+    if Path(gold).is_dir():
+        return f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file"
+    return f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file"
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #f56c67c2
 def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:

@@ -309,3 +309,68 @@ def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     assert not any("IProgress" in str(o) for o in outputs)
     assert notebook_files.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs
+
+
+REFUSED_BEFORE_ANY_KERNEL = [  # (command line, variables, the sentence's start after "indicipr reproduce: ")
+    (["-p", "split", "testt"], {}, "parameter split 'testt' is neither a split name"),
+    (["--only", "07_systems.bm25", "-p", "split", "testt"], {}, "parameter split: 'testt' is not one of train,"),
+    (["--only", "10_analysis.significance", "-p", "n_resamples", "99999999999"], {}, "parameter n_resamples must be"),
+    (["--only", "09_systems.llm_qa", "-p", "qa_models", '""'], {}, "parameter qa_models: '' is not a model name"),
+    (["--only", "09a_systems.grounded", "-p", "qa_models", '[["x"]]'], {}, "parameter qa_models: [['x']] is not"),
+    (["--only", "12_analysis.quality", "-p", "judge_models", "[]"], {}, "parameter judge_models: [] is not a model"),
+    (["--only", "09_systems.llm_qa", "-p", "llm_endpoints", "gpu1:8000"], {}, "parameter llm_endpoints: 'gpu1:8000'"),
+    (["--only", "06_scoring.metrics"], {"INDICIPR_LLM_ENDPOINTS": "gpu1:8000"}, "INDICIPR_LLM_ENDPOINTS: 'gpu1:8000'"),
+    (["--only", "06_scoring.metrics"], {"INDICIPR_LLM_BASE_URL": "h:1"}, "INDICIPR_LLM_BASE_URL: 'h:1' names no LLM"),
+    (["--only", "06_scoring.metrics"], {"INDICIPR_ACT_MAP": "garbage"}, "INDICIPR_ACT_MAP item 'garbage'"),
+    (["--only", "06_scoring.metrics"], {"INDICIPR_YES": "maybe"}, "INDICIPR_YES='maybe': use 1/0"),
+]
+
+
+@pytest.mark.parametrize("args,environ,said", REFUSED_BEFORE_ANY_KERNEL)
+def test_reproduce_refuses_a_bad_parameter_or_variable_before_any_kernel(
+    tmp_path, monkeypatch, capsys, args, environ, said
+):
+    "What a notebook would refuse in its first cells is refused by the runner: one sentence, exit 2, nothing started."
+
+    def started(*a, **k):
+        raise AssertionError("a kernel was asked for")
+
+    monkeypatch.setattr(runner, "ensure_kernel", started)
+    monkeypatch.setattr(runner, "run_notebook", started)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["reproduce", "--run-dir", str(tmp_path / "run"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"indicipr reproduce: {said}") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_command_refuses_a_bad_run_variable_it_does_not_read(monkeypatch, capsys):
+    "`indicipr info` on the sample (whose Acts need no mapping) refuses a garbage Act mapping all the same."
+    monkeypatch.setenv("INDICIPR_ACT_MAP", "garbage")
+    assert cli.main(["info"]) == 2
+    assert capsys.readouterr().err == "indicipr info: INDICIPR_ACT_MAP item 'garbage': expected prefix=act_key\n"
+
+
+def test_a_count_out_of_bounds_is_one_sentence_from_the_command_line(tmp_path):
+    "As a user runs it: exit 2, the sentence, no traceback, no run folder."
+    out = subprocess.run(
+        [str(BIN / "indicipr"), "reproduce", "--only", "10_analysis.significance", "--run-dir", str(tmp_path / "run")]
+        + ["-p", "n_resamples", "99999999999"],
+        capture_output=True,
+        text=True,
+        env=user_env(),
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        "indicipr reproduce: parameter n_resamples must be from 1 to 1,000,000 or None, got 99999999999\n"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_refuses_an_empty_model_name_as_its_flag(capsys):
+    "Before torch is imported and any model is looked for: the flag the user typed, in the settings' sentence."
+    assert cli.main(["train", "--models", "minilm-l6", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("indicipr train: --models: ['minilm-l6', ''] is not a model name"), err

@@ -859,7 +859,7 @@ def test_deeply_nested_json_is_a_sentence(tmp_path, capsys, form):
         (["train", "--max-steps", "0"], "--max-steps must be ≥ 1, got 0"),
         (["train", "--max-answer-length", "-4"], "--max-answer-length must be ≥ 1, got -4"),
         (["train", "--workers", "abc"], "--workers abc: give a count"),
-        (["train", "--workers", "0"], "--workers must be ≥ 1, 'auto'"),
+        (["train", "--workers", "0"], "--workers must be from 1 to 256, 'auto'"),
         (["cleaner-check", "--show", "-1"], "--show -1"),
         (
             ["reproduce", "--only", "09_systems.llm_qa", "-p", "max_questions", "-3"],
@@ -867,7 +867,10 @@ def test_deeply_nested_json_is_a_sentence(tmp_path, capsys, form):
         ),
         (["reproduce", "--only", "08", "-p", "max_steps", "0"], "parameter max_steps must be ≥ 1 or None"),
         (["reproduce", "--only", "08", "-p", "seeds", "[0, -2]"], "parameter seeds must be from 0"),
-        (["reproduce", "--only", "08", "-p", "workers", "0"], "parameter workers must be ≥ 1, 'auto' or None"),
+        (
+            ["reproduce", "--only", "08", "-p", "workers", "0"],
+            "parameter workers must be from 1 to 256, 'auto' or None",
+        ),
         (["reproduce", "--only", "12", "-p", "audit_pairs", "-1"], "parameter audit_pairs must be ≥ 1 or None"),
     ],
 )
