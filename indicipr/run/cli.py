@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -32,7 +31,7 @@ __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD
            'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
            'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
            'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
-           'doctor_command', 'recipe_choice_command', 'main']
+           'doctor_command', 'main']
 
 # %% ../../notebooks/12g_run.cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -282,27 +281,6 @@ def _add_encoder_commands(sub) -> None:
         fp32="train in fp32 on a CPU under INDICIPR_NUMERICS=native too (the pinned numerics always train in fp32; native uses bf16 autocast where the CPU computes bf16 natively)",
     )
 
-# %% ../../notebooks/12g_run.cli.ipynb #7fb27b941602401d91542211134fc71a
-def _add_recipe_choice(sub) -> None:
-    r = _command(
-        sub,
-        "recipe-choice",
-        "choose the offline encoder's recipe by k-fold cross-validation over the training and validation sections; says the cost first",
-        "indicipr recipe-choice                              # the cost of the runs not yet finished; nothing trains",
-        "indicipr recipe-choice --yes --run-dir runs/recipe-choice",
-        "indicipr recipe-choice --folds 3 --seeds 0 --yes",
-    )
-    _data_source_option(r)
-    r.add_argument("--folds", type=int, help="k of the group k-fold over the sections (default: RecipeChoice.folds, 4)")
-    r.add_argument(
-        "--seeds", nargs="+", type=int, help="training seeds of every fold (default: RecipeChoice.seeds, 0 1)"
-    )
-    r.add_argument(
-        "--run-dir",
-        help="where the table goes: <run-dir>/figures/tables/recipe_choice_cv.* (default: runs/recipe-choice)",
-    )
-    _flags(r, yes="confirm the cost: train the runs not yet finished (or INDICIPR_YES=1)")
-
 # %% ../../notebooks/12g_run.cli.ipynb #352caec9
 def _add_quality_commands(sub) -> None:
     a = _command(
@@ -372,14 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="indicipr", description="IndicIPR-QA research compendium")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (
-        _add_reproduce,
-        _add_build,
-        _add_data_commands,
-        _add_encoder_commands,
-        _add_recipe_choice,
-        _add_quality_commands,
-    ):
+    for add in (_add_reproduce, _add_build, _add_data_commands, _add_encoder_commands, _add_quality_commands):
         add(sub)
     return p
 
@@ -715,43 +686,6 @@ def doctor_command(args) -> int:
 
     return run_doctor(record=args.record, llm=not args.no_llm)
 
-# %% ../../notebooks/12g_run.cli.ipynb #acae54e37e7d407bbb7b55eff062a284
-def recipe_choice_command(args) -> int:
-    """`indicipr recipe-choice`: the cost of the cross-validation's unfinished runs, then (confirmed) the runs, the table
-    `recipe_choice_cv` in the run folder and the rule's choice; 1 when the cost was not confirmed."""
-    check_count("--folds", args.folds, 2, 1000)
-    for seed in args.seeds or ():
-        check_count("--seeds", seed, 0, 2**32 - 1)
-    run_dir = Path(user_path(args.run_dir)) if args.run_dir else project_root() / "runs" / "recipe-choice"
-    ctx = config.run_context(user_path(args.data_source), "offline", str(run_dir / "figures"), "encoders")
-    choice = ctx.settings.recipe_choice
-    choice = replace(choice, folds=args.folds or choice.folds, seeds=tuple(args.seeds or choice.seeds))
-    ctx = replace(ctx, settings=replace(ctx.settings, recipe_choice=choice), run_dir=run_dir)
-    from indicipr.systems import encoders, recipe_choice  # torch and transformers: loaded for the commands that train
-
-    confirmed = args.yes or config.run_environment()["confirm_cost"]
-    table = encoders.cross_validate_recipes(ctx, confirm_cost=confirmed)
-    if table is None:
-        print(
-            f"indicipr recipe-choice: not started: confirm the cost with --yes (or {core.YES_ENV}=1 in the environment)",
-            file=sys.stderr,
-        )
-        return 1
-    candidates = recipe_choice.RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
-    ctx.save_table(
-        table.round(2),
-        "recipe_choice_cv",
-        caption=f"The offline recipe's candidates by group k-fold cross-validation over the training and validation "
-        f"sections of `{ctx.source_tag}` ({choice.folds} folds x seeds {', '.join(map(str, choice.seeds))}; the test "
-        "split takes no part): pooled out-of-fold F1 (mean over seeds) and the sd of the runs, the difference from the "
-        "best with the paired bootstrap's 95% interval, the main job's training tokens and CPU minutes measured on "
-        f"{numerics.cpu_info()['model']}; chosen: the cheapest within {choice.within:g} point of the best and not "
-        "significantly below it.",
-    )
-    print(recipe_choice.cv_note(config.settings_for("encoders", "offline"), table, candidates, choice.within))
-    print(f"tables: {basics.mask_secrets(str(ctx.tables / 'recipe_choice_cv.md'))}")
-    return 0
-
 # %% ../../notebooks/12g_run.cli.ipynb #e46632bd
 COMMANDS = {
     "reproduce": reproduce_command,
@@ -761,7 +695,6 @@ COMMANDS = {
     "evaluate": evaluate_command,
     "predict": predict_command,
     "train": train_command,
-    "recipe-choice": recipe_choice_command,
     "audit": audit_command,
     "cleaner-check": cleaner_check_command,
     "doctor": doctor_command,

@@ -1,17 +1,17 @@
 """The offline recipe's choice (`indicipr.systems.recipe_choice`): on the validation split, and by cross-validation over the
-training and validation sections (`indicipr recipe-choice`); candidates kept apart, runs resumed."""
+training and validation sections (`benchmarks/recipe_choice.py`); candidates kept apart, runs resumed."""
 
 import dataclasses
+import importlib.util
 import json
 import os
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from helpers import QA_SMALL, read_qa_small
+from helpers import QA_SMALL, ROOT, read_qa_small
 
 from indicipr.data import config, core, qa_files  # noqa: E402
-from indicipr.run import cli
 from indicipr.systems import encoders
 from indicipr.systems import recipe_choice as rc
 from indicipr.systems.qa_model import model_short_name
@@ -121,6 +121,62 @@ def test_cross_validation_holds_each_fold_out_resumes_and_chooses(tiny_model_dir
     assert "4 runs (4 finished before): 0 to train, 0.00M tokens" in capsys.readouterr().out
 
 
+def recipe_choice_script():
+    "`benchmarks/recipe_choice.py`, what `make recipe-choice` runs, as a module."
+    spec = importlib.util.spec_from_file_location("recipe_choice_script", ROOT / "benchmarks" / "recipe_choice.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_recipe_choice_writes_its_table_in_the_run_folder_only_when_confirmed(root, tmp_path, monkeypatch, capsys):
+    "Unconfirmed: exit 1, nothing written; confirmed: the table in `<run-dir>/figures/tables/` and the rule's choice."
+    script = recipe_choice_script()
+    plain, other = rc.RECIPE_CANDIDATES[:2]
+    records = [
+        {
+            "id": f"cop_{i:06d}",
+            "act": "copyright",
+            "title": f"Section {i}. X",
+            "context": "alpha beta",
+            "answers": {"text": ["alpha"]},
+        }
+        for i in range(4)
+    ]
+    runs = [
+        {
+            "candidate": c.name,
+            "fold": 0,
+            "seed": 0,
+            "predictions": {r["id"]: "alpha" for r in records},
+            "phase2_tokens": t,
+        }
+        for c, t in ((plain, 500), (other, 100))
+    ]
+    table = rc.cv_table(runs, records, (plain, other), n_resamples=100)
+    seen = []
+
+    def fake(ctx, confirm_cost=False, tokens_per_second=None):
+        seen.append((ctx.settings.recipe_choice.folds, ctx.settings.recipe_choice.seeds, ctx.tables))
+        return table if confirm_cost else None
+
+    monkeypatch.setattr(encoders, "cross_validate_recipes", fake)
+    monkeypatch.delenv("INDICIPR_YES", raising=False)
+    out = tmp_path / "run"
+    assert script.main(["--folds", "3", "--seeds", "5", "--run-dir", str(out)]) == 1
+    assert "confirm the cost with --yes" in capsys.readouterr().err and not list(out.rglob("recipe_choice_cv.*"))
+    assert script.main(["--run-dir", str(out), "--yes"]) == 0
+    assert seen == [(3, (5,), out / "figures" / "tables"), (4, (0, 1), out / "figures" / "tables")]
+    said = capsys.readouterr().out
+    assert f"chosen by cross-validation: {other.name} (CV F1 100.00, +0.00 against the best, {plain.name}" in said
+    assert sorted(p.name for p in (out / "figures" / "tables").iterdir()) == [
+        f"recipe_choice_cv.{e}" for e in ("csv", "md", "tex")
+    ]
+    assert not (root / "figures").exists()
+
+
 def test_recipe_choice_refuses_a_fold_count_in_one_sentence(capsys):
-    assert cli.main(["recipe-choice", "--folds", "1"]) == 2
-    assert capsys.readouterr().err.strip() == "indicipr recipe-choice: --folds 1: give a number from 2 to 1,000"
+    "`make recipe-choice`'s script: a fold count out of range is one sentence and exit 2, before anything loads."
+    script = recipe_choice_script()
+    assert script.main(["--folds", "1"]) == 2
+    assert capsys.readouterr().err.strip() == "recipe_choice.py: --folds 1: give a number from 2 to 1,000"
