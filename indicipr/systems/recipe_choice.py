@@ -258,7 +258,7 @@ def section_folds(records, folds: int, seed: int = 0) -> list[int]:
         fold_of[g], load[f] = f, load[f] + size[g]
     return [fold_of[g] for g in groups]
 
-# %% ../../notebooks/07f_systems.recipe_choice.ipynb #10185d26023b46108eb7d9f57d49d2b3
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #e45de5c2
 @dataclass(frozen=True)
 class CVRun:
     "One (candidate, fold, seed) of a cross-validation: its settings, held-out question ids, key and output tag."
@@ -271,12 +271,12 @@ class CVRun:
     key: str
     tag: str
 
-
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #efa6129f
 def cv_dir(data_tag: str) -> Path:
     "Where the finished runs of a cross-validation on the data source `data_tag` are kept, one JSON file each."
     return core.data_dir() / "models" / "recipe_choice" / "cv" / data_tag
 
-
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #416e5482
 def cv_plan(records, candidates, base: EncodersSettings, seeds, folds: int, fold_seed: int, data_tag: str):
     """`(fold of each record, [CVRun])`: every candidate × fold × seed, each candidate's recipe set on `base` and scored on
     its fold's held-out questions."""
@@ -293,7 +293,7 @@ def cv_plan(records, candidates, base: EncodersSettings, seeds, folds: int, fold
                 runs.append(CVRun(cand, settings, fold, seed, held, key, tag))
     return fold_of, runs
 
-# %% ../../notebooks/07f_systems.recipe_choice.ipynb #8763a12b2bbd4a93a75aff182afb95dc
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #d1ad0f30
 def cached_run(folder, run: CVRun) -> dict | None:
     "The finished `run` kept in `folder`, or None: none there, unreadable, another run's, or not every held-out question."
     try:
@@ -304,7 +304,7 @@ def cached_run(folder, run: CVRun) -> dict | None:
         return None
     return done
 
-
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #03f0914f
 def run_cv(records, fold_of, runs, train_predict, folder) -> list[dict]:
     """Every run of `runs` (`cv_plan`), a finished one read from `folder`, the others by `train_predict(settings, tag,
     train records, held-out records, seeds)` (a candidate's seeds of a fold at once), which returns `{seed: {"predictions":
@@ -413,7 +413,7 @@ def cv_note(settings: EncodersSettings, table, candidates=RECIPE_CANDIDATES, wit
         f"{row['main-job tokens (M)']:.2f}M tokens within {within:g} point of the best and not significantly below it), {verdict}"
     )
 
-# %% ../../notebooks/07f_systems.recipe_choice.ipynb #b43b363d81ae4b689946ece5c682cd59
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #a888feb4
 def cv_cost(records, fold_of, runs, folder, count_tokens, tokens_per_second: float | None = None) -> dict:
     """What the runs of `runs` not finished in `folder` cost: `runs`, `cached`, `to_train`, `tokens` (phase 1 once per
     fold and distinct phase 1, phase 2 per run) and `seconds` at `tokens_per_second` (None: unknown)."""
@@ -436,7 +436,7 @@ def cv_cost(records, fold_of, runs, folder, count_tokens, tokens_per_second: flo
         "seconds": seconds,
     }
 
-
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #a87bc895
 def cost_note(cost: dict) -> str:
     "The cost in one sentence, e.g. `24 runs (6 finished before): 18 to train, 1.20M tokens, about 40 min at …`."
     time_note = (
