@@ -64,12 +64,14 @@ def run(args) -> int:
     run_dir = Path(args.run_dir).resolve()
     ctx = config.run_context(args.data_source, "offline", str(run_dir / "figures"), "encoders")
     choice = ctx.settings.recipe_choice
-    choice = replace(choice, folds=args.folds or choice.folds, seeds=tuple(args.seeds or choice.seeds))
+    confirmed = args.yes or config.run_environment()["confirm_cost"]
+    choice = replace(
+        choice, folds=args.folds or choice.folds, seeds=tuple(args.seeds or choice.seeds), confirm_cost=confirmed
+    )
     ctx = replace(ctx, settings=replace(ctx.settings, recipe_choice=choice), run_dir=run_dir)
     from indicipr.systems import encoders, recipe_choice  # torch and transformers: after the options are checked
 
-    confirmed = args.yes or config.run_environment()["confirm_cost"]
-    table = encoders.cross_validate_recipes(ctx, confirm_cost=confirmed)
+    table = encoders.cross_validate_recipes(ctx)
     if table is None:
         print(f"not started: confirm the cost with --yes (or {core.YES_ENV}=1 in the environment)", file=sys.stderr)
         return 1

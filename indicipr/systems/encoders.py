@@ -712,10 +712,11 @@ def measure_tokens_per_second(settings: EncodersSettings, records, steps: int = 
     return meta["train_tokens"] / max(meta["train_seconds"], 1e-3)
 
 # %% ../../notebooks/08_systems.encoders.ipynb #9693b487
-def cross_validate_recipes(ctx: RunContext, confirm_cost: bool = False, tokens_per_second: float | None = None):
+def cross_validate_recipes(ctx: RunContext):
     """The cross-validated recipe choice of `ctx.settings.recipe_choice` on the training and validation splits of the run's
-    benchmark: prints what the unfinished runs cost (`recipe_choice.cv_cost`, at `tokens_per_second`, else the rate of
-    the finished runs' phase 2, else `measure_tokens_per_second`), and, when there is nothing to train or `confirm_cost`, runs them (`cv_train_predict`, cached in
+    benchmark: prints what the unfinished runs cost (`recipe_choice.cv_cost`, at the choice's `tokens_per_second`, else the rate
+    of the finished runs' phase 2, else `measure_tokens_per_second`), and, when there is nothing to train or the choice's
+    `confirm_cost`, runs them (`cv_train_predict`, cached in
     `recipe_choice.cv_dir`) and returns `recipe_choice.cv_table`; None when the cost was not confirmed."""
     choice = ctx.settings.recipe_choice
     candidates = RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
@@ -725,7 +726,7 @@ def cross_validate_recipes(ctx: RunContext, confirm_cost: bool = False, tokens_p
     folder = cv_dir(ctx.source_tag)
     finished = [got for r in runs if (got := cached_run(folder, r))]
     seconds = sum(g.get("phase2_s") or 0.0 for g in finished)
-    rate = tokens_per_second or (sum(g.get("phase2_tokens", 0) for g in finished) / seconds if seconds else None)
+    rate = choice.tokens_per_second or (sum(g.get("phase2_tokens", 0) for g in finished) / seconds if seconds else None)
     if len(finished) < len(runs) and not rate:
         rate = measure_tokens_per_second(base, records)
     cost = cv_cost(records, fold_of, runs, folder, cv_tokens(), rate)
@@ -734,7 +735,7 @@ def cross_validate_recipes(ctx: RunContext, confirm_cost: bool = False, tokens_p
         f"{len(records)} training and validation questions of {ctx.source_tag}: {cost_note(cost)}",
         flush=True,
     )
-    if cost["to_train"] and not confirm_cost:
+    if cost["to_train"] and not choice.confirm_cost:
         return None
     done = run_cv(records, fold_of, runs, cv_train_predict(ctx), folder)
     return cv_table(done, records, candidates, len(settings_for("encoders", ctx.profile).seeds), choice.within)

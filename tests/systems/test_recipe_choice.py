@@ -86,18 +86,20 @@ def test_cross_validation_holds_each_fold_out_resumes_and_chooses(tiny_model_dir
     base = config.settings_for(
         "encoders", "offline", models=[tiny_model_dir], learning_rate=1e-3, max_length=128, stride=32
     )
-    choice = config.RecipeChoice(candidates=CANDIDATES, seeds=(0,), folds=2, base=base)
+    choice = config.RecipeChoice(candidates=CANDIDATES, seeds=(0,), folds=2, base=base, tokens_per_second=1000.0)
     ctx = config.run_context(str(QA_SMALL), "offline", stage="encoders", recipe_choice=choice)
     ds = ctx.benchmark()
     ctx = dataclasses.replace(ctx, _benchmarks={False: NoTest(train=ds["train"], validation=ds["validation"])})
     pool = {r["id"] for split in ("train", "validation") for r in ds[split]}
-    assert encoders.cross_validate_recipes(ctx, tokens_per_second=1000.0) is None  # not confirmed: nothing trains
+    assert encoders.cross_validate_recipes(ctx) is None  # not confirmed: nothing trains
     said = capsys.readouterr().out
     assert f"2 candidates x 2 folds x 1 seeds on the {len(pool)} training and validation questions" in said
     assert "4 runs (0 finished before): 4 to train, " in said and "tokens/s (measured here)" in said
     assert not rc.cv_dir(ctx.source_tag).exists()
 
-    table = encoders.cross_validate_recipes(ctx, confirm_cost=True, tokens_per_second=1000.0)
+    confirmed = dataclasses.replace(choice, confirm_cost=True)
+    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, recipe_choice=confirmed))
+    table = encoders.cross_validate_recipes(ctx)
     assert table["candidate"].tolist() == ["plain", "two phases"] and table["runs"].tolist() == [2, 2]
     assert table["chosen"].sum() == 1 and table["best"].sum() == 1
     assert (table.loc[table["best"], "ΔF1 vs best"] == 0).all()
@@ -116,6 +118,7 @@ def test_cross_validation_holds_each_fold_out_resumes_and_chooses(tiny_model_dir
         raise AssertionError("a finished run was trained again")
 
     monkeypatch.setattr(encoders, "run_encoders", no_training)
+    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, recipe_choice=choice))
     again = encoders.cross_validate_recipes(ctx)  # nothing left to train: nothing to confirm
     assert again.equals(table)
     assert "4 runs (4 finished before): 0 to train, 0.00M tokens" in capsys.readouterr().out
@@ -156,9 +159,10 @@ def test_recipe_choice_writes_its_table_in_the_run_folder_only_when_confirmed(ro
     table = rc.cv_table(runs, records, (plain, other), n_resamples=100)
     seen = []
 
-    def fake(ctx, confirm_cost=False, tokens_per_second=None):
-        seen.append((ctx.settings.recipe_choice.folds, ctx.settings.recipe_choice.seeds, ctx.tables))
-        return table if confirm_cost else None
+    def fake(ctx):
+        choice = ctx.settings.recipe_choice
+        seen.append((choice.folds, choice.seeds, ctx.tables))
+        return table if choice.confirm_cost else None
 
     monkeypatch.setattr(encoders, "cross_validate_recipes", fake)
     monkeypatch.delenv("INDICIPR_YES", raising=False)
