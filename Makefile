@@ -95,16 +95,14 @@ rehearse: setup
 	$(BIN)/python tests/rehearse.py $(REHEARSE_ARGS) $(ARGS)
 	$(BIN)/python tests/rehearse_rebuild.py --fault-rate 0.01
 
-# the offline recipe, chosen on the validation split: notebook 08 with choose_recipe (the candidates of
-# notebooks/07f_systems.recipe_choice.ipynb, two seeds each) in a run folder of its own; only its table and figure are copied
-# into figures/ (each through a temporary file and a rename)
+# the offline recipe, chosen by group k-fold cross-validation over the training and validation sections
+# (benchmarks/recipe_choice.py, the candidates of notebooks/07f_systems.recipe_choice.ipynb): it first says what the runs not yet finished
+# cost (runs, tokens, minutes at a measured rate) and trains them only when that is confirmed: `make recipe-choice
+# ARGS=--yes` (or INDICIPR_YES=1). Each finished run is kept in data/models/recipe_choice/cv/ and reused, so a killed
+# comparison resumes; the table goes to $(RECIPE_RUN)/figures/tables/recipe_choice_cv.* (never figures/). Not the main job, not CI.
 RECIPE_RUN ?= runs/recipe-choice
 recipe-choice: setup
-	$(BIN)/indicipr reproduce --only 08_systems.encoders --run-dir $(RECIPE_RUN) -p choose_recipe true
-	@for f in $(RECIPE_RUN)/figures/tables/recipe_choice.* $(RECIPE_RUN)/figures/recipe_choice.*; do \
-	  case $$f in */tables/*) d=figures/tables;; *) d=figures;; esac; \
-	  cp "$$f" "$$d/.$$(basename $$f).tmp" && mv "$$d/.$$(basename $$f).tmp" "$$d/$$(basename $$f)" && echo "wrote $$d/$$(basename $$f)"; \
-	done
+	$(BIN)/python benchmarks/recipe_choice.py --run-dir $(RECIPE_RUN) $(ARGS)
 
 # nbdev's documentation site, rendered by Quarto into _docs/ (each page shows the notebook's committed outputs): what
 # nbdev_docs does, except that it does not rewrite README.md from notebooks/index.ipynb (the README is written by hand)

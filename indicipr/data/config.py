@@ -187,6 +187,11 @@ class RecipeChoice(StageSettings):
     seeds: tuple = (0, 1)  # each candidate trains with every seed: two, to tell a recipe from a lucky seed
     split: str = "validation"  # the split the candidates are scored on (never test: it takes no part in the choice)
     base: Any = None  # the `EncodersSettings` every candidate's recipe is set on; None: the profile's
+    folds: int = 4  # cross-validation (`encoders.cross_validate_recipes`): k of the group k-fold over the sections
+    fold_seed: int = 0  # the seed that orders the sections before they are dealt to the folds
+    within: float = 1.0  # F1 points: the cheapest candidate this close to the best, not significantly below, wins
+    confirm_cost: bool = False  # True: train the unfinished runs of the cross-validation (its cost is said first)
+    tokens_per_second: float | None = None  # the training rate the cost's time is estimated at; None: measured here
 
 # %% ../../notebooks/00g_data.config.ipynb #d029138d
 @dataclass(frozen=True, kw_only=True)

@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from transformers import TrainerCallback
 
 from ..data import basics, core, qa_files
@@ -24,9 +26,11 @@ from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_s
 from .finetune import train_encoder, trained_window
 from .qa_model import CARD_NAMES, MODEL_REGISTRY, answer_length_profile, answer_token_lengths
 from .qa_model import load_tokenizer, model_short_name, predict_answers, suggest_max_answer_length
+from .qa_model import encode_windows
 from ..build import clauses
 from . import boundary, finetune
 from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
+from .recipe_choice import cached_run, cost_note, cv_cost, cv_dir, cv_plan, cv_records, cv_table, run_cv
 from ..data.config import EncodersSettings, settings_for  # the stage's settings (config.ENCODERS)
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
@@ -36,7 +40,8 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
 __all__ = ['CURVE_FILE', 'intermediate_dir', 'intermediate_records', 'rehearsal_records', 'precision_options',
            'train_intermediate', 'intermediate_note', 'F1Curve', 'read_curve', 'learning_curve', 'plot_learning_curve',
            'shrink_note', 'answer_length_caps', 'stage_records', 'run_encoders', 'encoder_tables', 'seed_summary',
-           'boundary_runs', 'boundary_table', 'compare_recipes']
+           'boundary_runs', 'boundary_table', 'compare_recipes', 'cv_train_predict', 'cv_tokens',
+           'measure_tokens_per_second', 'cross_validate_recipes']
 
 # %% ../../notebooks/08_systems.encoders.ipynb #14948ac6
 def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, callbacks=None) -> dict | None:
@@ -627,3 +632,110 @@ def compare_recipes(ctx: RunContext) -> list[dict]:
                 done[row["key"]] = row
         rows += [done[keys[s]] for s in seeds]
     return rows
+
+# %% ../../notebooks/08_systems.encoders.ipynb #a058e6a3
+def cv_train_predict(ctx: RunContext):
+    """`train_predict` of `recipe_choice.run_cv` by the real stage: `(settings, tag, train, held_out, seeds)` →
+    `{seed: {"predictions": {id: text}, **run_cost}}`, checkpoints under `data/models/<tag>/`."""
+
+    def train_predict(settings: EncodersSettings, tag: str, train, held_out, seeds) -> dict:
+        if len(settings.models) != 1:
+            raise core.InputError(f"recipe choice: compares the recipes of one model, not {len(settings.models)}")
+        fold = {"train": list(train), "validation": list(held_out), "test": []}  # the test split takes no part
+        runs = replace(settings, split="validation", seeds=tuple(seeds), workers=len(seeds))
+        group = replace(ctx, data_source=tag, source_tag=tag, settings=runs, _benchmarks={False: fold})
+        rows, _ = run_encoders(group)
+        out = {}
+        for r in rows:
+            folder = checkpoint_dir(group.models, r["model"], r["seed"])
+            phase1 = qa_config(intermediate_dir(group.models, r["model"])) if settings.intermediate else {}
+            preds = predictions.read_predictions(group.predictions / f"{r['system']}.jsonl")
+            phase2 = qa_config(folder)
+            out[r["seed"]] = {"predictions": preds, **run_cost(phase1, phase2), "phase2_s": phase2.get("train_seconds")}
+            shutil.rmtree(folder, ignore_errors=True)
+        return out
+
+    return train_predict
+
+# %% ../../notebooks/08_systems.encoders.ipynb #73edb082
+def cv_tokens():
+    """`count_tokens` of `recipe_choice.cv_cost`: `(settings, train, held_out, seed)` → the tokens phase 1 and phase 2
+    will step through (their windows' tokens × epochs), as `run_encoders` would build their questions."""
+    tokens, synthetic, toks = {}, {}, {}
+
+    def window_tokens(records, tok, window) -> int:
+        keys = [(r["question"], r["context"], window.max_length, window.stride) for r in records]
+        new = {k: r for k, r in zip(keys, records) if k not in tokens}
+        if new:
+            enc = encode_windows(list(new.values()), tok, window)
+            per = np.bincount(enc.example_index, weights=enc.lengths, minlength=len(new))
+            tokens.update(zip(new, per.astype(int).tolist()))
+        return sum(tokens[k] for k in keys)
+
+    def count(settings: EncodersSettings, train, held_out, seed) -> tuple[int, int]:
+        (model,) = settings.models
+        tok = toks.get(model) or toks.setdefault(model, load_tokenizer(model))
+        train_ok = qa_files.training_records(train)[0]
+        syn, phase1 = [], 0
+        if settings.intermediate:
+            key = basics.json_digest([sorted(r["id"] for r in train_ok), asdict(settings.intermediate)], 16)
+            if key not in synthetic:
+                synthetic[key] = intermediate_records(train_ok, [dict(r) for r in held_out], settings.intermediate)
+            syn = synthetic[key]
+            p1 = TrainConfig()
+            phase1 = round(window_tokens(syn, tok, Window(p1.max_length, p1.stride)) * settings.intermediate.epochs)
+        replay = rehearsal_records(syn, settings.rehearsal or 0.0, seed)
+        return phase1, round(window_tokens([*train_ok, *replay], tok, settings.window) * settings.epochs)
+
+    return count
+
+# %% ../../notebooks/08_systems.encoders.ipynb #deb482d0
+def measure_tokens_per_second(settings: EncodersSettings, records, steps: int = 3) -> float:
+    """Training tokens a second on this machine now: `steps` real optimiser steps of `settings`' model and recipe on
+    `records` (one process, in a temporary folder), from the run's own `train_tokens` and `train_seconds`."""
+    import tempfile
+
+    (model,) = settings.models
+    train = qa_files.training_records(records)[0][: steps * settings.batch_size]
+    cfg = TrainConfig(
+        epochs=1.0,
+        max_steps=steps,
+        learning_rate=settings.learning_rate,
+        batch_size=settings.batch_size,
+        max_length=settings.max_length,
+        stride=settings.stride,
+        seed=0,
+        **precision_options(settings),
+    )
+    with tempfile.TemporaryDirectory() as d:
+        meta = qa_config(train_encoder(model, train, cfg, Path(d) / "probe", 30))
+    return meta["train_tokens"] / max(meta["train_seconds"], 1e-3)
+
+# %% ../../notebooks/08_systems.encoders.ipynb #9693b487
+def cross_validate_recipes(ctx: RunContext):
+    """The cross-validated recipe choice of `ctx.settings.recipe_choice` on the training and validation splits of the run's
+    benchmark: prints what the unfinished runs cost (`recipe_choice.cv_cost`, at the choice's `tokens_per_second`, else the rate
+    of the finished runs' phase 2, else `measure_tokens_per_second`), and, when there is nothing to train or the choice's
+    `confirm_cost`, runs them (`cv_train_predict`, cached in
+    `recipe_choice.cv_dir`) and returns `recipe_choice.cv_table`; None when the cost was not confirmed."""
+    choice = ctx.settings.recipe_choice
+    candidates = RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
+    base = choice.base or settings_for("encoders", ctx.profile)
+    records = cv_records(ctx.benchmark())
+    fold_of, runs = cv_plan(records, candidates, base, choice.seeds, choice.folds, choice.fold_seed, ctx.source_tag)
+    folder = cv_dir(ctx.source_tag)
+    finished = [got for r in runs if (got := cached_run(folder, r))]
+    seconds = sum(g.get("phase2_s") or 0.0 for g in finished)
+    rate = choice.tokens_per_second or (sum(g.get("phase2_tokens", 0) for g in finished) / seconds if seconds else None)
+    if len(finished) < len(runs) and not rate:
+        rate = measure_tokens_per_second(base, records)
+    cost = cv_cost(records, fold_of, runs, folder, cv_tokens(), rate)
+    print(
+        f"recipe choice: {len(candidates)} candidates x {choice.folds} folds x {len(choice.seeds)} seeds on the "
+        f"{len(records)} training and validation questions of {ctx.source_tag}: {cost_note(cost)}",
+        flush=True,
+    )
+    if cost["to_train"] and not choice.confirm_cost:
+        return None
+    done = run_cv(records, fold_of, runs, cv_train_predict(ctx), folder)
+    return cv_table(done, records, candidates, len(settings_for("encoders", ctx.profile).seeds), choice.within)

@@ -5,16 +5,24 @@
 # %% ../../notebooks/07f_systems.recipe_choice.ipynb #badd8065
 from __future__ import annotations
 
+import json
+import random
 import statistics
+from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from ..data import basics, core, numerics
+from ..data import basics, core, numerics, qa_files
 from ..data.config import EncodersSettings, IntermediateTraining, as_dict
+from ..scoring import bootstrap, metrics
+from ..scoring.bootstrap import N_RESAMPLES
 
 # %% auto #0
-__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'TRAIN_BUDGET_TOKENS', 'Candidate', 'recipe_of',
-           'group_tag', 'run_key', 'runs_path', 'run_cost', 'main_job_cost', 'recipe_table', 'chosen_recipe',
-           'is_chosen', 'recipe_choice_note', 'plot_recipe_choice']
+__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'TRAIN_BUDGET_TOKENS', 'CV_SPLITS', 'Candidate',
+           'recipe_of', 'group_tag', 'run_key', 'runs_path', 'run_cost', 'main_job_cost', 'recipe_table',
+           'chosen_recipe', 'is_chosen', 'recipe_choice_note', 'plot_recipe_choice', 'cv_records', 'section_groups',
+           'section_folds', 'CVRun', 'cv_dir', 'cv_plan', 'cached_run', 'run_cv', 'cv_table', 'cv_note', 'cv_cost',
+           'cost_note']
 
 # %% ../../notebooks/07f_systems.recipe_choice.ipynb #1b817891
 RECIPE_FIELDS = ("intermediate", "rehearsal", "epochs")  # the EncodersSettings fields a candidate sets
@@ -195,3 +203,248 @@ def plot_recipe_choice(table, title: str = ""):
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #acae54e37e7d407bbb7b55eff062a284
+CV_SPLITS = ("train", "validation")  # the splits cross-validation reads; the test split takes no part
+
+
+def cv_records(ds) -> list[dict]:
+    "The records cross-validation runs on: the training and validation splits of `ds` (its test split is never read)."
+    records = [dict(r) for split in CV_SPLITS for r in ds[split]]
+    ids = [r["id"] for r in records]
+    if len(set(ids)) != len(ids):
+        raise core.InputError("recipe choice: a question id occurs twice in the training and validation splits")
+    return records
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
+def section_groups(records) -> list[int]:
+    """A group number per record: the records of one section (its Act and number, `qa_files.record_section`) share a
+    group, and so do sections that share a context text (the card's split never parts them)."""
+    parent: dict = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def section(r):
+        return ("section", core.record_act(r), qa_files.record_section(r))
+
+    for r in records:
+        a, b = find(section(r)), find(("context", r["context"]))
+        if a != b:
+            parent[b] = a
+    roots: dict = {}
+    return [roots.setdefault(find(section(r)), len(roots)) for r in records]
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #8dd0d8092fe74a7c96281538738b07e2
+def section_folds(records, folds: int, seed: int = 0) -> list[int]:
+    """The fold (0 … `folds` − 1) of each record: group k-fold over `section_groups`, the groups in an order drawn by
+    `seed`, each dealt to the fold with the fewest questions so far (the first of equals), so that the folds are of
+    like size and no group is in two folds."""
+    groups = section_groups(records)
+    n_groups = max(groups, default=-1) + 1
+    if not 2 <= folds <= n_groups:
+        raise core.InputError(
+            f"recipe choice: folds {folds}: expected 2 to {n_groups} (the section groups of the training and validation splits)"
+        )
+    size = Counter(groups)
+    order = sorted(size)
+    random.Random(seed).shuffle(order)
+    load, fold_of = [0] * folds, {}
+    for g in order:
+        f = min(range(folds), key=lambda i: load[i])
+        fold_of[g], load[f] = f, load[f] + size[g]
+    return [fold_of[g] for g in groups]
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #e45de5c2
+@dataclass(frozen=True)
+class CVRun:
+    "One (candidate, fold, seed) of a cross-validation: its settings, held-out question ids, key and output tag."
+
+    candidate: Candidate
+    settings: EncodersSettings
+    fold: int
+    seed: int
+    held_out: frozenset
+    key: str
+    tag: str
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #efa6129f
+def cv_dir(data_tag: str) -> Path:
+    "Where the finished runs of a cross-validation on the data source `data_tag` are kept, one JSON file each."
+    return core.data_dir() / "models" / "recipe_choice" / "cv" / data_tag
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #416e5482
+def cv_plan(records, candidates, base: EncodersSettings, seeds, folds: int, fold_seed: int, data_tag: str):
+    """`(fold of each record, [CVRun])`: every candidate × fold × seed, each candidate's recipe set on `base` and scored on
+    its fold's held-out questions."""
+    fold_of = section_folds(records, folds, fold_seed)
+    runs = []
+    for cand in candidates:
+        settings = replace(cand.settings(base), split="validation", curve_split=None, boundary_models=())
+        for fold in range(folds):
+            held = frozenset(r["id"] for r, f in zip(records, fold_of) if f == fold)
+            digest = basics.json_digest([sorted(held), sorted(r["id"] for r in records)], 10)
+            tag = f"{group_tag(settings)}_cv_{data_tag}_{digest}"
+            for seed in seeds:
+                key = run_key(settings, f"{data_tag}:cv:{digest}", seed)
+                runs.append(CVRun(cand, settings, fold, seed, held, key, tag))
+    return fold_of, runs
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #d1ad0f30
+def cached_run(folder, run: CVRun) -> dict | None:
+    "The finished `run` kept in `folder`, or None: none there, unreadable, another run's, or not every held-out question."
+    try:
+        done = json.loads((Path(folder) / f"{run.key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(done, dict) or done.get("key") != run.key or set(done.get("predictions") or ()) != run.held_out:
+        return None
+    return done
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #03f0914f
+def run_cv(records, fold_of, runs, train_predict, folder) -> list[dict]:
+    """Every run of `runs` (`cv_plan`), a finished one read from `folder`, the others by `train_predict(settings, tag,
+    train records, held-out records, seeds)` (a candidate's seeds of a fold at once), which returns `{seed: {"predictions":
+    {id: text}, **run_cost}}`; each run is written to `folder` as soon as it is back. One dict per run, in `runs` order."""
+    done = {r.key: got for r in runs if (got := cached_run(folder, r))}
+    todo: dict = {}
+    for r in runs:
+        if r.key not in done:
+            todo.setdefault((r.candidate.name, r.fold), []).append(r)
+    for i, group in enumerate(todo.values(), 1):
+        first = group[0]
+        print(
+            f"[{i}/{len(todo)}] {first.candidate.name}, fold {first.fold}: seeds {[r.seed for r in group]}", flush=True
+        )
+        train = [r for r, f in zip(records, fold_of) if f != first.fold]
+        held_out = [r for r, f in zip(records, fold_of) if f == first.fold]
+        got = train_predict(first.settings, first.tag, train, held_out, tuple(r.seed for r in group))
+        for r in group:
+            out = {"key": r.key, "candidate": r.candidate.name, "fold": r.fold, "seed": r.seed, **got[r.seed]}
+            if set(out["predictions"]) != r.held_out:
+                raise RuntimeError(
+                    f"{r.candidate.name}, fold {r.fold}, seed {r.seed}: not every held-out question predicted"
+                )
+            basics.write_text_atomic(Path(folder) / f"{r.key}.json", json.dumps(out, ensure_ascii=False) + "\n")
+            done[r.key] = out
+    return [done[r.key] for r in runs]
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #b118ea5561624da68c537baed56e602f
+def cv_table(
+    runs: list[dict], records, candidates, main_seeds: int = 3, within: float = 1.0, n_resamples: int = N_RESAMPLES
+):
+    """One row per candidate (`candidates` order) of `run_cv`'s runs: recipe, cross-validated F1 (pooled out-of-fold,
+    mean over seeds) and the sd of its fold × seed runs, its difference from the best with the paired bootstrap's 95%
+    interval, the main job's tokens and measured CPU minutes (`main_seeds` seeds of phase 2), and `chosen` (the rule)."""
+    import numpy as np
+    import pandas as pd
+
+    golds = {r["id"]: r["answers"]["text"] for r in records}
+    ids = [r["id"] for r in records]
+    names, per_question, rows = [], [], []
+    for cand in candidates:
+        mine = [r for r in runs if r["candidate"] == cand.name]
+        if not mine:
+            continue
+        seeds = sorted({r["seed"] for r in mine})
+        f1 = {s: {} for s in seeds}
+        run_f1 = []
+        for r in mine:
+            scores = {q: metrics.score_question(a, golds[q])["f1"] for q, a in r["predictions"].items()}
+            f1[r["seed"]].update(scores)
+            run_f1.append(statistics.fmean(scores.values()))
+        per_question.append(np.mean([[f1[s][q] for q in ids] for s in seeds], axis=0))
+        names.append(cand.name)
+        phase1 = statistics.fmean(r.get("phase1_tokens", 0) for r in mine)
+        phase2 = statistics.fmean(r.get("phase2_tokens", 0) for r in mine)
+        cpu = statistics.fmean(r.get("phase1_cpu_s", 0.0) for r in mine) + main_seeds * statistics.fmean(
+            r.get("phase2_cpu_s", 0.0) for r in mine
+        )
+        rows.append(
+            {
+                "candidate": cand.name,
+                "recipe": cand.what,
+                "phase 1 epochs": cand.intermediate.epochs if cand.intermediate else 0.0,
+                "rehearsal": cand.rehearsal,
+                "phase 2 epochs": cand.epochs,
+                "runs": len(mine),
+                "CV F1": float(per_question[-1].mean()),
+                "sd over runs": statistics.stdev(run_f1) if len(run_f1) > 1 else float("nan"),
+                "_tokens": round(phase1 + main_seeds * phase2),
+                "main-job CPU min (measured)": cpu / 60,
+            }
+        )
+    table = pd.DataFrame(rows)
+    best = int(table["CV F1"].idxmax())  # the first of equals
+    test = bootstrap.paired_bootstrap(np.stack(per_question), [(i, best) for i in range(len(rows))], n_resamples)
+    table["ΔF1 vs best"] = test["diff"].to_numpy()
+    table["CI 2.5%"] = test["ci_low"].to_numpy()
+    table["CI 97.5%"] = test["ci_high"].to_numpy()
+    table["best"] = table.index == best
+    close = (table["CI 97.5%"] >= 0) & (table["ΔF1 vs best"] >= -within - 1e-9)
+    cheapest = table.loc[close, "_tokens"].min()
+    table["chosen"] = False
+    table.loc[table.index[close & (table["_tokens"] == cheapest)][0], "chosen"] = True
+    table.insert(table.columns.get_loc("main-job CPU min (measured)"), "main-job tokens (M)", table["_tokens"] / 1e6)
+    return table.drop(columns="_tokens")
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #938c804e27f84196a10c8828c723f798
+def cv_note(settings: EncodersSettings, table, candidates=RECIPE_CANDIDATES, within: float = 1.0) -> str:
+    "A sentence: the candidate the rule chose, its cross-validated F1 against the best's, and whether `settings` use it."
+    row = table.loc[table["chosen"]].iloc[0]
+    best = table.loc[table["best"]].iloc[0]
+    chosen = next(c for c in candidates if c.name == row["candidate"])
+    verdict = (
+        "this profile's recipe"
+        if recipe_of(chosen.settings(settings)) == recipe_of(settings)
+        else "NOT this profile's recipe"
+    )
+    against = (
+        "the best"
+        if row["candidate"] == best["candidate"]
+        else f"{row['ΔF1 vs best']:+.2f} against the best, {best['candidate']} ({best['CV F1']:.2f}; 95% interval "
+        f"[{row['CI 2.5%']:+.2f}, {row['CI 97.5%']:+.2f}])"
+    )
+    return (
+        f"chosen by cross-validation: {row['candidate']} (CV F1 {row['CV F1']:.2f}, {against}; the cheapest at "
+        f"{row['main-job tokens (M)']:.2f}M tokens within {within:g} point of the best and not significantly below it), {verdict}"
+    )
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #a888feb4
+def cv_cost(records, fold_of, runs, folder, count_tokens, tokens_per_second: float | None = None) -> dict:
+    """What the runs of `runs` not finished in `folder` cost: `runs`, `cached`, `to_train`, `tokens` (phase 1 once per
+    fold and distinct phase 1, phase 2 per run) and `seconds` at `tokens_per_second` (None: unknown)."""
+    todo = [r for r in runs if cached_run(folder, r) is None]
+    tokens, phase1_seen = 0, set()
+    for r in todo:
+        train = [x for x, f in zip(records, fold_of) if f != r.fold]
+        held_out = [x for x, f in zip(records, fold_of) if f == r.fold]
+        phase1, phase2 = count_tokens(r.settings, train, held_out, r.seed)
+        if (r.tag, r.fold) not in phase1_seen:
+            tokens += phase1
+            phase1_seen.add((r.tag, r.fold))
+        tokens += phase2
+    seconds = tokens / tokens_per_second if tokens_per_second else None
+    return {
+        "runs": len(runs),
+        "cached": len(runs) - len(todo),
+        "to_train": len(todo),
+        "tokens": int(tokens),
+        "seconds": seconds,
+    }
+
+# %% ../../notebooks/07f_systems.recipe_choice.ipynb #a87bc895
+def cost_note(cost: dict) -> str:
+    "The cost in one sentence, e.g. `24 runs (6 finished before): 18 to train, 1.20M tokens, about 40 min at …`."
+    time_note = (
+        f", about {cost['seconds'] / 60:.0f} min at {cost['tokens'] / cost['seconds']:,.0f} tokens/s (measured here)"
+        if cost.get("seconds")
+        else ""
+    )
+    return (
+        f"{cost['runs']} runs ({cost['cached']} finished before): {cost['to_train']} to train, "
+        f"{cost['tokens'] / 1e6:.2f}M tokens{time_note}"
+    )

@@ -1,15 +1,20 @@
-"""The offline recipe's choice on the validation split (`indicipr.systems.recipe_choice`): candidates kept apart, runs resumed."""
+"""The offline recipe's choice (`indicipr.systems.recipe_choice`): on the validation split, and by cross-validation over the
+training and validation sections (`benchmarks/recipe_choice.py`); candidates kept apart, runs resumed."""
 
+import dataclasses
+import importlib.util
+import json
 import os
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from helpers import QA_SMALL
+from helpers import QA_SMALL, ROOT, read_qa_small
 
 from indicipr.data import config, core, qa_files  # noqa: E402
 from indicipr.systems import encoders
 from indicipr.systems import recipe_choice as rc
+from indicipr.systems.qa_model import model_short_name
 
 PHASE1 = config.IntermediateTraining(per_piece=1, crop_words=40, epochs=0.5, learning_rate=1e-3)
 CANDIDATES = (
@@ -65,3 +70,117 @@ def test_a_tie_of_recipes_takes_the_first_listed_and_says_so():
     note = rc.recipe_choice_note(config.settings_for("encoders", "offline"), table)
     names = ", ".join(c.name for c in rc.RECIPE_CANDIDATES[:2])
     assert f"tie: candidates {names} all reach mean F1 30.50; the simplest, {rc.RECIPE_CANDIDATES[0].name}" in note
+
+
+class NoTest(dict):
+    "A loaded benchmark whose test split cannot be read."
+
+    def __getitem__(self, split):
+        if split == "test":
+            raise AssertionError("the test split was read")
+        return dict.__getitem__(self, split)
+
+
+@pytest.mark.slow  # training: 2 candidates x 2 folds x 1 seed of a tiny model, under a minute on 2 cores
+def test_cross_validation_holds_each_fold_out_resumes_and_chooses(tiny_model_dir, root, monkeypatch, capsys):
+    base = config.settings_for(
+        "encoders", "offline", models=[tiny_model_dir], learning_rate=1e-3, max_length=128, stride=32
+    )
+    choice = config.RecipeChoice(candidates=CANDIDATES, seeds=(0,), folds=2, base=base, tokens_per_second=1000.0)
+    ctx = config.run_context(str(QA_SMALL), "offline", stage="encoders", recipe_choice=choice)
+    ds = ctx.benchmark()
+    ctx = dataclasses.replace(ctx, _benchmarks={False: NoTest(train=ds["train"], validation=ds["validation"])})
+    pool = {r["id"] for split in ("train", "validation") for r in ds[split]}
+    assert encoders.cross_validate_recipes(ctx) is None  # not confirmed: nothing trains
+    said = capsys.readouterr().out
+    assert f"2 candidates x 2 folds x 1 seeds on the {len(pool)} training and validation questions" in said
+    assert "4 runs (0 finished before): 4 to train, " in said and "tokens/s (measured here)" in said
+    assert not rc.cv_dir(ctx.source_tag).exists()
+
+    confirmed = dataclasses.replace(choice, confirm_cost=True)
+    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, recipe_choice=confirmed))
+    table = encoders.cross_validate_recipes(ctx)
+    assert table["candidate"].tolist() == ["plain", "two phases"] and table["runs"].tolist() == [2, 2]
+    assert table["chosen"].sum() == 1 and table["best"].sum() == 1
+    assert (table.loc[table["best"], "ΔF1 vs best"] == 0).all()
+    assert (table["main-job tokens (M)"] > 0).all()
+    runs = [json.loads(p.read_text()) for p in rc.cv_dir(ctx.source_tag).glob("*.json")]
+    assert len(runs) == 4
+    test_ids = {r["id"] for r in read_qa_small("test")}
+    for name in ("plain", "two phases"):  # each question held out once, by one fold; never a test question
+        held = [set(r["predictions"]) for r in runs if r["candidate"] == name]
+        assert not held[0] & held[1] and held[0] | held[1] == pool and not pool & test_ids
+    models = core.data_dir() / "models"
+    kept = sorted(p.name for d in models.glob("recipe_choice_*_cv_*") for p in d.iterdir())
+    assert kept == [f"{model_short_name(tiny_model_dir)}_intermediate"] * 2  # phase 1 of each fold; phase 2 removed
+
+    def no_training(*a, **k):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(encoders, "run_encoders", no_training)
+    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, recipe_choice=choice))
+    again = encoders.cross_validate_recipes(ctx)  # nothing left to train: nothing to confirm
+    assert again.equals(table)
+    assert "4 runs (4 finished before): 0 to train, 0.00M tokens" in capsys.readouterr().out
+
+
+def recipe_choice_script():
+    "`benchmarks/recipe_choice.py`, what `make recipe-choice` runs, as a module."
+    spec = importlib.util.spec_from_file_location("recipe_choice_script", ROOT / "benchmarks" / "recipe_choice.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_recipe_choice_writes_its_table_in_the_run_folder_only_when_confirmed(root, tmp_path, monkeypatch, capsys):
+    "Unconfirmed: exit 1, nothing written; confirmed: the table in `<run-dir>/figures/tables/` and the rule's choice."
+    script = recipe_choice_script()
+    plain, other = rc.RECIPE_CANDIDATES[:2]
+    records = [
+        {
+            "id": f"cop_{i:06d}",
+            "act": "copyright",
+            "title": f"Section {i}. X",
+            "context": "alpha beta",
+            "answers": {"text": ["alpha"]},
+        }
+        for i in range(4)
+    ]
+    runs = [
+        {
+            "candidate": c.name,
+            "fold": 0,
+            "seed": 0,
+            "predictions": {r["id"]: "alpha" for r in records},
+            "phase2_tokens": t,
+        }
+        for c, t in ((plain, 500), (other, 100))
+    ]
+    table = rc.cv_table(runs, records, (plain, other), n_resamples=100)
+    seen = []
+
+    def fake(ctx):
+        choice = ctx.settings.recipe_choice
+        seen.append((choice.folds, choice.seeds, ctx.tables))
+        return table if choice.confirm_cost else None
+
+    monkeypatch.setattr(encoders, "cross_validate_recipes", fake)
+    monkeypatch.delenv("INDICIPR_YES", raising=False)
+    out = tmp_path / "run"
+    assert script.main(["--folds", "3", "--seeds", "5", "--run-dir", str(out)]) == 1
+    assert "confirm the cost with --yes" in capsys.readouterr().err and not list(out.rglob("recipe_choice_cv.*"))
+    assert script.main(["--run-dir", str(out), "--yes"]) == 0
+    assert seen == [(3, (5,), out / "figures" / "tables"), (4, (0, 1), out / "figures" / "tables")]
+    said = capsys.readouterr().out
+    assert f"chosen by cross-validation: {other.name} (CV F1 100.00, +0.00 against the best, {plain.name}" in said
+    assert sorted(p.name for p in (out / "figures" / "tables").iterdir()) == [
+        f"recipe_choice_cv.{e}" for e in ("csv", "md", "tex")
+    ]
+    assert not (root / "figures").exists()
+
+
+def test_recipe_choice_refuses_a_fold_count_in_one_sentence(capsys):
+    "`make recipe-choice`'s script: a fold count out of range is one sentence and exit 2, before anything loads."
+    script = recipe_choice_script()
+    assert script.main(["--folds", "1"]) == 2
+    assert capsys.readouterr().err.strip() == "recipe_choice.py: --folds 1: give a number from 2 to 1,000"
