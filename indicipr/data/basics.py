@@ -17,19 +17,32 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 # %% auto #0
-__all__ = ['SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
-           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'current_umask',
-           'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json',
-           'in_jupyter_kernel', 'show_saved_figure']
+__all__ = ['SECRET_ENV', 'InputError', 'add_write_guard', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape',
+           'flat_paths', 'same_file', 'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts',
+           'has_secret', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
+           'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
     "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
 
 # %% ../../notebooks/00a_data.basics.ipynb #473527dd
-def write_target(path: str | os.PathLike) -> Path:
-    "Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself."
+_WRITE_GUARDS: list = []  # `core.guard_write`, installed when `indicipr.data.core` is imported (the floor above)
+
+
+def add_write_guard(guard) -> None:
+    """Make every write of the package (`write_target`, and so `write_text_atomic`, `replace_atomic`, `swap_folder`)
+    call `guard(real_path, folder)` first: it raises `InputError` for a path that must not be written."""
+    if guard not in _WRITE_GUARDS:
+        _WRITE_GUARDS.append(guard)
+
+
+def write_target(path: str | os.PathLike, folder: bool = False) -> Path:
+    """Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself; refused
+    (`InputError`, nothing written) where the installed write guard refuses its real path (every parent resolved)."""
     path = Path(path)
+    for guard in _WRITE_GUARDS:
+        guard(Path(os.path.realpath(path)), folder)
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 # %% ../../notebooks/00a_data.basics.ipynb #831b22b7
@@ -103,6 +116,7 @@ def tidy_swap_leftovers(dest: Path) -> None:
 def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     """Put the folder `new` in place of `dest` as a whole: `dest` is set aside, `new` renamed to it, the old one removed.
     What `dest` holds beyond the names `replaced` and those `new` has is copied into `new` first; `new` gets `dest`'s mode."""
+    write_target(dest, folder=True)  # the write guard sees the folder before anything moves
     if dest.is_dir():
         keep = set(replaced) | {p.name for p in new.iterdir()}
         for other in (p for p in dest.iterdir() if p.name not in keep):
@@ -222,7 +236,11 @@ def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     """Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a
     symlink's target). A `path` that is a device or a FIFO is written into instead (and `tmp` removed): a rename would
     put a regular file in its place."""
-    path = write_target(path)
+    try:
+        path = write_target(path)
+    except InputError:
+        os.unlink(tmp)  # refused: nothing is left behind
+        raise
     if special_file(path):
         try:
             return _write_into(path, Path(tmp).read_bytes())

@@ -16,7 +16,8 @@ from typing import Any
 
 from . import core, numerics  # core: `data_dir`, `scratch_dir` looked up at each call (tests move them)
 from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
-from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
+from .core import check_main_job_env
+from .core import BASE_URL_ENV, ENDPOINTS_ENV, TIMEOUT_ENV, YES_ENV
 from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
 from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
 
@@ -29,7 +30,7 @@ __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODE
            'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
            'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name', 'settings_for',
-           'RunContext', 'run_environment', 'run_context']
+           'RunContext', 'run_switches', 'run_environment', 'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -647,14 +648,24 @@ def _seconds(raw: str | None) -> float | None:
     return seconds
 
 
+def run_switches(environ: Mapping | None = None) -> dict:
+    """The runner's run variables of `environ` (default: this process's): `main_job` (`core.check_main_job_env`: a value
+    that proves nothing is refused) and `run_dir` (`RUN_DIR_ENV`; a committed folder is refused)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(RUN_DIR_ENV) or None
+    return {
+        "main_job": check_main_job_env(environ),
+        "run_dir": str(check_not_protected(raw, option=RUN_DIR_ENV, folder=True)) if raw else None,
+    }
+
+
 def run_environment(environ: Mapping | None = None) -> dict:
     """Every run variable of `environ` (default: this process's), read and checked once: `main_job` and `run_dir` (set
-    by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map` (`benchmark.ACT_MAP_ENV`), `llm_endpoints`,
+    by the runner; a `MAIN_JOB_ENV` that proves nothing and a committed run folder are refused), `strict` (`benchmark.STRICT_ENV`), `act_map` (`benchmark.ACT_MAP_ENV`), `llm_endpoints`,
     `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`, `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`)."""
     environ = os.environ if environ is None else environ
     return {
-        "main_job": environ.get(MAIN_JOB_ENV) == "1",
-        "run_dir": environ.get(RUN_DIR_ENV) or None,
+        **run_switches(environ),
         "strict": strict_switch(environ.get(STRICT_ENV)),
         "act_map": environ.get(ACT_MAP_ENV) or None,
         "llm_endpoints": environ.get(ENDPOINTS_ENV) or None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..data import numerics
 from ..data.basics import loads_json, write_text_atomic
-from ..data.core import OFFICIAL_FILES, InputError, project_root, seed_everything
+from ..data.core import OFFICIAL_FILES, InputError, committed_write, project_root, seed_everything
 from ..data.qa_files import load_qa_file, training_records
 from ..data.config import settings_for
 from ..systems.qa_model import encode_windows, load_qa_model, load_tokenizer, window_logits
@@ -213,11 +213,17 @@ def read_canary(path: Path) -> dict:
 
 # %% ../../notebooks/12f_run.doctor.ipynb #ce03fb18
 def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None, echo=print) -> int:
-    "Run the canary (see above); print the verdict; 0: the digests match (or were recorded), 1: they differ."
+    """Run the canary (see above); print the verdict; 0: the digests match (or were recorded), 1: they differ. `record`
+    writes every digest it measured, never a partial record: `llm=False` with `record` is refused before the canary runs."""
     path = Path(path) if path else canary_path()
     if record and not numerics.pinned():
         raise InputError(
             f"--record writes the committed digests, which need the pinned numerics; unset {numerics.NUMERICS_ENV}"
+        )
+    if record and not llm:
+        raise InputError(
+            "--record writes every digest of the committed canary, the tokens one (SmolLM2) included; "
+            "drop --no-llm (nothing was written)"
         )
     recorded = None if record else read_canary(path)
     problems = numerics.pin()
@@ -236,8 +242,11 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
     digests = {k: measured[k] for k in DIGESTS if k in measured}
     echo(f"canary ran in {time.perf_counter() - t0:.0f} s")
     if record:
+        if missing := [k for k in DIGESTS if k not in digests]:
+            raise InputError(f"--record: the canary measured no {', '.join(missing)} digest; {path} is kept as it was")
         text = json.dumps({"digests": digests, "settings": current}, indent=2, sort_keys=True) + "\n"
-        write_text_atomic(path, text)
+        with committed_write(path):  # the one committed file this command writes, and only what it measured
+            write_text_atomic(path, text)
         echo(f"recorded the canary digests in {path}")
         return 0
     ok, lines = verdict(recorded, digests, current)
