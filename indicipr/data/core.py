@@ -21,12 +21,13 @@ from .basics import InputError, add_write_guard, flat_paths, pid_alive, same_fil
 # %% auto #0
 __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
            'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'COMMITTED_FOLDERS', 'MAIN_JOB_TOKEN', 'project_root',
-           'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path',
-           'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
-           'seed_everything', 'best_ties', 'simplest_best', 'tie_note', 'ConstructionPlan', 'may_publish_sample',
-           'construction_plan', 'card_comparable', 'check_output', 'protected_outputs', 'check_not_protected',
-           'main_job_proven', 'main_job_token', 'check_main_job_env', 'committed_write', 'guard_write']
+           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'COMMITTED_FOLDERS', 'COMMITTED_FILES', 'MAIN_JOB_TOKEN',
+           'project_root', 'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'scratch_dir',
+           'default_figures_path', 'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act',
+           'act_keys_in_card_order', 'act_label', 'seed_everything', 'best_ties', 'simplest_best', 'tie_note',
+           'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable', 'check_output',
+           'protected_outputs', 'check_not_protected', 'main_job_proven', 'main_job_token', 'check_main_job_env',
+           'committed_write', 'guard_write']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
 ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
@@ -482,7 +483,8 @@ def check_output(
     main_job: bool = False,
 ) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
-    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
+    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`),
+    and a committed one (`check_not_protected`)."""
     out = Path(out)
     for opt, paths in inputs.items():
         for p in flat_paths(paths):
@@ -490,12 +492,13 @@ def check_output(
                 raise InputError(
                     f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)"
                 )
+    check_not_protected(out, option, folder, main_job)  # a committed path is named as such, whatever its kind
     for parent in ([out] if folder else []) + list(out.parents if folder else [out.parent, *out.parent.parents]):
         if parent.exists() and not parent.is_dir():
             raise InputError(f"{option} {out}: {parent} is a file, not a folder")
     if not folder and out.is_dir():
         raise InputError(f"{option} {out}: a folder; give a file name")
-    return check_not_protected(out, option, folder, main_job)
+    return out
 
 # %% ../../notebooks/00b_data.core.ipynb #dcbb0b18
 def protected_outputs() -> tuple[Path, ...]:
@@ -503,7 +506,17 @@ def protected_outputs() -> tuple[Path, ...]:
     return (data_dir() / "sample", project_root() / "figures")
 
 # %% ../../notebooks/00b_data.core.ipynb #aa51bd86
-COMMITTED_FOLDERS = ("figures", "data/sample", "notebooks", "indicipr", "tests", "benchmarks", ".ci")  # without git
+# what a checkout without git (a copy, an archive) commits: its folders and the files at its top
+COMMITTED_FOLDERS = ("figures", "data/sample", "notebooks", "indicipr", "tests", "benchmarks", ".ci")
+COMMITTED_FILES = (
+    "settings.ini",
+    "setup.py",
+    "pyproject.toml",
+    "README.md",
+    "DESIGN.md",
+    "Makefile",
+    "constraints.txt",
+)
 
 
 @functools.cache
@@ -525,7 +538,9 @@ def _inside(real: Path, top: Path) -> bool:
 def _committed(real: Path, folder: bool, main_job: bool) -> str | None:
     """What makes the real path `real` a committed one, as a phrase, or `None`: it lies in `protected_outputs()` (the main
     job's own, so `None` for `main_job`), it is a notebook's source (its outputs are the main job's), it is a file the
-    checkout tracks (`git ls-files`; without git: anything in `COMMITTED_FOLDERS`), or, for a `folder`, it holds one."""
+    checkout tracks (`git ls-files`; without git: `COMMITTED_FILES` and anything in `COMMITTED_FOLDERS`), or, for a
+    `folder` (or a file name that is a folder), it holds one."""
+    folder = folder or real.is_dir()
     try:
         root = Path(os.path.realpath(project_root()))
     except FileNotFoundError:  # not run from a checkout: nothing it commits
@@ -543,14 +558,19 @@ def _committed(real: Path, folder: bool, main_job: bool) -> str | None:
         return None  # the main job writes its outputs into the notebooks
     tracked = _tracked(str(root))
     if tracked is None:
+        for top in (root / name for name in COMMITTED_FILES):
+            if _inside(real, top):
+                return f"{'is' if real == top else 'lies under'} {show(top)}, a file the checkout commits"
+        if folder and real == root:
+            return f"holds {COMMITTED_FILES[0]} and the other files the checkout commits"
         for top in (root / name for name in COMMITTED_FOLDERS):
             if _inside(real, top):
                 return f"lies in {show(top)}, a folder the checkout commits"
             if folder and real in top.parents:
                 return f"holds {show(top)}, a folder the checkout commits"
         return None
-    if str(real) in tracked:
-        return f"is {show(real)}, a file the checkout commits"
+    if hit := next((p for p in (real, *real.parents) if str(p) in tracked), None):
+        return f"{'is' if real == hit else 'lies under'} {show(hit)}, a file the checkout commits"
     if folder:
         prefix = str(real).rstrip(os.sep) + os.sep
         if held := sorted(t for t in tracked if t.startswith(prefix)):

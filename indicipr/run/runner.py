@@ -490,7 +490,7 @@ def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
 
 # %% ../../notebooks/12c_run.runner.ipynb #e9c31a16
 def _run_outputs(run_dir: Path, names: list[str], figures_dir: str | None) -> list[tuple[str, Path, bool]]:
-    """`(option, path, folder)` of what a run writes in its run folder, as `check_not_protected` takes them: the executed
+    """`(option, path, folder)` of what a run writes in its run folder, as `core.check_output` takes them: the executed
     copies and kernel logs, the predictions, the report, the tables and figures (`figures_dir`)."""
     files = [run_dir / "notebooks" / f"{n}{ext}" for n in names for ext in (".ipynb", ".kernel.log")]
     files += [run_dir / artifacts.TIMINGS_FILE, run_dir / artifacts.SKIPPED_FILE]
@@ -530,7 +530,7 @@ def run_pipeline(
     )
     parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS or not main_job)
     for option, path, folder in _run_outputs(run_dir, names, parameters["figures_dir"]):
-        core.check_not_protected(path, option, folder=folder, main_job=main_job)  # through the folder's links too
+        core.check_output(path, {}, option, folder=folder, main_job=main_job)  # through the folder's links too
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     for own in (artifacts.TIMINGS_FILE, artifacts.SKIPPED_FILE):
         if (run_dir / own).exists():

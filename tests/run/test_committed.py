@@ -1,0 +1,179 @@
+"""One guard for committed files: every write of the package resolves its real path (symlinks followed, every parent)
+and refuses a file the checkout tracks (`git ls-files`; without git, the committed folders) and the main job's
+protected folders, unless the main job writes its own outputs; the main job is proven by its run folder's token, not
+by a variable a user sets. Each case runs in a copy of the project (a git checkout of its own), so that a write that
+slips through changes the copy, never this checkout."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import QA_SMALL, ROOT
+
+from indicipr.data import basics, core
+from indicipr.run import cli, doctor
+
+GOLD = QA_SMALL / "test_squad.jsonl"
+NOTEBOOK = "06_scoring.metrics"
+
+
+def snapshot(folder: Path) -> dict:
+    "Every file under `folder` (links not followed) with its bytes, and every link with its target."
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            out[p] = ("link", str(p.readlink()))
+        elif p.is_file() and ".git" not in p.relative_to(folder).parts:
+            out[p] = p.read_bytes()
+    return out
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    "A git checkout holding a notebook, the committed figures' canary and tables, and the sample: the project root."
+    root = tmp_path / "checkout"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "figures" / "tables").mkdir(parents=True)
+    for name in ("settings.ini",):
+        (root / name).write_bytes((ROOT / name).read_bytes())
+    (root / "notebooks" / f"{NOTEBOOK}.ipynb").write_bytes((ROOT / "notebooks" / f"{NOTEBOOK}.ipynb").read_bytes())
+    (root / "figures" / doctor.CANARY_FILE).write_bytes((ROOT / "figures" / doctor.CANARY_FILE).read_bytes())
+    (root / "figures" / "tables" / "results.csv").write_text("System,F1\nbm25,26.65\n")
+    (root / "data" / "sample").mkdir(parents=True)
+    for name in ("train_squad.jsonl", "val_squad.jsonl"):  # the canary's records
+        (root / "data" / "sample" / name).write_bytes((ROOT / "data" / "sample" / name).read_bytes())
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env={**os.environ, **env})
+    monkeypatch.setenv(core.ROOT_ENV, str(root))
+    for name in (core.MAIN_JOB_ENV, "INDICIPR_RUN_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
+def run_main(capsys, *argv) -> tuple[int, str]:
+    "`indicipr ARGV` in this process: (exit status, stderr)."
+    try:
+        rc = cli.main([str(a) for a in argv])
+    except SystemExit as e:
+        rc = e.code
+    return rc, capsys.readouterr().err
+
+
+def refused(rc: int, err: str, *needles: str) -> None:
+    "Exit 2 with one sentence on stderr (no traceback) holding each needle."
+    assert rc == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+@pytest.mark.parametrize("linked", ["notebooks", "figures"])
+def test_a_run_folder_linking_into_the_checkout_is_refused(checkout, tmp_path, capsys, linked):
+    "`reproduce --run-dir X` whose `X/notebooks` or `X/figures` is a symlink into the checkout: exit 2, nothing written."
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / linked).symlink_to(checkout / linked)
+    before, run_before = snapshot(checkout), snapshot(run)
+    rc, err = run_main(capsys, "reproduce", "--only", NOTEBOOK, "--run-dir", run)
+    refused(rc, err, f"--run-dir {run / linked}", "(nothing was written)")
+    assert snapshot(checkout) == before and snapshot(run) == run_before
+
+
+def test_a_run_folder_linking_a_tracked_notebook_is_refused(checkout, tmp_path, capsys):
+    "A real `X/notebooks` folder whose executed copy is a link to the committed notebook: refused by the same guard."
+    run = tmp_path / "run"
+    (run / "notebooks").mkdir(parents=True)
+    (run / "notebooks" / f"{NOTEBOOK}.ipynb").symlink_to(checkout / "notebooks" / f"{NOTEBOOK}.ipynb")
+    before = snapshot(checkout)
+    rc, err = run_main(capsys, "reproduce", "--only", NOTEBOOK, "--run-dir", run)
+    refused(rc, err, "a file the checkout commits")
+    assert snapshot(checkout) == before
+
+
+@pytest.mark.parametrize("out", [f"notebooks/{NOTEBOOK}.ipynb", "settings.ini"])
+def test_evaluate_never_writes_a_tracked_file(checkout, tmp_path, capsys, monkeypatch, out):
+    "`evaluate --out` naming any file the checkout tracks: exit 2, the file unchanged."
+    pred = tmp_path / "p.jsonl"
+    pred.write_text(json.dumps({"id": json.loads(GOLD.read_text().splitlines()[0])["id"], "prediction_text": "x"}))
+    monkeypatch.chdir(checkout)
+    before = snapshot(checkout)
+    rc, err = run_main(capsys, "evaluate", "--gold", GOLD, "--pred", pred, "--out", out)
+    refused(rc, err, f"--out {out}", "a file the checkout commits")
+    assert snapshot(checkout) == before
+
+
+@pytest.mark.parametrize(
+    "variable, value, needle",
+    [
+        (core.MAIN_JOB_ENV, "1", "INDICIPR_MAIN_JOB is set, but not by a running main job"),
+        ("INDICIPR_RUN_DIR", "figures", "INDICIPR_RUN_DIR figures: lies in figures"),
+        ("INDICIPR_RUN_DIR", "notebooks", "INDICIPR_RUN_DIR notebooks: holds notebooks/"),
+    ],
+)
+@pytest.mark.parametrize("command", [["info"], ["reproduce", "--only", NOTEBOOK, "--run-dir", "RUN"]])
+def test_a_run_variable_set_by_a_user_is_refused_on_any_command(
+    checkout, tmp_path, capsys, monkeypatch, variable, value, needle, command
+):
+    "`INDICIPR_MAIN_JOB=1` or `INDICIPR_RUN_DIR=figures` set by a user: exit 2 before any command runs, nothing written."
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv(variable, value)
+    before = snapshot(checkout)
+    rc, err = run_main(capsys, *[str(tmp_path / "run") if a == "RUN" else a for a in command])
+    refused(rc, err, needle)
+    assert snapshot(checkout) == before and not (tmp_path / "run").exists()
+
+
+def test_doctor_record_refuses_a_record_without_the_tokens_digest(checkout, capsys):
+    "`doctor --record --no-llm` would record no tokens digest: refused before the canary runs, the record kept."
+    canary = checkout / "figures" / doctor.CANARY_FILE
+    before = canary.read_bytes()
+    rc, err = run_main(capsys, "doctor", "--record", "--no-llm")
+    refused(rc, err, "--record", "--no-llm")
+    assert canary.read_bytes() == before
+
+
+def test_doctor_record_writes_a_whole_record_or_nothing(checkout, monkeypatch):
+    "A canary that measured only some digests records nothing; a whole one is written (the one file it may write)."
+    canary = checkout / "figures" / doctor.CANARY_FILE
+    before = canary.read_bytes()
+    monkeypatch.setattr(doctor, "encoder_canary", lambda *a: {"weights": "w" * 64, "logits": "l" * 64, "windows": 1})
+    monkeypatch.setattr(doctor, "llama_canary", lambda: {})
+    with pytest.raises(core.InputError, match="measured no tokens digest"):
+        doctor.run_doctor(record=True, echo=lambda *a: None)
+    assert canary.read_bytes() == before
+    monkeypatch.setattr(doctor, "llama_canary", lambda: {"tokens": "t" * 64})
+    assert doctor.run_doctor(record=True, echo=lambda *a: None) == 0
+    assert json.loads(canary.read_text())["digests"] == {"weights": "w" * 64, "logits": "l" * 64, "tokens": "t" * 64}
+    with pytest.raises(core.InputError, match="a file the checkout commits"):  # the grant ends with the command
+        basics.write_text_atomic(checkout / "settings.ini", "x")
+
+
+def test_the_main_job_writes_its_own_outputs_and_no_other_committed_file(checkout, main_job):
+    "In the main job's run (its token proven) the figures, the sample and the notebooks' outputs are written; nothing else."
+    basics.write_text_atomic(checkout / "figures" / "tables" / "results.csv", "System,F1\n")
+    basics.write_text_atomic(checkout / "data" / "sample" / "new.jsonl", "")
+    basics.write_text_atomic(checkout / "notebooks" / f"{NOTEBOOK}.ipynb", "{}")
+    with pytest.raises(core.InputError, match="a file the checkout commits"):
+        basics.write_text_atomic(checkout / "settings.ini", "x")
+    token = main_job / core.MAIN_JOB_TOKEN
+    token.write_text(token.read_text().replace(" ", " x"))  # another token: the same variable proves nothing
+    with pytest.raises(core.InputError, match="lies in figures"):
+        basics.write_text_atomic(checkout / "figures" / "tables" / "results.csv", "System,F1\n")
+
+
+def test_without_git_the_committed_folders_are_kept(checkout, tmp_path):
+    "A copy without git (an archive): what lies in the committed folders is refused, through a link too."
+    shutil.rmtree(checkout / ".git")
+    core._tracked.cache_clear()
+    (tmp_path / "nbs").symlink_to(checkout / "notebooks")
+    for path in (tmp_path / "nbs" / "new.ipynb", checkout / "tests" / "x.py", checkout / "figures" / "x.md"):
+        with pytest.raises(core.InputError, match="lies in"):
+            basics.write_text_atomic(path, "x")
+        assert not Path(path).exists()
+    assert basics.write_text_atomic(checkout / "runs" / "x" / "a.md", "x").read_text() == "x"
