@@ -6,6 +6,7 @@ slips through changes the copy, never this checkout."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -177,3 +178,90 @@ def test_without_git_the_committed_folders_are_kept(checkout, tmp_path):
             basics.write_text_atomic(path, "x")
         assert not Path(path).exists()
     assert basics.write_text_atomic(checkout / "runs" / "x" / "a.md", "x").read_text() == "x"
+
+
+# ---------------------------------------------------------------- every write through the guard
+PACKAGE = ROOT / "indicipr"
+PATH_WRITERS = {"write_text", "write_bytes", "savefig", "save_pretrained", "to_csv", "to_parquet", "to_json"}
+MODULE_WRITERS = {"os.replace", "os.rename", "os.fdopen", "shutil.copy", "shutil.copy2", "shutil.copyfile"}
+MODULE_WRITERS |= {"shutil.copytree", "shutil.move", "torch.save", "json.dump"}
+GUARDED = {"write_target", "write_text_atomic", "replace_atomic", "swap_folder", "check_output", "check_not_protected"}
+# the functions that write without the guard, each for a reason: a path no user or run chooses, or one checked before
+DIRECT_WRITES = {
+    "llm.client._drop_incomplete_tail": "cuts a torn last line off the LLM cache, which `append_jsonl` wrote",
+    "llm.servers._one_llama_server": "the server's log: a fresh `mkstemp` file in the system's temporary folder",
+    "run.report._copy_explorers": "into the run's report folder, which the runner checks before the run",
+    "run.runner._kernel_manager_logging_to": "a kernel's log in the run folder, which the runner checks before the run",
+    "run.runner._async_launch_kernel": "a kernel's log in the run folder, which the runner checks before the run",
+    "systems.training._save_loop_checkpoint": "into the checkpoint folder `train_encoder` passed through the guard",
+    "systems.training.save_model": "into the checkpoint folder `train_encoder` passed through the guard",
+}
+
+
+def _mode_writes(call: ast.Call, at: int) -> bool:
+    mode = call.args[at] if len(call.args) > at else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and bool(set(str(mode.value)) & set("wax+"))
+
+
+def direct_writes(fn: ast.AST) -> list[int]:
+    "The lines of `fn`'s own calls (not its nested functions') that write a file without the package's writers."
+    lines, nested = [], [n for n in ast.walk(fn) if n is not fn and isinstance(n, ast.FunctionDef)]
+    skip = {id(c) for f in nested for c in ast.walk(f)}
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Call) or id(n) in skip:
+            continue
+        f = n.func
+        if isinstance(f, ast.Name) and f.id == "open" and _mode_writes(n, 1):
+            lines.append(n.lineno)
+        elif (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f"{f.value.id}.{f.attr}" in MODULE_WRITERS
+        ):
+            if f.attr != "fdopen" or _mode_writes(n, 1):
+                lines.append(n.lineno)
+        elif isinstance(f, ast.Attribute) and f.attr in ("replace", "rename") and len(n.args) == 1 and not n.keywords:
+            lines.append(n.lineno)  # `Path.replace(target)`: a move (`str.replace` takes two)
+        elif isinstance(f, ast.Attribute) and f.attr in PATH_WRITERS and n.args:
+            lines.append(n.lineno)
+    return lines
+
+
+def calls_the_guard(fn: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) in GUARDED
+        for n in ast.walk(fn)
+    )
+
+
+def unguarded_writes() -> dict[str, list[int]]:
+    "`{floor.module.function: lines}` of the functions that write directly and never call the guard or a guarded writer."
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("basics.py", "_modidx.py"):  # basics holds the guarded writers themselves
+            continue
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not calls_the_guard(fn):
+                if lines := direct_writes(fn):
+                    found[f"{module}.{fn.name}"] = lines
+    return found
+
+
+def test_the_scan_finds_a_direct_write():
+    tree = ast.parse(
+        "def a(p):\n    open(p, 'a').write('x')\n"
+        "def b(p, q):\n    p.replace(q)\n"
+        "def c(p):\n    write_target(p)\n    open(p, 'w')\n"
+        "def d(p):\n    open(p).read()\n    'x'.replace('a', 'b')\n"
+    )
+    fns = {f.name: f for f in tree.body}
+    assert direct_writes(fns["a"]) == [2] and direct_writes(fns["b"]) == [4]
+    assert calls_the_guard(fns["c"]) and direct_writes(fns["d"]) == []
+
+
+def test_every_write_of_the_package_passes_the_guard():
+    """Every function that writes a file goes through `basics.write_target` (the writers `write_text_atomic`,
+    `replace_atomic`, `swap_folder`, or the checks `check_output`), or is one of `DIRECT_WRITES`, for its reason."""
+    found = unguarded_writes()
+    assert set(found) == set(DIRECT_WRITES), {k: v for k, v in found.items() if k not in DIRECT_WRITES}
