@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 # %% auto #0
-__all__ = ['SECRET_ENV', 'InputError', 'add_write_guard', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape',
+__all__ = ['WRITE_GUARDS', 'SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape',
            'flat_paths', 'same_file', 'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts',
            'has_secret', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
            'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
@@ -27,22 +27,16 @@ class InputError(ValueError):
     "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
 
 # %% ../../notebooks/00a_data.basics.ipynb #473527dd
-_WRITE_GUARDS: list = []  # `core.guard_write`, installed when `indicipr.data.core` is imported (the floor above)
+WRITE_GUARDS: list = []  # filled once, when `indicipr.data.core` (the floor above) is imported: `core.guard_write`
 
 
-def add_write_guard(guard) -> None:
-    """Make every write of the package (`write_target`, and so `write_text_atomic`, `replace_atomic`, `swap_folder`)
-    call `guard(real_path, folder)` first: it raises `InputError` for a path that must not be written."""
-    if guard not in _WRITE_GUARDS:
-        _WRITE_GUARDS.append(guard)
-
-
-def write_target(path: str | os.PathLike, folder: bool = False) -> Path:
+def write_target(path: str | os.PathLike, folder: bool = False, committed: bool = False) -> Path:
     """Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself; refused
-    (`InputError`, nothing written) where the installed write guard refuses its real path (every parent resolved)."""
+    (`InputError`, nothing written) where a guard of `WRITE_GUARDS` refuses its real path (every parent resolved), each
+    called as `guard(real_path, folder, committed)`; `committed`: the caller writes a committed file on purpose."""
     path = Path(path)
-    for guard in _WRITE_GUARDS:
-        guard(Path(os.path.realpath(path)), folder)
+    for guard in WRITE_GUARDS:
+        guard(Path(os.path.realpath(path)), folder, committed)
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 # %% ../../notebooks/00a_data.basics.ipynb #831b22b7
@@ -232,12 +226,12 @@ def _named(e: OSError, path: Path) -> OSError:
     return type(e)(e.errno, f"{e.strerror or e}; nothing was written (an earlier file there is kept)", str(path))
 
 
-def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike, committed: bool = False) -> Path:
     """Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a
     symlink's target). A `path` that is a device or a FIFO is written into instead (and `tmp` removed): a rename would
-    put a regular file in its place."""
+    put a regular file in its place. `committed`: as `write_target`'s."""
     try:
-        path = write_target(path)
+        path = write_target(path, committed=committed)
     except InputError:
         os.unlink(tmp)  # refused: nothing is left behind
         raise
@@ -251,11 +245,11 @@ def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     return Path(path)
 
 # %% ../../notebooks/00a_data.basics.ipynb #14b4141c
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_text_atomic(path: str | os.PathLike, text: str, committed: bool = False) -> Path:
     """Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give); into a
     device or a FIFO directly. A failed write (no space left, a read-only folder) raises its `OSError` naming `path` and
-    leaves what was there."""
-    path = write_target(path)
+    leaves what was there. `committed`: the caller writes a committed file on purpose (`write_target`)."""
+    path = write_target(path, committed=committed)
     if special_file(path):
         return _write_into(path, text.encode("utf-8"))
     tmp = None
@@ -267,7 +261,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        return replace_atomic(tmp, path)
+        return replace_atomic(tmp, path, committed=committed)
     except OSError as e:
         raise _named(e, path) from None
     finally:

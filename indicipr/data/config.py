@@ -631,6 +631,17 @@ class RunContext:
             _benchmarks={False: self.benchmark()},
         )
 
+# %% ../../notebooks/00g_data.config.ipynb #c71580d8
+def run_switches(environ: Mapping | None = None) -> dict:
+    """The runner's run variables of `environ` (default: this process's): `main_job` (`core.check_main_job_env`: a value
+    that proves nothing is refused) and `run_dir` (`RUN_DIR_ENV`; a committed folder is refused)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(RUN_DIR_ENV) or None
+    return {
+        "main_job": check_main_job_env(environ),
+        "run_dir": str(check_not_protected(raw, option=RUN_DIR_ENV, folder=True)) if raw else None,
+    }
+
 # %% ../../notebooks/00g_data.config.ipynb #5a1e0c7d
 _YES = ("1", "true", "yes")
 
@@ -646,17 +657,6 @@ def _seconds(raw: str | None) -> float | None:
     if not (seconds > 0 and math.isfinite(seconds)):
         raise InputError(f"{TIMEOUT_ENV}: {raw!r} is not a positive number of seconds")
     return seconds
-
-
-def run_switches(environ: Mapping | None = None) -> dict:
-    """The runner's run variables of `environ` (default: this process's): `main_job` (`core.check_main_job_env`: a value
-    that proves nothing is refused) and `run_dir` (`RUN_DIR_ENV`; a committed folder is refused)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(RUN_DIR_ENV) or None
-    return {
-        "main_job": check_main_job_env(environ),
-        "run_dir": str(check_not_protected(raw, option=RUN_DIR_ENV, folder=True)) if raw else None,
-    }
 
 
 def run_environment(environ: Mapping | None = None) -> dict:

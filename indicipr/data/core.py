@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .basics import InputError, add_write_guard, flat_paths, pid_alive, same_file, write_text_atomic
+from . import basics
+from .basics import InputError, flat_paths, pid_alive, same_file, write_text_atomic
 
 # %% auto #0
 __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
@@ -27,7 +28,7 @@ __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_
            'act_keys_in_card_order', 'act_label', 'seed_everything', 'best_ties', 'simplest_best', 'tie_note',
            'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable', 'check_output',
            'protected_outputs', 'check_not_protected', 'main_job_proven', 'main_job_token', 'check_main_job_env',
-           'committed_write', 'guard_write']
+           'guard_write']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
 ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
@@ -616,7 +617,7 @@ def main_job_proven(environ: Mapping | None = None) -> bool:
     except (OSError, ValueError):
         return False
 
-
+# %% ../../notebooks/00b_data.core.ipynb #f214fd4d
 @contextlib.contextmanager
 def main_job_token(run_dir: str | os.PathLike):
     """Make `run_dir` (a folder of the project's `runs/`, made by the runner) the main job's for the block: write its
@@ -630,7 +631,7 @@ def main_job_token(run_dir: str | os.PathLike):
     finally:
         (run_dir / MAIN_JOB_TOKEN).unlink(missing_ok=True)
 
-
+# %% ../../notebooks/00b_data.core.ipynb #3b6e3abc
 def check_main_job_env(environ: Mapping | None = None) -> bool:
     "Whether this process is the main job (`main_job_proven`); a `MAIN_JOB_ENV` that proves nothing is refused (`InputError`)."
     environ = os.environ if environ is None else environ
@@ -644,28 +645,13 @@ def check_main_job_env(environ: Mapping | None = None) -> bool:
     )
 
 # %% ../../notebooks/00b_data.core.ipynb #142898ca
-_GRANTED: set[str] = set()  # real paths of committed files this process writes on purpose (`committed_write`)
+def guard_write(real: Path, folder: bool = False, committed: bool = False) -> None:
+    """The write guard every write of the package passes (`basics.write_target`, installed in `basics.WRITE_GUARDS` when
+    this module is imported): a committed real path is refused (`check_not_protected`) unless this process is the main
+    job writing its own outputs (`main_job_proven`) or the caller writes a committed file on purpose (`committed`: only
+    `indicipr doctor --record`, the canary's record)."""
+    if not committed:
+        check_not_protected(real, option="write", folder=folder, main_job=main_job_proven())
 
 
-@contextlib.contextmanager
-def committed_write(path: str | os.PathLike):
-    """Let this process write the one committed file `path` for the block (`indicipr doctor --record`: the canary's
-    digests); every other committed path stays refused."""
-    real = os.path.realpath(path)
-    _GRANTED.add(real)
-    try:
-        yield Path(path)
-    finally:
-        _GRANTED.discard(real)
-
-
-def guard_write(real: Path, folder: bool = False) -> None:
-    """The write guard every write of the package passes (`basics.write_target`): a committed path is refused
-    (`check_not_protected`) unless this process is the main job writing its own outputs (`main_job_proven`) or the
-    path is granted (`committed_write`)."""
-    if str(real) in _GRANTED:
-        return
-    check_not_protected(real, option="write", folder=folder, main_job=main_job_proven())
-
-
-add_write_guard(guard_write)
+basics.WRITE_GUARDS[:] = [guard_write]  # the one guard, set once on import

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..data import numerics
 from ..data.basics import loads_json, write_text_atomic
-from ..data.core import OFFICIAL_FILES, InputError, committed_write, project_root, seed_everything
+from ..data.core import OFFICIAL_FILES, InputError, project_root, seed_everything
 from ..data.qa_files import load_qa_file, training_records
 from ..data.config import settings_for
 from ..systems.qa_model import encode_windows, load_qa_model, load_tokenizer, window_logits
@@ -245,8 +245,7 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
         if missing := [k for k in DIGESTS if k not in digests]:
             raise InputError(f"--record: the canary measured no {', '.join(missing)} digest; {path} is kept as it was")
         text = json.dumps({"digests": digests, "settings": current}, indent=2, sort_keys=True) + "\n"
-        with committed_write(path):  # the one committed file this command writes, and only what it measured
-            write_text_atomic(path, text)
+        write_text_atomic(path, text, committed=True)  # the one committed file a command writes: what it measured
         echo(f"recorded the canary digests in {path}")
         return 0
     ok, lines = verdict(recorded, digests, current)

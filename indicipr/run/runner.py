@@ -383,7 +383,7 @@ def is_main_job(parameters: dict, notebooks: list[str], run_dir: str | os.PathLi
     params = {"data_source": "sample", "profile": "offline", "figures_dir": None, **parameters}
     return run_dir is None and run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None
 
-
+# %% ../../notebooks/12c_run.runner.ipynb #62e29eab
 @contextlib.contextmanager
 def main_job_run(runs: str | os.PathLike | None = None):
     """The main job's run: a new folder of the project's `runs/` (or `runs`) with its token (`core.main_job_token`),
