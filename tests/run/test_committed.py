@@ -279,3 +279,45 @@ def test_only_doctor_record_writes_a_committed_file_on_purpose():
                     ):
                         passing.append(f"{module}.{fn.name}")
     assert passing == ["run.doctor.run_doctor"], passing
+
+
+# ---------------------------------------------------------------- the main job's kernels
+def _probe_notebook(folder: Path, name: str) -> Path:
+    "A stage notebook's stand-in: its context must be the main job's, and it writes a table among the committed ones."
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('data_source = "sample"\nprofile = "offline"\nfigures_dir = None')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "from indicipr.data import basics, config, core\n"
+            "ctx = config.run_context(data_source, profile, figures_dir)\n"
+            'basics.write_text_atomic(core.project_root() / "figures" / "tables" / "probe.md", str(ctx.main_job))'
+        ),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder
+
+
+def test_the_main_jobs_kernels_are_proven_and_no_other_runs(checkout, tmp_path):
+    """A kernel of the main job's run (`runner.main_job_run`) writes the committed tables; a kernel of any other run,
+    the same notebook, is refused by the guard (its stage fails, nothing written)."""
+    from indicipr.run import runner
+
+    name = runner.NOTEBOOKS[0]
+    nbs = _probe_notebook(tmp_path / "nbs", name)
+    probe = checkout / "figures" / "tables" / "probe.md"
+    with runner.main_job_run() as run_dir:
+        runner.run_pipeline(run_dir=run_dir, notebooks=[name], nbs_dir=nbs, report=False, echo=lambda *a: None)
+        assert not (run_dir / core.MAIN_JOB_TOKEN).is_symlink()
+    assert probe.read_text() == "True" and not (run_dir / core.MAIN_JOB_TOKEN).exists()
+    probe.unlink()
+    with pytest.raises(runner.PipelineError, match="lies in figures"):
+        runner.run_pipeline(
+            run_dir=tmp_path / "other", notebooks=[name], nbs_dir=nbs, report=False, echo=lambda *a: None
+        )
+    assert not probe.exists()
