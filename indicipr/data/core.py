@@ -588,9 +588,9 @@ def check_not_protected(
     out = Path(out)
     real = Path(os.path.realpath(out))
     if why := _committed(real, folder, main_job):
-        through = "" if real == Path(os.path.abspath(out)) else f"resolves to {real}, which "
+        through = "" if real == Path(os.path.abspath(out)) else f" (through a link: {real})"
         raise InputError(
-            f"{option} {out}: {through}{why}, which only the sample's own rebuild (indicipr reproduce, the main job) "
+            f"{option} {out}: {why}{through}, which only the sample's own rebuild (indicipr reproduce, the main job) "
             f"writes; give another {'folder' if folder else 'file'} (nothing was written)"
         )
     return out
