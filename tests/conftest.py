@@ -1,6 +1,9 @@
 """Fixtures shared by the test files. Plain helpers (paths, readers, loopback servers, skip guards) are in helpers.py."""
 
 import copy
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from helpers import QA_SMALL
@@ -17,6 +20,20 @@ def root(tmp_path, monkeypatch):
     "Run with the project root (data/, figures/) in a temporary folder (`INDICIPR_ROOT`)."
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path))
     return tmp_path
+
+
+@pytest.fixture
+def main_job(monkeypatch):
+    """This process proven the main job, as `indicipr reproduce` makes its own: a run folder of the project's `runs/`
+    (under `root` when a test asks for that fixture first) with its token (`core.main_job_token`), named in
+    `INDICIPR_MAIN_JOB`; the run folder."""
+    runs = core.project_root() / "runs"
+    runs.mkdir(exist_ok=True)
+    run = Path(tempfile.mkdtemp(dir=runs))
+    with core.main_job_token(run) as proof:
+        monkeypatch.setenv(core.MAIN_JOB_ENV, proof)
+        yield run
+    shutil.rmtree(run, ignore_errors=True)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .cleaning import clean_section
+from ..data.basics import replace_atomic
 from ..data.core import ACTS, act_keys_in_card_order, act_label, build_dir, record_act, shared_dir
 from ..data.qa_files import record_section, write_jsonl
 from .statutes import pdf_dir, read_official_pdfs
@@ -375,7 +376,7 @@ def sync_shared_files(sources: Iterable[Path], dest: Path) -> Path:
         if src.is_file() and (not (dest / src.name).is_file() or (dest / src.name).read_bytes() != src.read_bytes()):
             tmp = dest / f".{src.name}.tmp"
             shutil.copyfile(src, tmp)
-            tmp.replace(dest / src.name)
+            replace_atomic(tmp, dest / src.name)
     return dest
 
 # %% ../../notebooks/01_build.corpus.ipynb #bd84b5ee

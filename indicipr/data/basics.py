@@ -8,28 +8,38 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 # %% auto #0
-__all__ = ['SECRET_ENV', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps', 'glob_escape', 'flat_paths', 'same_file',
-           'tidy_swap_leftovers', 'swap_folder', 'mask_secrets', 'secret_parts', 'has_secret', 'terminal_text',
-           'check_folder_name', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic',
-           'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
+__all__ = ['WRITE_GUARDS', 'SECRET_ENV', 'PARAMETER_RANGES', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps',
+           'glob_escape', 'flat_paths', 'same_file', 'tidy_swap_leftovers', 'swap_folder', 'mask_secrets',
+           'secret_parts', 'has_secret', 'terminal_text', 'check_folder_name', 'Range', 'parameter_problem',
+           'check_parameter_ranges', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic',
+           'write_text_atomic', 'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
     "Bad input from the user (a file, a record, an option): the message names it; the CLI prints it and exits 2."
 
 # %% ../../notebooks/00a_data.basics.ipynb #473527dd
-def write_target(path: str | os.PathLike) -> Path:
-    "Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself."
+WRITE_GUARDS: list = []  # filled once, when `indicipr.data.core` (the floor above) is imported: `core.guard_write`
+
+
+def write_target(path: str | os.PathLike, folder: bool = False, committed: bool = False) -> Path:
+    """Where a write to `path` lands: the file a symlink points to (followed to the end), else `path` itself; refused
+    (`InputError`, nothing written) where a guard of `WRITE_GUARDS` refuses its real path (every parent resolved), each
+    called as `guard(real_path, folder, committed)`; `committed`: the caller writes a committed file on purpose."""
     path = Path(path)
+    for guard in WRITE_GUARDS:
+        guard(Path(os.path.realpath(path)), folder, committed)
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 # %% ../../notebooks/00a_data.basics.ipynb #831b22b7
@@ -103,6 +113,7 @@ def tidy_swap_leftovers(dest: Path) -> None:
 def swap_folder(new: Path, dest: Path, replaced: Iterable[str] = ()) -> None:
     """Put the folder `new` in place of `dest` as a whole: `dest` is set aside, `new` renamed to it, the old one removed.
     What `dest` holds beyond the names `replaced` and those `new` has is copied into `new` first; `new` gets `dest`'s mode."""
+    write_target(dest, folder=True)  # the write guard sees the folder before anything moves
     if dest.is_dir():
         keep = set(replaced) | {p.name for p in new.iterdir()}
         for other in (p for p in dest.iterdir() if p.name not in keep):
@@ -227,6 +238,87 @@ def check_folder_name(value: str | None, option: str) -> str | None:
         )
     return value
 
+# %% ../../notebooks/00a_data.basics.ipynb #b0d6b9c3
+@dataclass(frozen=True)
+class Range:
+    "The numbers a parameter takes: from `low` (`above`: greater than it) to `high` (None: no bound), finite."
+
+    low: float
+    high: float | None = None
+    above: bool = False
+
+    def admits(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        return (value > self.low if self.above else value >= self.low) and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        if self.high is not None:
+            return f"from {self.low:,} to {self.high:,}"
+        return f"{'>' if self.above else '≥'} {self.low:g}"
+
+# %% ../../notebooks/00a_data.basics.ipynb #11b5487c
+_SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
+_COUNT = Range(1)
+# the counts that size a run's memory, processes or requests: bounds far above any real run's, so that a typo is refused
+# before it asks for terabytes (a bootstrap of 10^11 resamples) or starts thousands of processes
+_BOUNDED_COUNTS = {
+    "n_resamples": Range(1, 1_000_000),  # a hundred times the card's resamples; more takes minutes and gigabytes
+    "concurrency": Range(1, 256),  # requests in flight
+    "workers": Range(1, 256),  # training processes at once
+    "batch_size": Range(1, 1_000_000),  # examples per optimiser step, as `indicipr predict --batch-size`
+    "eval_batch_size": Range(1, 1_000_000),  # windows per inference batch, as `indicipr predict --batch-size`
+    "max_tokens": Range(1, 1_000_000),  # reply tokens: the longest context windows of hosted models
+    "questions_per_context": Range(1, 1_000),  # items asked of one context
+    "reader_k": Range(1, 1_000),  # contexts the fine-tuned reader reads per question
+    "llm_k": Range(1, 1_000),  # contexts the LLM reads per question
+    "max_context_words": Range(1, 1_000_000),  # words of one context
+    "top_n_openings": Range(1, 1_000),  # bars of one figure
+}
+PARAMETER_RANGES = {
+    **dict.fromkeys(
+        ("seed", "seeds", "focus_seed", "audit_seed", "shot_seed", "wrong_context_seed", "closed_book_seed"), _SEED
+    ),
+    **dict.fromkeys(
+        (
+            "live_contexts",
+            "max_per_context",
+            "max_steps",
+            "max_answer_length",
+            "max_questions",
+            "closed_book_questions",
+            "judge_pairs",
+            "audit_pairs",
+        ),
+        _COUNT,
+    ),
+    **_BOUNDED_COUNTS,
+    **dict.fromkeys(("epochs", "length_split", "learning_rate"), Range(0, above=True)),
+    "ratios": Range(0),
+    "curve_every": Range(0),  # 0: no learning curve
+}
+_ITEMWISE = ("seeds", "ratios")  # a list, each item in range
+
+
+def parameter_problem(name: str, value, label: str | None = None) -> str | None:
+    "The sentence that refuses `value` for the parameter `name` (shown as `label`), or None when it is in range."
+    rng = PARAMETER_RANGES.get(name)
+    if rng is None or value is None or (name == "workers" and value == "auto"):
+        return None
+    items = value if name in _ITEMWISE and isinstance(value, (list, tuple)) else [value]
+    if all(rng.admits(v) for v in items):
+        return None
+    what = rng.words() + (" (each)" if name in _ITEMWISE else "") + (", 'auto'" if name == "workers" else "")
+    return f"{label or 'parameter ' + name} must be {what}{'' if label else ' or None'}, got {value!r}"
+
+# %% ../../notebooks/00a_data.basics.ipynb #ca78fd2b
+def check_parameter_ranges(values: Mapping[str, Any], flags: bool = False) -> None:
+    """Refuse (`InputError`, one sentence) the first of `values` (`{parameter: value}`) out of its range, named as the
+    parameter or (`flags`) as the command line's flag of the same name (`max_steps`: `--max-steps`)."""
+    for name, value in values.items():
+        if problem := parameter_problem(name, value, "--" + name.replace("_", "-") if flags else None):
+            raise InputError(problem)
+
 # %% ../../notebooks/00a_data.basics.ipynb #b7e1a002
 def current_umask() -> int:
     "The process's umask, read without changing it where the system shows it (Linux), else by setting and restoring it."
@@ -272,11 +364,15 @@ def _named(e: OSError, path: Path) -> OSError:
     return type(e)(e.errno, f"{e.strerror or e}; nothing was written (an earlier file there is kept)", str(path))
 
 
-def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike, committed: bool = False) -> Path:
     """Give the finished temporary file `tmp` the mode of a normal write to `path`, then rename it over `path` (over a
     symlink's target). A `path` that is a device or a FIFO is written into instead (and `tmp` removed): a rename would
-    put a regular file in its place."""
-    path = write_target(path)
+    put a regular file in its place. `committed`: as `write_target`'s."""
+    try:
+        path = write_target(path, committed=committed)
+    except InputError:
+        os.unlink(tmp)  # refused: nothing is left behind
+        raise
     if special_file(path):
         try:
             return _write_into(path, Path(tmp).read_bytes())
@@ -287,11 +383,11 @@ def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     return Path(path)
 
 # %% ../../notebooks/00a_data.basics.ipynb #14b4141c
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_text_atomic(path: str | os.PathLike, text: str, committed: bool = False) -> Path:
     """Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give); into a
     device or a FIFO directly. A failed write (no space left, a read-only folder) raises its `OSError` naming `path` and
-    leaves what was there."""
-    path = write_target(path)
+    leaves what was there. `committed`: the caller writes a committed file on purpose (`write_target`)."""
+    path = write_target(path, committed=committed)
     if special_file(path):
         return _write_into(path, text.encode("utf-8"))
     tmp = None
@@ -303,7 +399,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        return replace_atomic(tmp, path)
+        return replace_atomic(tmp, path, committed=committed)
     except OSError as e:
         raise _named(e, path) from None
     finally:

@@ -16,24 +16,24 @@ from typing import Any
 
 from . import core, numerics  # core: `data_dir`, `scratch_dir` looked up at each call (tests move them)
 from .core import CARD, PROFILE_NAMES, SPLITS, InputError, check_not_protected, figures_path, tables_path
-from .core import BASE_URL_ENV, ENDPOINTS_ENV, MAIN_JOB_ENV, TIMEOUT_ENV, YES_ENV
+from .core import check_main_job_env
+from .core import BASE_URL_ENV, ENDPOINTS_ENV, TIMEOUT_ENV, YES_ENV
 from .core import endpoint_problem, model_names_problem, routes_problem
 from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
 from .benchmark import parse_act_mapping
 from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
-from .basics import json_digest
+from .basics import PARAMETER_RANGES, check_parameter_ranges, json_digest
 
 _log = logging.getLogger("indicipr.data.config")
 
 # %% auto #0
 __all__ = ['WINDOW', 'CORPUS', 'LOCAL_LLM', 'GENERATE', 'SPLIT', 'BM25', 'ENCODERS', 'LLM_QA', 'GROUNDED', 'SIGNIFICANCE',
-           'QUALITY', 'REPLACED_ENV', 'PARAMETER_RANGES', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present',
-           'as_dict', 'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings',
-           'BM25Settings', 'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
+           'QUALITY', 'REPLACED_ENV', 'STAGE_SETTINGS', 'Window', 'StageSettings', 'present', 'as_dict',
+           'CorpusSettings', 'GenerationParams', 'SchemaLimits', 'GenerateSettings', 'SplitSettings', 'BM25Settings',
+           'IntermediateTraining', 'RecipeChoice', 'EncodersSettings', 'LLMSettings', 'DenseFinetune',
            'GroundedSettings', 'SignificanceSettings', 'Judge', 'judges_from_models', 'QualitySettings',
-           'warn_replaced_env', 'Range', 'parameter_problem', 'check_parameter_ranges', 'option_name',
-           'check_parameter_values', 'settings_for', 'training_key', 'main_job_models', 'RunContext', 'run_environment',
-           'run_context']
+           'warn_replaced_env', 'option_name', 'check_parameter_values', 'settings_for', 'training_key',
+           'main_job_models', 'RunContext', 'run_switches', 'run_environment', 'run_context']
 
 # %% ../../notebooks/00g_data.config.ipynb #4e7d84d3
 @dataclass(frozen=True)
@@ -443,87 +443,6 @@ def warn_replaced_env(environ: Mapping = os.environ) -> list[str]:
         _warn_replaced(name)
     return names
 
-# %% ../../notebooks/00g_data.config.ipynb #b0d6b9c3
-@dataclass(frozen=True)
-class Range:
-    "The numbers a parameter takes: from `low` (`above`: greater than it) to `high` (None: no bound), finite."
-
-    low: float
-    high: float | None = None
-    above: bool = False
-
-    def admits(self, value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return False
-        return (value > self.low if self.above else value >= self.low) and (self.high is None or value <= self.high)
-
-    def words(self) -> str:
-        if self.high is not None:
-            return f"from {self.low:,} to {self.high:,}"
-        return f"{'>' if self.above else '≥'} {self.low:g}"
-
-# %% ../../notebooks/00g_data.config.ipynb #11b5487c
-_SEED = Range(0, 2**32 - 1)  # what numpy and torch accept as a seed
-_COUNT = Range(1)
-# the counts that size a run's memory, processes or requests: bounds far above any real run's, so that a typo is refused
-# before it asks for terabytes (a bootstrap of 10^11 resamples) or starts thousands of processes
-_BOUNDED_COUNTS = {
-    "n_resamples": Range(1, 1_000_000),  # a hundred times the card's resamples; more takes minutes and gigabytes
-    "concurrency": Range(1, 256),  # requests in flight
-    "workers": Range(1, 256),  # training processes at once
-    "batch_size": Range(1, 1_000_000),  # examples per optimiser step, as `indicipr predict --batch-size`
-    "eval_batch_size": Range(1, 1_000_000),  # windows per inference batch, as `indicipr predict --batch-size`
-    "max_tokens": Range(1, 1_000_000),  # reply tokens: the longest context windows of hosted models
-    "questions_per_context": Range(1, 1_000),  # items asked of one context
-    "reader_k": Range(1, 1_000),  # contexts the fine-tuned reader reads per question
-    "llm_k": Range(1, 1_000),  # contexts the LLM reads per question
-    "max_context_words": Range(1, 1_000_000),  # words of one context
-    "top_n_openings": Range(1, 1_000),  # bars of one figure
-}
-PARAMETER_RANGES = {
-    **dict.fromkeys(
-        ("seed", "seeds", "focus_seed", "audit_seed", "shot_seed", "wrong_context_seed", "closed_book_seed"), _SEED
-    ),
-    **dict.fromkeys(
-        (
-            "live_contexts",
-            "max_per_context",
-            "max_steps",
-            "max_answer_length",
-            "max_questions",
-            "closed_book_questions",
-            "judge_pairs",
-            "audit_pairs",
-        ),
-        _COUNT,
-    ),
-    **_BOUNDED_COUNTS,
-    **dict.fromkeys(("epochs", "length_split", "learning_rate"), Range(0, above=True)),
-    "ratios": Range(0),
-    "curve_every": Range(0),  # 0: no learning curve
-}
-_ITEMWISE = ("seeds", "ratios")  # a list, each item in range
-
-
-def parameter_problem(name: str, value, label: str | None = None) -> str | None:
-    "The sentence that refuses `value` for the parameter `name` (shown as `label`), or None when it is in range."
-    rng = PARAMETER_RANGES.get(name)
-    if rng is None or value is None or (name == "workers" and value == "auto"):
-        return None
-    items = value if name in _ITEMWISE and isinstance(value, (list, tuple)) else [value]
-    if all(rng.admits(v) for v in items):
-        return None
-    what = rng.words() + (" (each)" if name in _ITEMWISE else "") + (", 'auto'" if name == "workers" else "")
-    return f"{label or 'parameter ' + name} must be {what}{'' if label else ' or None'}, got {value!r}"
-
-# %% ../../notebooks/00g_data.config.ipynb #ca78fd2b
-def check_parameter_ranges(values: Mapping[str, Any], flags: bool = False) -> None:
-    """Refuse (`InputError`, one sentence) the first of `values` (`{parameter: value}`) out of its range, named as the
-    parameter or (`flags`) as the command line's flag of the same name (`max_steps`: `--max-steps`)."""
-    for name, value in values.items():
-        if problem := parameter_problem(name, value, "--" + name.replace("_", "-") if flags else None):
-            raise InputError(problem)
-
 # %% ../../notebooks/00g_data.config.ipynb #8e76fd2a
 STAGE_SETTINGS = {
     "corpus": CORPUS,
@@ -686,6 +605,17 @@ class RunContext:
             _benchmarks={False: self.benchmark()},
         )
 
+# %% ../../notebooks/00g_data.config.ipynb #c71580d8
+def run_switches(environ: Mapping | None = None) -> dict:
+    """The runner's run variables of `environ` (default: this process's): `main_job` (`core.check_main_job_env`: a value
+    that proves nothing is refused) and `run_dir` (`RUN_DIR_ENV`; a committed folder is refused)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(RUN_DIR_ENV) or None
+    return {
+        "main_job": check_main_job_env(environ),
+        "run_dir": str(check_not_protected(raw, option=RUN_DIR_ENV, folder=True)) if raw else None,
+    }
+
 # %% ../../notebooks/00g_data.config.ipynb #5a1e0c7d
 def _seconds(raw: str | None) -> float | None:
     "`core.TIMEOUT_ENV`'s value as seconds (None when unset); anything but a positive number is refused."
@@ -702,7 +632,8 @@ def _seconds(raw: str | None) -> float | None:
 
 def run_environment(environ: Mapping | None = None) -> dict:
     """Every run variable of `environ` (default: this process's), read and checked once, whether the run uses it or
-    not: `main_job` and `run_dir` (set by the runner), `strict` (`benchmark.STRICT_ENV`), `act_map`
+    not: `main_job` and `run_dir` (set by the runner; a `MAIN_JOB_ENV` that proves nothing and a committed run folder
+    are refused), `strict` (`benchmark.STRICT_ENV`), `act_map`
     (`benchmark.ACT_MAP_ENV`), `llm_endpoints`, `llm_base_url`, `llm_timeout` and `confirm_cost` (`core.ENDPOINTS_ENV`,
     `BASE_URL_ENV`, `TIMEOUT_ENV`, `YES_ENV`: a switch, as `STRICT_ENV`)."""
     environ = os.environ if environ is None else environ
@@ -712,8 +643,7 @@ def run_environment(environ: Mapping | None = None) -> dict:
     if problem := routes_problem(ENDPOINTS_ENV, routes) or endpoint_problem(BASE_URL_ENV, base_url):
         raise InputError(problem)
     return {
-        "main_job": environ.get(MAIN_JOB_ENV) == "1",
-        "run_dir": environ.get(RUN_DIR_ENV) or None,
+        **run_switches(environ),
         "strict": strict_switch(environ.get(STRICT_ENV)),
         "act_map": act_map,
         "llm_endpoints": routes,

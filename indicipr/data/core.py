@@ -5,25 +5,32 @@
 # %% ../../notebooks/00b_data.core.ipynb #5c8c289b
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import random
 import re
+import secrets
+import subprocess
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .basics import InputError, flat_paths, mask_secrets, same_file
+from . import basics
+from .basics import InputError, flat_paths, mask_secrets, pid_alive, same_file, write_text_atomic
 
 # %% auto #0
 __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
            'UNKNOWN_ACT', 'UNKNOWN_ACT_KEY', 'CARD', 'CARD_PER_ACT', 'CARD_GLANCE', 'HUB_ID', 'OFFICIAL_FILES',
-           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'MODEL_LISTS', 'ONE_MODEL', 'ENDPOINT_KINDS', 'project_root',
-           'data_dir', 'figures_path', 'tables_path', 'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path',
-           'Act', 'id_prefix', 'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label',
-           'seed_everything', 'best_ties', 'simplest_best', 'tie_note', 'model_names_problem', 'endpoint_problem',
-           'routes_problem', 'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable',
-           'check_output', 'protected_outputs', 'check_not_protected']
+           'OFFICIAL_COUNTS', 'SPLITS', 'PROFILE_NAMES', 'MODEL_LISTS', 'ONE_MODEL', 'ENDPOINT_KINDS',
+           'COMMITTED_FOLDERS', 'COMMITTED_FILES', 'MAIN_JOB_TOKEN', 'project_root', 'data_dir', 'figures_path',
+           'tables_path', 'build_dir', 'shared_dir', 'scratch_dir', 'default_figures_path', 'Act', 'id_prefix',
+           'act_for_key', 'act_for_id', 'record_act', 'act_keys_in_card_order', 'act_label', 'seed_everything',
+           'best_ties', 'simplest_best', 'tie_note', 'model_names_problem', 'endpoint_problem', 'routes_problem',
+           'ConstructionPlan', 'may_publish_sample', 'construction_plan', 'card_comparable', 'check_output',
+           'protected_outputs', 'check_not_protected', 'main_job_proven', 'main_job_token', 'check_main_job_env',
+           'guard_write']
 
 # %% ../../notebooks/00b_data.core.ipynb #d3a3fef0
 ROOT_ENV = "INDICIPR_ROOT"  # the checkout's folder, for a process started outside it (read before any run context)
@@ -87,7 +94,7 @@ def shared_dir() -> Path | None:
     return next((c for c in candidates if c.is_dir()), None)
 
 # %% ../../notebooks/00b_data.core.ipynb #c170d106
-MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"  # "1" in the main job's kernels (`indicipr reproduce`); read by `config.run_context`
+MAIN_JOB_ENV = "INDICIPR_MAIN_JOB"  # '<run folder>:<token>' in the main job (`indicipr reproduce`): `main_job_proven`
 # the LLM's run variables, read by `config.run_environment` (named here, below the LLM client, for its messages)
 ENDPOINTS_ENV = "INDICIPR_LLM_ENDPOINTS"  # the LLM routes ('NAME=URL,…'), under a stage's `llm_endpoints` parameter
 BASE_URL_ENV = "INDICIPR_LLM_BASE_URL"  # the server of the model names no route names (unset: Ollama)
@@ -551,7 +558,8 @@ def check_output(
     main_job: bool = False,
 ) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
-    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`)."""
+    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`),
+    and a committed one (`check_not_protected`)."""
     out = Path(out)
     for opt, paths in inputs.items():
         for p in flat_paths(paths):
@@ -559,12 +567,13 @@ def check_output(
                 raise InputError(
                     f"{option} {out}: is the input {opt} {p}; write the output to another file (nothing was written)"
                 )
+    check_not_protected(out, option, folder, main_job)  # a committed path is named as such, whatever its kind
     for parent in ([out] if folder else []) + list(out.parents if folder else [out.parent, *out.parent.parents]):
         if parent.exists() and not parent.is_dir():
             raise InputError(f"{option} {out}: {parent} is a file, not a folder")
     if not folder and out.is_dir():
         raise InputError(f"{option} {out}: a folder; give a file name")
-    return check_not_protected(out, option, folder, main_job)
+    return out
 
 # %% ../../notebooks/00b_data.core.ipynb #dcbb0b18
 def protected_outputs() -> tuple[Path, ...]:
@@ -572,20 +581,151 @@ def protected_outputs() -> tuple[Path, ...]:
     return (data_dir() / "sample", project_root() / "figures")
 
 # %% ../../notebooks/00b_data.core.ipynb #aa51bd86
+# what a checkout without git (a copy, an archive) commits: its folders and the files at its top
+COMMITTED_FOLDERS = ("figures", "data/sample", "notebooks", "indicipr", "tests", "benchmarks", ".ci")
+COMMITTED_FILES = (
+    "settings.ini",
+    "setup.py",
+    "pyproject.toml",
+    "README.md",
+    "DESIGN.md",
+    "Makefile",
+    "constraints.txt",
+)
+
+
+@functools.cache
+def _tracked(root: str) -> frozenset[str] | None:
+    "The real paths of the files git tracks in the checkout `root`; `None` where it has no git (a copy, an archive)."
+    if not os.path.exists(os.path.join(root, ".git")):
+        return None
+    try:
+        listed = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(os.path.realpath(os.path.join(root, os.fsdecode(p))) for p in listed.stdout.split(b"\0") if p)
+
+
+def _inside(real: Path, top: Path) -> bool:
+    return real == top or top in real.parents
+
+
+def _committed(real: Path, folder: bool, main_job: bool) -> str | None:
+    """What makes the real path `real` a committed one, as a phrase, or `None`: it lies in `protected_outputs()` (the main
+    job's own, so `None` for `main_job`), it is a notebook's source (its outputs are the main job's), it is a file the
+    checkout tracks (`git ls-files`; without git: `COMMITTED_FILES` and anything in `COMMITTED_FOLDERS`), or, for a
+    `folder` (or a file name that is a folder), it holds one."""
+    folder = folder or real.is_dir()
+    try:
+        root = Path(os.path.realpath(project_root()))
+    except FileNotFoundError:  # not run from a checkout: nothing it commits
+        return None
+
+    def show(p: Path) -> str:
+        return str(p.relative_to(root)) if _inside(p, root) and p != root else str(p)
+
+    for kept in (Path(os.path.realpath(k)) for k in protected_outputs()):
+        if _inside(real, kept):
+            return None if main_job else f"lies in {show(kept)}"
+        if folder and kept in real.parents:
+            return f"holds {show(kept)}"
+    if main_job and real.parent == root / "notebooks" and real.suffix == ".ipynb":
+        return None  # the main job writes its outputs into the notebooks
+    tracked = _tracked(str(root))
+    if tracked is None:
+        for top in (root / name for name in COMMITTED_FILES):
+            if _inside(real, top):
+                return f"{'is' if real == top else 'lies under'} {show(top)}, a file the checkout commits"
+        if folder and real == root:
+            return f"holds {COMMITTED_FILES[0]} and the other files the checkout commits"
+        for top in (root / name for name in COMMITTED_FOLDERS):
+            if _inside(real, top):
+                return f"lies in {show(top)}, a folder the checkout commits"
+            if folder and real in top.parents:
+                return f"holds {show(top)}, a folder the checkout commits"
+        return None
+    if hit := next((p for p in (real, *real.parents) if str(p) in tracked), None):
+        return f"{'is' if real == hit else 'lies under'} {show(hit)}, a file the checkout commits"
+    if folder:
+        prefix = str(real).rstrip(os.sep) + os.sep
+        if held := sorted(t for t in tracked if t.startswith(prefix)):
+            return f"holds {show(Path(held[0]))} and other files the checkout commits"
+    return None
+
+
 def check_not_protected(
     out: str | os.PathLike, option: str = "--out", folder: bool = False, main_job: bool = False
 ) -> Path:
-    """Refuse (`InputError`) an output `out` inside one of `protected_outputs()` (through symlinks), or, for a folder
-    output (`folder=True`), one that holds them; in the main job (`main_job`) anything goes."""
+    """Refuse (`InputError`) an output `out` whose real path (symlinks followed, every parent) is committed: inside one
+    of `protected_outputs()`, a file the checkout tracks, or, for a folder output (`folder=True`), one that holds them
+    (`_committed`). The main job (`main_job`) writes its own outputs: the protected folders and the notebooks."""
     out = Path(out)
-    if main_job:
-        return out
     real = Path(os.path.realpath(out))
-    for kept in protected_outputs():
-        top = Path(os.path.realpath(kept))
-        if real == top or top in real.parents or (folder and real in top.parents):
-            raise InputError(
-                f"{option} {out}: {'lies in' if real == top or top in real.parents else 'holds'} {kept}, which only the "
-                "sample's own rebuild (indicipr reproduce, the main job) writes; give another folder (nothing was written)"
-            )
+    if why := _committed(real, folder, main_job):
+        through = "" if real == Path(os.path.abspath(out)) else f" (through a link: {real})"
+        raise InputError(
+            f"{option} {out}: {why}{through}, which only the sample's own rebuild (indicipr reproduce, the main job) "
+            f"writes; give another {'folder' if folder else 'file'} (nothing was written)"
+        )
     return out
+
+# %% ../../notebooks/00b_data.core.ipynb #9e226aad
+MAIN_JOB_TOKEN = "main_job.token"  # in the main job's run folder: '<runner pid> <token>', removed when the run ends
+
+
+def main_job_proven(environ: Mapping | None = None) -> bool:
+    """Whether this process belongs to the main job, decided by the runner, not by a variable: `MAIN_JOB_ENV` holds
+    '<run folder name>:<token>', the folder lies in the project's `runs/`, its `MAIN_JOB_TOKEN` file (a regular file,
+    not a link) holds the same token and the pid of a runner that still runs. A variable a user sets proves nothing."""
+    raw = (os.environ if environ is None else environ).get(MAIN_JOB_ENV) or ""
+    name, _, token = raw.partition(":")
+    if not name or not token or name in (".", "..") or os.sep in name or "/" in name:
+        return False
+    try:
+        runs = Path(os.path.realpath(project_root() / "runs"))
+        path = runs / name / MAIN_JOB_TOKEN
+        if not Path(os.path.realpath(runs / name)).parent == runs or not path.is_file() or path.is_symlink():
+            return False
+        pid, _, recorded = path.read_text(encoding="utf-8").strip().partition(" ")
+        return bool(recorded) and recorded == token and pid.isdigit() and pid_alive(int(pid))
+    except (OSError, ValueError):
+        return False
+
+# %% ../../notebooks/00b_data.core.ipynb #f214fd4d
+@contextlib.contextmanager
+def main_job_token(run_dir: str | os.PathLike):
+    """Make `run_dir` (a folder of the project's `runs/`, made by the runner) the main job's for the block: write its
+    `MAIN_JOB_TOKEN` (this process's pid and a fresh random token) and yield the `MAIN_JOB_ENV` value that proves it
+    (`main_job_proven`); the file is removed when the block ends, so the value proves nothing after the run."""
+    run_dir = Path(run_dir)
+    token = secrets.token_hex(16)
+    write_text_atomic(run_dir / MAIN_JOB_TOKEN, f"{os.getpid()} {token}\n")
+    try:
+        yield f"{run_dir.name}:{token}"
+    finally:
+        (run_dir / MAIN_JOB_TOKEN).unlink(missing_ok=True)
+
+# %% ../../notebooks/00b_data.core.ipynb #3b6e3abc
+def check_main_job_env(environ: Mapping | None = None) -> bool:
+    "Whether this process is the main job (`main_job_proven`); a `MAIN_JOB_ENV` that proves nothing is refused (`InputError`)."
+    environ = os.environ if environ is None else environ
+    if not environ.get(MAIN_JOB_ENV):
+        return False
+    if main_job_proven(environ):
+        return True
+    raise InputError(
+        f"{MAIN_JOB_ENV} is set, but not by a running main job (indicipr reproduce sets it for its own kernels, with a "
+        "token of its run folder); unset it (nothing was written)"
+    )
+
+# %% ../../notebooks/00b_data.core.ipynb #142898ca
+def guard_write(real: Path, folder: bool = False, committed: bool = False) -> None:
+    """The write guard every write of the package passes (`basics.write_target`, installed in `basics.WRITE_GUARDS` when
+    this module is imported): a committed real path is refused (`check_not_protected`) unless this process is the main
+    job writing its own outputs (`main_job_proven`) or the caller writes a committed file on purpose (`committed`: only
+    `indicipr doctor --record`, the canary's record)."""
+    if not committed:
+        check_not_protected(real, option="write", folder=folder, main_job=main_job_proven())
+
+
+basics.WRITE_GUARDS[:] = [guard_write]  # the one guard, set once on import

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .basics import loads_json, write_text_atomic
+from .basics import loads_json, write_target, write_text_atomic
 from .core import InputError
 
 # %% auto #0
@@ -35,7 +35,7 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> Path:
 # %% ../../notebooks/00d_data.qa_files.ipynb #6e5945e4
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:
     "Append one record and sync it to disk (for caches and logs that must survive a kill)."
-    path = Path(path)
+    path = write_target(path)  # the write guard of every write (`basics.write_target`)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8", newline="\n") as f:
         f.write(_dumps_record(record) + "\n")

@@ -20,8 +20,8 @@ from ..data import artifacts, basics, benchmark, config, core, numerics, qa_file
 from ..scoring import predictions
 from ..data.core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
-from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, main_job_env, run_pipeline
-from .runner import select_notebooks, temporary_environ
+from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, is_main_job, run_pipeline
+from .runner import main_job_run, select_notebooks, temporary_environ
 from .. import __version__
 from ..scoring.predictions import SPLIT_ALIASES
 
@@ -412,29 +412,31 @@ def reproduce_command(args) -> int:
     2 for a usage error (nothing ran)."""
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
+    notebooks = select_notebooks(args.only)
+    main_job = is_main_job(params, notebooks, args.run_dir)
     try:
-        with temporary_environ(
-            **({benchmark.STRICT_ENV: "1"} if args.strict else {}), **main_job_env(params, select_notebooks(args.only))
+        with (
+            temporary_environ(**({benchmark.STRICT_ENV: "1"} if args.strict else {})),
+            main_job_run()
+            if main_job
+            else contextlib.nullcontext(user_path(basics.check_folder_name(args.run_dir, "--run-dir"))) as run_dir,
         ):
-            results = run_pipeline(
-                params,
-                run_dir=user_path(basics.check_folder_name(args.run_dir, "--run-dir")),
-                notebooks=select_notebooks(args.only),
-                echo=echo_result_or_progress,
-            )
+            results = run_pipeline(params, run_dir=run_dir, notebooks=notebooks, echo=echo_result_or_progress)
+            missing = [r.name for r in results if r.status == "missing"]
+            if missing:
+                print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr)
+                return 1
+            if main_job:  # its outputs into the notebooks, while its run proves it the main job
+                changed = write_back_outputs(r.output for r in results if r.status == "ok")
+                print(
+                    f"outputs: {len(changed)} of {len(results)} notebooks changed (committed outputs of the main job)"
+                )
     except StagesSkipped as e:
         print(basics.terminal_text(f"indicipr reproduce: {e}"), file=sys.stderr)
         return 1
     except PipelineError as e:
         print(basics.terminal_text(f"indicipr reproduce: stopped: {e}"), file=sys.stderr)
         return 1
-    missing = [r.name for r in results if r.status == "missing"]
-    if missing:
-        print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr)
-        return 1
-    if main_job_env(params, select_notebooks(args.only)):  # the main job: its outputs into the notebooks
-        changed = write_back_outputs(r.output for r in results if r.status == "ok")
-        print(f"outputs: {len(changed)} of {len(results)} notebooks changed (committed outputs of the main job)")
     return 0
 
 # %% ../../notebooks/12g_run.cli.ipynb #7b7902d2
@@ -724,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config.run_environment()  # every INDICIPR_ switch and setting, used by this command or not: before any work
         config.warn_replaced_env()  # a variable that is a setting elsewhere changes nothing: said once
+        config.run_switches()  # the runner's variables: a main job's switch it did not set, a committed run folder
         for problem in numerics.pin():  # before any command imports torch: the kernels and threads of the tables
             print(f"indicipr {args.command}: warning: {problem}", file=sys.stderr)
         status = COMMANDS[args.command](args)

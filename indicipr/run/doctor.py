@@ -256,11 +256,17 @@ def read_canary(path: Path) -> dict:
 
 # %% ../../notebooks/12f_run.doctor.ipynb #ce03fb18
 def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None, echo=print) -> int:
-    "Run the canary (see above); print the verdict; 0: the digests match (or were recorded), 1: they differ."
+    """Run the canary (see above); print the verdict; 0: the digests match (or were recorded), 1: they differ. `record`
+    writes every digest it measured, never a partial record: `llm=False` with `record` is refused before the canary runs."""
     path = Path(path) if path else canary_path()
     if record and not numerics.pinned():
         raise InputError(
             f"--record writes the committed digests, which need the pinned numerics; unset {numerics.NUMERICS_ENV}"
+        )
+    if record and not llm:
+        raise InputError(
+            "--record writes every digest of the committed canary, the tokens one (SmolLM2) included; "
+            "drop --no-llm (nothing was written)"
         )
     recorded = None if record else read_canary(path)
     problems = numerics.pin()
@@ -281,8 +287,10 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
     for line in version_warnings():
         echo(line)
     if record:
+        if missing := [k for k in DIGESTS if k not in digests]:
+            raise InputError(f"--record: the canary measured no {', '.join(missing)} digest; {path} is kept as it was")
         text = json.dumps({"digests": digests, "settings": current}, indent=2, sort_keys=True) + "\n"
-        write_text_atomic(path, text)
+        write_text_atomic(path, text, committed=True)  # the one committed file a command writes: what it measured
         echo(f"recorded the canary digests in {path}")
         return 0
     ok, lines = verdict(recorded, digests, current)

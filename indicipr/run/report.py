@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.metadata as _md
 import json
-import os
 import platform
 import re
 from dataclasses import asdict, dataclass, field, replace
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from ..data.basics import write_text_atomic
 from ..data.core import CARD, CARD_GLANCE, CARD_PER_ACT, OFFICIAL_FILES
-from ..data.core import MAIN_JOB_ENV, act_label, card_comparable, figures_path, tables_path
+from ..data.core import act_label, card_comparable, figures_path, main_job_proven, tables_path
 from ..analysis.error_taxonomy import ERROR_TYPES
 from ..data import numerics
 from . import verdict
@@ -651,7 +650,7 @@ def write_report(
     run_dir = Path(run_dir)
     rep = run_dir / "report"
     (rep / "figures").mkdir(parents=True, exist_ok=True)
-    main_job = os.environ.get(MAIN_JOB_ENV) == "1"  # the runner's process in the main job (`runner.main_job_env`)
+    main_job = main_job_proven()  # the runner's process in the main job's run (`runner.main_job_run`)
     figs_src = figures_path(figures_dir or parameters.get("figures_dir"), main_job)
     tabs_src = tables_path(figures_dir or parameters.get("figures_dir"), main_job)
     pages = _notebook_pages(results, rep)

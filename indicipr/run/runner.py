@@ -33,8 +33,8 @@ __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETE
            'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped',
            'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'types_admit',
            'parameters_for', 'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook',
-           'run_figures_dir', 'main_job_env', 'remove_quiet_log', 'run_pipeline', 'kernel_parameters', 'scrub_file',
-           'new_run_dir', 'tolerant_echo']
+           'run_figures_dir', 'is_main_job', 'main_job_run', 'remove_quiet_log', 'run_pipeline', 'kernel_parameters',
+           'scrub_file', 'new_run_dir', 'tolerant_echo']
 
 # %% ../../notebooks/12c_run.runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -421,12 +421,25 @@ def run_figures_dir(parameters: dict, run_dir: str | os.PathLike, partial: bool 
     return None if main_job and not partial else str(Path(run_dir) / "figures")
 
 # %% ../../notebooks/12c_run.runner.ipynb #e858a84a
-def main_job_env(parameters: dict, notebooks: list[str]) -> dict:
-    "`{INDICIPR_MAIN_JOB: '1'}` when these parameters and notebooks make the main job (`run_figures_dir` gives `None`), else `{}`."
+def is_main_job(parameters: dict, notebooks: list[str], run_dir: str | os.PathLike | None = None) -> bool:
+    """Whether `indicipr reproduce` with these parameters, notebooks and `--run-dir` is the main job: every notebook,
+    offline, on the sample, no `figures_dir` (`run_figures_dir` gives `None`), and no run folder of the user's."""
     params = {"data_source": "sample", "profile": "offline", "figures_dir": None, **parameters}
-    return (
-        {core.MAIN_JOB_ENV: "1"} if run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None else {}
-    )
+    return run_dir is None and run_figures_dir(params, ".", partial=list(notebooks) != NOTEBOOKS) is None
+
+# %% ../../notebooks/12c_run.runner.ipynb #62e29eab
+@contextlib.contextmanager
+def main_job_run(runs: str | os.PathLike | None = None):
+    """The main job's run: a new folder of the project's `runs/` (or `runs`) with its token (`core.main_job_token`),
+    and `MAIN_JOB_ENV` set to its proof for this process and the kernels it starts, for the block; yields the folder.
+    The token is removed when the block ends, and the folder too when nothing else was written into it."""
+    run_dir = new_run_dir(Path(runs) if runs else project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
+    try:
+        with core.main_job_token(run_dir) as proof, temporary_environ(**{core.MAIN_JOB_ENV: proof}):
+            yield run_dir
+    finally:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()  # a run refused before it wrote anything leaves no folder
 
 # %% ../../notebooks/12c_run.runner.ipynb #7d0c1e5b
 KERNEL_STOP_NOTES = ("KeyboardInterrupt caught in kernel",)  # ipykernel's line when it is interrupted on shutdown
@@ -529,6 +542,16 @@ def _stage_line(tag: str, r: StageResult, nbs_dir: Path, elapsed: float) -> str:
     )
 
 # %% ../../notebooks/12c_run.runner.ipynb #e9c31a16
+def _run_outputs(run_dir: Path, names: list[str], figures_dir: str | None) -> list[tuple[str, Path, bool]]:
+    """`(option, path, folder)` of what a run writes in its run folder, as `core.check_output` takes them: the executed
+    copies and kernel logs, the predictions, the report, the tables and figures (`figures_dir`)."""
+    files = [run_dir / "notebooks" / f"{n}{ext}" for n in names for ext in (".ipynb", ".kernel.log")]
+    files += [run_dir / artifacts.TIMINGS_FILE, run_dir / artifacts.SKIPPED_FILE]
+    folders = [run_dir / "notebooks", run_dir / "predictions", run_dir / "report"]
+    folders += [Path(figures_dir), Path(figures_dir) / "tables"] if figures_dir else []
+    return [("--run-dir", p, False) for p in files] + [("--run-dir", p, True) for p in folders]
+
+
 def run_pipeline(
     parameters: dict | None = None,
     run_dir: str | os.PathLike | None = None,
@@ -542,7 +565,7 @@ def run_pipeline(
     from indicipr.run.report import StageResult, format_seconds, write_report
 
     parameters = {"data_source": "sample", "profile": "offline", "figures_dir": None, **(parameters or {})}
-    main_job = os.environ.get(core.MAIN_JOB_ENV) == "1"  # set by `indicipr reproduce` (`main_job_env`)
+    main_job = core.main_job_proven()  # `indicipr reproduce` in its main job's run (`main_job_run`)
     names = select_notebooks(notebooks)  # before anything runs or is written
     nbs_dir = Path(nbs_dir) if nbs_dir else project_root() / "notebooks"
     check_parameters(parameters, [nb for nb in (_find_notebook(n, nbs_dir) for n in names) if nb])
@@ -558,7 +581,9 @@ def run_pipeline(
     run_dir = (
         Path(run_dir) if run_dir else new_run_dir(project_root() / "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
     )
-    parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS)
+    parameters["figures_dir"] = run_figures_dir(parameters, run_dir, partial=names != NOTEBOOKS or not main_job)
+    for option, path, folder in _run_outputs(run_dir, names, parameters["figures_dir"]):
+        core.check_output(path, {}, option, folder=folder, main_job=main_job)  # through the folder's links too
     (run_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     for own in (artifacts.TIMINGS_FILE, artifacts.SKIPPED_FILE):
         if (run_dir / own).exists():

@@ -92,7 +92,7 @@ def train_encoder(
 ) -> Path:
     """Fine-tune `model` on `train_records`; save model, tokenizer, `train_log.json` (the loss of every step, with the
     loop) and `qa_config.json` (written last: the run is finished) to `output_dir`."""
-    output_dir = Path(output_dir)
+    output_dir = basics.write_target(output_dir, folder=True)  # the write guard sees the folder before any removal
     meta = {
         "base_model": model,
         "resolved_model": MODEL_REGISTRY.get(model, model),

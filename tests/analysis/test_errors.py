@@ -335,7 +335,7 @@ def test_focus_system_tables_with_the_card_beside_them():
     }  # every group present has the card's figure
 
 
-def test_evaluate_report_among_the_committed_tables_only_in_the_main_job(root):
+def test_evaluate_report_among_the_committed_tables_only_in_the_main_job(root, request):
     """Stage 11 writes `evaluate_<focus>.md` among the tables of `figures/`: `evaluate_files` allows that for the main
     job (`main_job=True`, as `errors_stage` passes `ctx.main_job`) and refuses it otherwise, writing nothing."""
     gold = read_qa_small("test")
@@ -344,5 +344,9 @@ def test_evaluate_report_among_the_committed_tables_only_in_the_main_job(root):
     with pytest.raises(core.InputError, match="main job"):
         E.evaluate_files(FIXTURE / "test_squad.jsonl", pred, out=out, n_resamples=100)
     assert not out.exists()
+    with pytest.raises(core.InputError, match="main job"):  # the argument alone is no main job: the write is refused
+        E.evaluate_files(FIXTURE / "test_squad.jsonl", pred, out=out, n_resamples=100, main_job=True)
+    assert not out.exists()
+    request.getfixturevalue("main_job")  # the main job's run, as its kernels are
     report = E.evaluate_files(FIXTURE / "test_squad.jsonl", pred, out=out, n_resamples=100, main_job=True)
     assert out.read_text() == report

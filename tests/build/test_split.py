@@ -29,7 +29,7 @@ def _build(root, tag, candidates):
     return S.split_build(tag)
 
 
-def test_replay_build_is_valid_deterministic_and_section_disjoint(root):
+def test_replay_build_is_valid_deterministic_and_section_disjoint(root, main_job):
     s = _build(root, "replay", recorded_candidates())
     folder = root / "data" / "build" / "replay"
     first = _digest(folder)
@@ -89,7 +89,7 @@ def test_a_tiny_or_empty_live_build_still_writes_valid_files(root):
     assert s["selected"] == 4 and s["sizes"] == {"train": 4, "validation": 0, "test": 0, "merged": 4}
 
 
-def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root):
+def test_only_the_offline_rebuild_of_the_sample_writes_data_sample(root, main_job):
     _build(root, "replay", recorded_candidates())
     sample = root / "data" / "sample"
     for profile, source in (

@@ -58,9 +58,17 @@ def test_a_setting_beside_the_context_is_found():
 PACKAGE = Path(__file__).resolve().parents[2] / "indicipr"
 NOTEBOOKS = PACKAGE.parent / "notebooks"
 BELOW_RUN = ("data", "llm", "build", "scoring", "systems", "analysis")  # the floors under `run`
-# where a run variable may be read below the `run` floor: the run context's one reader, the numerics switch, and the
-# checkout's and shared/'s folders, needed before any context exists
-READERS = {"data.config.run_environment", "data.core.project_root", "data.core.shared_dir"}
+# where a run variable may be read below the `run` floor: the run context's readers, the numerics switch, the
+# checkout's and shared/'s folders, needed before any context exists, and the main job's proof, which the write guard
+# asks at every write, wherever it happens
+READERS = {
+    "data.config.run_environment",
+    "data.config.run_switches",
+    "data.core.project_root",
+    "data.core.shared_dir",
+    "data.core.main_job_proven",
+    "data.core.check_main_job_env",
+}
 READING_MODULES = {"data.numerics"}
 
 

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from helpers import QA_SMALL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indicipr.data import basics, config, core, qa_files
+from indicipr.data import basics, core, qa_files
 from indicipr.run import cli, runner
 from indicipr.scoring import predictions
 
@@ -264,9 +265,9 @@ def test_train_options_are_in_range_or_a_sentence(seeds, epochs, max_steps, work
 
 
 @FUZZ
-@given(name=st.sampled_from(sorted(config.PARAMETER_RANGES)), value=st.one_of(json_values, numbers))
+@given(name=st.sampled_from(sorted(basics.PARAMETER_RANGES)), value=st.one_of(json_values, numbers))
 def test_a_parameter_is_in_range_or_named_in_one_sentence(name, value):
-    problem = config.parameter_problem(name, value)
+    problem = basics.parameter_problem(name, value)
     assert problem is None or (problem.startswith(f"parameter {name} must be ") and "\n" not in problem)
 
 
@@ -402,3 +403,74 @@ def test_an_output_that_is_no_regular_file_is_written_into_never_replaced(text, 
         assert sorted(p.name for p in folder.iterdir()) == ["out"]  # no temporary file left beside it
     finally:
         shutil.rmtree(folder)
+
+
+_LINKED_RUN_PARTS = ["notebooks", "figures", "figures/tables", "predictions", "report", "timings.jsonl"]
+_LINKED_RUN_PARTS += ["notebooks/06_scoring.metrics.ipynb", "notebooks/06_scoring.metrics.kernel.log"]
+_COMMITTED_TARGETS = ["notebooks", "figures", "figures/tables", "data/sample", "settings.ini", "."]
+_COMMITTED_TARGETS += ["notebooks/06_scoring.metrics.ipynb", "figures/tables/results.csv"]
+
+
+def _git_checkout_copy() -> Path:
+    "A git checkout of a few committed files (a notebook, a table, the sample's test split): where a run may not write."
+    root = Path(tempfile.mkdtemp()) / "checkout"
+    for rel in ("settings.ini", "notebooks/06_scoring.metrics.ipynb", "data/sample/test_squad.jsonl"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(core.project_root() / rel, root / rel)
+    (root / "figures" / "tables").mkdir(parents=True)
+    (root / "figures" / "tables" / "results.csv").write_text("System,F1\nbm25,26.65\n")
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env={**os.environ, **who})
+    return root
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    part=st.sampled_from(_LINKED_RUN_PARTS),
+    target=st.sampled_from(_COMMITTED_TARGETS),
+    hops=st.integers(0, 2),
+    git=st.booleans(),
+)
+def test_a_run_folder_linked_into_the_checkout_writes_nothing(part, target, hops, git):
+    """`reproduce --run-dir X` where a part of X (a folder, an executed copy, a log) is a symlink, through `hops` more
+    links, to anything the checkout commits (with git: what it tracks; without: its committed folders): exit 2 with one
+    sentence, and neither the checkout nor X changes."""
+    root = _git_checkout_copy()
+    if not git:
+        shutil.rmtree(root / ".git")
+    run = root.parent / "run"
+    (run / part).parent.mkdir(parents=True, exist_ok=True)
+    link = root.parent / "hop0"
+    (root.parent / f"hop{hops}").symlink_to(root / target)
+    for n in range(hops, 0, -1):
+        (root.parent / f"hop{n - 1}").symlink_to(root.parent / f"hop{n}")
+    (run / part).symlink_to(link)
+    before, run_before = _snapshot_links(root), _snapshot_links(run)
+    saved = {k: os.environ.get(k) for k in (core.ROOT_ENV, core.MAIN_JOB_ENV, "INDICIPR_RUN_DIR")}
+    os.environ[core.ROOT_ENV] = str(root)
+    for k in (core.MAIN_JOB_ENV, "INDICIPR_RUN_DIR"):
+        os.environ.pop(k, None)
+    try:
+        rc, _, err = _main(["reproduce", "--only", "06_scoring.metrics", "--run-dir", run])
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        core._tracked.cache_clear()
+    try:
+        assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert "(nothing was written)" in err, err
+        assert _snapshot_links(root) == before and _snapshot_links(run) == run_before
+    finally:
+        shutil.rmtree(root.parent)
+
+
+def _snapshot_links(folder: Path) -> dict:
+    "Every file under `folder` (links not followed, git's own files aside) with its bytes; every link with its target."
+    out = {}
+    for p in folder.rglob("*"):
+        if p.is_symlink():
+            out[p] = str(p.readlink())
+        elif p.is_file() and ".git" not in p.relative_to(folder).parts:
+            out[p] = p.read_bytes()
+    return out

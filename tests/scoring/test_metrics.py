@@ -8,6 +8,7 @@ import os
 import re
 import string
 import subprocess
+import tempfile
 from collections import Counter
 
 import pytest
@@ -412,9 +413,11 @@ def test_a_run_outside_the_main_job_never_overwrites_its_predictions(tmp_data_di
     from indicipr.scoring import predictions
 
     main = predictions.main_predictions_dir(str(QA_SMALL))
-    monkeypatch.setenv(core.MAIN_JOB_ENV, "1")
-    bm25.run_bm25(run_context(str(QA_SMALL), stage="bm25"))
-    monkeypatch.delenv(core.MAIN_JOB_ENV)
+    (core.project_root() / "runs").mkdir(exist_ok=True)
+    with monkeypatch.context() as m, tempfile.TemporaryDirectory(dir=core.project_root() / "runs") as run:
+        with core.main_job_token(run) as proof:  # the main job's run, as `indicipr reproduce` makes it
+            m.setenv(core.MAIN_JOB_ENV, proof)
+            bm25.run_bm25(run_context(str(QA_SMALL), stage="bm25"))
     before = {p.name: p.read_bytes() for p in main.iterdir()}
     assert "bm25_retrieval.jsonl" in before
     own = run_context(str(QA_SMALL)).predictions
