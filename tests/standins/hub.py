@@ -15,7 +15,8 @@ hub's `X-Error-Code` (`RepoNotFound`, `RevisionNotFound`, `EntryNotFound`), so t
 errors as against the real hub. Every request is logged in `requests` (method, path, status).
 
 Faults, for the clients' failure paths: `faults={"data/x.jsonl": "redirect_loop"}` answers every download of that file
-with a redirect to itself; `"cut_short"` announces the whole file and closes the connection halfway through it.
+with a redirect to itself; `"cut_short"` announces the whole file and closes the connection halfway through it;
+`"stall"` sends half of it and then nothing until the stand-in stops (a download to interrupt).
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ class HubStandIn(LoopbackServer):
 
     def __init__(self, repos: dict, host: str = "127.0.0.1", port: int = 0, faults: dict | None = None):
         self.repos = {(t, rid): Repo.from_folder(t, rid, folder) for (t, rid), folder in repos.items()}
-        self.faults = dict(faults or {})  # file path in its repo -> "redirect_loop" | "cut_short"
+        self.faults = dict(faults or {})  # file path in its repo -> "redirect_loop" | "cut_short" | "stall"
+        self.stopping = threading.Event()
         self.host, self.port = host, port
         self.requests: list[tuple[str, str, int]] = []
         self._lock = threading.Lock()
@@ -205,9 +207,9 @@ class HubStandIn(LoopbackServer):
             "Content-Disposition": f'inline; filename="{Path(path).name}"',
         }
         rng = _parse_range(headers.get("Range"), f.size)
-        if self.faults.get(path) == "cut_short" and method == "GET":
+        if self.faults.get(path) in ("cut_short", "stall") and method == "GET":
             a = rng[0] if rng else 0
-            return 200, hdr, f.local, (a, f.size - 1, "cut_short")
+            return 200, hdr, f.local, (a, f.size - 1, self.faults[path])
         if rng is not None:
             a, b = rng
             if a >= f.size:
@@ -291,7 +293,7 @@ class HubStandIn(LoopbackServer):
                     )
                 with hub._lock:
                     hub.requests.append((method, self.path, status))
-                cut = rng is not None and rng[2:] == ("cut_short",)
+                cut = rng is not None and rng[2:] in (("cut_short",), ("stall",))
                 if isinstance(payload, Path):
                     a, b = rng[:2] if rng else (0, payload.stat().st_size - 1)
                     length = max(0, b - a + 1)
@@ -319,6 +321,8 @@ class HubStandIn(LoopbackServer):
                         self.wfile.write(payload)
                     if cut:  # the rest never comes: the connection ends short of its Content-Length
                         self.wfile.flush()
+                        if rng[2] == "stall":
+                            hub.stopping.wait(120)
                         self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -334,6 +338,10 @@ class HubStandIn(LoopbackServer):
 
         self.endpoint = f"http://{self.host}:{self._serve(Handler, self.host, self.port)}"
         return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        super().__exit__(*exc)
 
     def paths_seen(self) -> list[str]:
         "Request lines (`METHOD path -> status`) seen so far."
