@@ -636,6 +636,8 @@ def train_command(args) -> int:
 
     for name in args.models or []:
         check_model_reachable(name)
+        if Path(name).is_dir():  # a local folder: refused by predict's rules before training, not after
+            finetune.check_trainable(name)
     ctx = config.run_context(
         user_path(args.data_source),
         args.profile,
