@@ -490,3 +490,48 @@ def test_ctrl_c_is_one_line_and_exit_130(where):
         setattr(module, attr, saved)
     said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
     assert rc == 130 and said == [f"indicipr {command}: interrupted"], (rc, stderr)
+
+
+canary_files = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"digests": st.dictionaries(st.sampled_from(["weights", "logits", "tokens", "x"]), json_scalars, max_size=3)},
+        optional={
+            "settings": st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {},
+                    optional={k: json_values for k in ("caps", "threads", "versions", "mode", "llama_build")},
+                ),
+            )
+        },
+    ),
+)
+
+
+@FUZZ
+@given(data=canary_files)
+def test_a_canary_file_of_any_shape_is_read_or_refused_before_the_canary_runs(data):
+    "`indicipr doctor` against a digest file of any JSON: a verdict, or one sentence naming the file before the run."
+    from indicipr.run import doctor
+
+    ran = []
+
+    def canary(train, evalset, workdir):  # the 40 s encoder run, in no time
+        ran.append(1)
+        return {"weights": "a" * 64, "logits": "b" * 64, "windows": 1}
+
+    saved = doctor.encoder_canary, doctor.canary_records
+    doctor.encoder_canary, doctor.canary_records = canary, lambda: ([], [])
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "numerics_canary.json"
+            path.write_text(json.dumps(data))
+            try:
+                rc = doctor.run_doctor(llm=False, path=path, echo=lambda line: None)
+            except core.InputError as e:
+                assert str(e).startswith(f"{path}: not a canary digest file (") and not ran, e
+                return
+    finally:
+        doctor.encoder_canary, doctor.canary_records = saved
+    assert rc in (0, 1) and ran
