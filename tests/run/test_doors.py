@@ -269,3 +269,32 @@ def test_progress_bars_are_widgets_in_a_notebook(tmp_path):
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     assert not any("IProgress" in str(o) for o in outputs)
     assert notebook_files.scrub_outputs(outputs) == []  # and none of it reaches the committed outputs
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_reproduce_is_one_line_and_exit_130(tmp_path):
+    "Ctrl-C at a terminal (SIGINT to the process group: the kernel too) while a notebook runs: one line, exit 130."
+    import os
+    import signal
+    import time
+
+    p = subprocess.Popen(
+        [str(BIN / "indicipr"), "reproduce", "--only", "06_scoring.metrics", "--run-dir", str(tmp_path / "run")],
+        cwd=ROOT,
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    for line in p.stderr:  # progress goes to stderr: wait for the notebook to start
+        lines.append(line)
+        if ": running" in line:
+            break
+    time.sleep(2)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    err = "".join(lines) + err
+    assert p.returncode == 130 and "Traceback" not in err, (p.returncode, err[-3000:])
+    assert err.strip().splitlines()[-1] == "indicipr reproduce: interrupted", err[-3000:]
