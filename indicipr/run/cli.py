@@ -21,17 +21,17 @@ from ..scoring import predictions
 from ..data.core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, main_job_env, run_pipeline
-from .runner import select_notebooks, temporary_environ
+from .runner import check_path_lengths, select_notebooks, temporary_environ
 from .. import __version__
 from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'FULL_DISK', 'BAD_PATH', 'INTERRUPTED', 'parse_parameter_value', 'user_path', 'user_paths', 'path_too_long',
-           'check_path_lengths', 'check_count', 'train_options', 'data_source_files', 'build_parser',
-           'echo_result_or_progress', 'check_build_tag', 'build_parameters', 'reproduce_command', 'build_command',
-           'fetch_command', 'info_command', 'metrics_split_names', 'evaluate_command', 'predict_command',
-           'train_command', 'audit_command', 'cleaner_check_command', 'doctor_command', 'main']
+           'FULL_DISK', 'BAD_PATH', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
+           'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
+           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
+           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
+           'doctor_command', 'main']
 
 # %% ../../notebooks/12g_run.cli.ipynb #f1987682
 def parse_parameter_value(v: str):
@@ -149,32 +149,6 @@ def user_path(value):
 def user_paths(parameters: dict) -> dict:
     "`parameters` with the path-valued ones resolved by `user_path`."
     return {k: user_path(v) if k in _PATH_PARAMETERS else v for k, v in parameters.items()}
-
-# %% ../../notebooks/12g_run.cli.ipynb #b3d767e4
-def path_too_long(value) -> bool:
-    "Whether a path has a name longer than its file system holds (255 bytes on most), or is longer than a path can be."
-    if not isinstance(value, str) or value in ("sample", "hub", "") or _URL.match(value):
-        return False
-    p = Path(value).expanduser().absolute()
-    held = next((a for a in (p, *p.parents) if os.path.isdir(a)), Path("/"))
-    try:
-        name_max, path_max = os.pathconf(held, "PC_NAME_MAX"), os.pathconf(held, "PC_PATH_MAX")
-    except (OSError, ValueError):
-        name_max, path_max = 255, 4096
-    return len(os.fsencode(str(p))) >= path_max or any(len(os.fsencode(n)) > name_max for n in p.parts)
-
-
-def check_path_lengths(parameters: dict, run_dir=None) -> None:
-    "Refuse, before anything runs, a path parameter or `--run-dir` that no file can have (a name over 255 bytes)."
-    given = {**{k: v for k, v in parameters.items() if k in _PATH_PARAMETERS}, "run_dir": run_dir}
-    for name, value in given.items():
-        if path_too_long(value):
-            option = {"statutes_path": "--statutes"}.get(name, f"--{name.replace('_', '-')}")
-            option = option if name in ("figures_dir", "data_source", "run_dir", "statutes_path") else f"-p {name}"
-            raise RunnerUsageError(
-                f"{option} {value}: a file name too long for the file system (most hold 255 bytes a name, "
-                "4,096 a path; nothing was run)"
-            )
 
 # %% ../../notebooks/12g_run.cli.ipynb #9c396a0e
 def check_count(option: str, value: int | None, low: int = 1, high: int | None = None, what: str = "") -> None:
@@ -632,12 +606,8 @@ def train_command(args) -> int:
     "`indicipr train`: the encoder runs of notebook 08, one JSON line per run (printed by the main process only)."
     options = train_options(args)  # before torch is imported and the models are looked for
     from indicipr.systems import encoders, finetune  # torch and transformers: loaded for `train` only
-    from indicipr.systems.qa_model import check_model_reachable  # torch and transformers: loaded for `train` only
 
-    for name in args.models or []:
-        check_model_reachable(name)
-        if Path(name).is_dir():  # a local folder: refused by predict's rules before training, not after
-            finetune.check_trainable(name)
+    finetune.check_models(args.models or [])  # a local folder predict's rules refuse: before training, not after
     ctx = config.run_context(
         user_path(args.data_source),
         args.profile,
@@ -732,14 +702,10 @@ COMMANDS = {
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)  # the machine's, not the input's: exit 1
 BAD_PATH = (errno.ENAMETOOLONG, errno.ELOOP)  # a path given that no file can have: the input's, exit 2
-INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 def _bad_input_message(e: BaseException) -> str:
     "One sentence for a bad-input error: the project's own messages as they are, OS errors with the file they name."
-    if isinstance(e, OSError) and e.errno == errno.ENAMETOOLONG:
-        where = f"{e.filename}: " if e.filename is not None else ""
-        return f"{where}a file name too long for the file system (most hold 255 bytes a name, 4,096 a path)"
     if isinstance(e, OSError) and e.filename is not None:
         return f"{e.filename}: {e.strerror or e}"
     if isinstance(e, UnicodeDecodeError):
@@ -775,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.errno in BAD_PATH else 1
     except KeyboardInterrupt:  # what the command started was stopped and cleaned up on the way out
         print(f"indicipr {args.command}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli":

@@ -17,14 +17,15 @@ import torch
 from ..data import basics, core
 from ..data.config import WINDOW, Window
 from .qa_model import MODEL_REGISTRY, encode_windows, load_qa_model, load_tokenizer, model_short_name
-from .qa_model import predict_answers, window_problem
+from .qa_model import check_model_reachable, predict_answers, window_problem
 from .training import SPEED_SETTINGS, PackedWindows, TrainConfig, fit, planned_steps
 from .training import resolved_cuda_graphs, resolved_pad_multiple
 from ..data.core import InputError
 
 # %% auto #0
 __all__ = ['ENCODER_MODEL_TYPES', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
-           'check_finetuned', 'check_trainable', 'trained_window', 'predict_as_trained', 'predict_split']
+           'check_finetuned', 'check_trainable', 'check_models', 'trained_window', 'predict_as_trained',
+           'predict_split']
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -305,6 +306,15 @@ def check_trainable(model_dir, option: str = "--models") -> Path:
             f"({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]})"
         ) from None
     return model_dir
+
+# %% ../../notebooks/07e_systems.finetune.ipynb #9bd1f9e1
+def check_models(names, option: str = "--models") -> None:
+    """The models `indicipr train` is given, before any training: each one reachable (`check_model_reachable`), a local
+    folder also by the rules `indicipr predict` applies to what training writes (`check_trainable`)."""
+    for name in names:
+        check_model_reachable(name, option)
+        if Path(MODEL_REGISTRY.get(name, name)).is_dir():
+            check_trainable(MODEL_REGISTRY.get(name, name), option)
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #57936ae7
 def trained_window(cfg: dict) -> Window:
