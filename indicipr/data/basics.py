@@ -20,10 +20,10 @@ from typing import Any, Iterable, Mapping
 
 # %% auto #0
 __all__ = ['WRITE_GUARDS', 'SECRET_ENV', 'PARAMETER_RANGES', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps',
-           'glob_escape', 'flat_paths', 'same_file', 'tidy_swap_leftovers', 'swap_folder', 'mask_secrets',
-           'secret_parts', 'has_secret', 'terminal_text', 'check_folder_name', 'Range', 'parameter_problem',
-           'check_parameter_ranges', 'current_umask', 'new_file_mode', 'special_file', 'replace_atomic',
-           'write_text_atomic', 'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
+           'glob_escape', 'flat_paths', 'same_file', 'path_too_long', 'tidy_swap_leftovers', 'swap_folder',
+           'mask_secrets', 'secret_parts', 'has_secret', 'terminal_text', 'check_folder_name', 'Range',
+           'parameter_problem', 'check_parameter_ranges', 'current_umask', 'new_file_mode', 'special_file',
+           'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
@@ -95,6 +95,17 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.realpath(a) == os.path.realpath(b)
+
+# %% ../../notebooks/00a_data.basics.ipynb #495ba172
+def path_too_long(path: str | os.PathLike) -> bool:
+    "Whether a path has a name longer than its file system holds (255 bytes on most), or is longer than a path can be."
+    p = Path(path).expanduser().absolute()
+    held = next((a for a in (p, *p.parents) if os.path.isdir(a)), Path("/"))
+    try:
+        name_max, path_max = os.pathconf(held, "PC_NAME_MAX"), os.pathconf(held, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    return len(os.fsencode(str(p))) >= path_max or any(len(os.fsencode(n)) > name_max for n in p.parts)
 
 # %% ../../notebooks/00a_data.basics.ipynb #120bcc17
 def tidy_swap_leftovers(dest: Path) -> None:

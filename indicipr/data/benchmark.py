@@ -23,8 +23,8 @@ from .qa_files import QAFile, QAFormatError, QAProblem, load_qa_file, read_text
 
 # %% auto #0
 __all__ = ['ACT_MAP_ENV', 'STRICT_ENV', 'infer_act_mapping', 'parse_act_mapping', 'attach_acts', 'act_mapping_report',
-           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'hub_reachable', 'Benchmark',
-           'problem_lines', 'benchmark_diagnostics', 'strict_switch', 'load_benchmark', 'verify_benchmark',
+           'BenchmarkUnavailable', 'resolve_source', 'source_tag', 'hub_endpoint', 'hub_reachable', 'hub_client_errors',
+           'Benchmark', 'problem_lines', 'benchmark_diagnostics', 'strict_switch', 'load_benchmark', 'verify_benchmark',
            'fetch_benchmark']
 
 # %% ../../notebooks/00e_data.benchmark.ipynb #1d0a3b97
@@ -221,6 +221,21 @@ def _hub_help() -> str:
         "(folder data/) — and use data_source='data/benchmark'; or use data_source='sample'."
     )
 
+# %% ../../notebooks/00e_data.benchmark.ipynb #e2e49646
+def hub_client_errors() -> tuple[type, ...]:
+    """The errors of the hub clients' HTTP layer that are no `OSError`: a redirect loop, a body cut short, a bad URL
+    (httpx and httpx2, whichever is installed: `huggingface_hub` and `datasets` use them)."""
+    import importlib
+
+    found = []
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found += [getattr(module, e) for e in ("HTTPError", "StreamError", "InvalidURL") if hasattr(module, e)]
+    return tuple(found)
+
 # %% ../../notebooks/00e_data.benchmark.ipynb #6b16b539
 def _hub_file(name: str) -> tuple[Path, str]:
     "A file of the hub's dataset repo, downloaded (or from the local cache), and the name its problems are reported under."
@@ -228,14 +243,15 @@ def _hub_file(name: str) -> tuple[Path, str]:
 
     try:
         return Path(hf_hub_download(HUB_ID, filename=f"data/{name}", repo_type="dataset")), f"{HUB_ID}:data/{name}"
-    except OSError as e:  # the hub client's errors are OSErrors (requests' HTTPError)
+    except (OSError, *hub_client_errors()) as e:  # requests' errors are OSErrors; httpx's are not
         why = {
             "RepositoryNotFoundError": f"the hub ({mask_secrets(hub_endpoint())}) has no dataset {HUB_ID}",
             "EntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
             "RemoteEntryNotFoundError": f"the dataset {HUB_ID} has no file data/{name}",
         }.get(
             type(e).__name__,
-            f"data/{name} of {HUB_ID} could not be downloaded ({mask_secrets(str(e).splitlines()[0])[:200]})",
+            f"data/{name} of {HUB_ID} could not be downloaded "
+            f"({mask_secrets((str(e) or type(e).__name__).splitlines()[0])[:200]})",
         )
         raise BenchmarkUnavailable(f"{why}; " + _hub_help().split(". ", 1)[1]) from None
 

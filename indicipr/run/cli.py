@@ -21,13 +21,13 @@ from ..scoring import predictions
 from ..data.core import InputError, build_dir, project_root
 from .notebook_files import write_back_outputs
 from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, is_main_job, run_pipeline
-from .runner import main_job_run, select_notebooks, temporary_environ
+from .runner import check_path_lengths, main_job_run, select_notebooks, temporary_environ
 from .. import __version__
 from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'FULL_DISK', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
+           'FULL_DISK', 'BAD_PATH', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
            'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
            'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
            'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
@@ -412,6 +412,7 @@ def reproduce_command(args) -> int:
     2 for a usage error (nothing ran)."""
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
+    check_path_lengths(params, args.run_dir)
     notebooks = select_notebooks(args.only)
     main_job = is_main_job(params, notebooks, args.run_dir)
     try:
@@ -443,6 +444,7 @@ def reproduce_command(args) -> int:
 def build_command(args) -> int:
     "`indicipr build`: 0 when the build (and the score run asked for) ran, 1 when a notebook failed, 2 for a usage error."
     extra = user_paths({k: parse_parameter_value(v) for k, v in args.parameter})
+    check_path_lengths({**extra, "figures_dir": args.figures_dir, "statutes_path": args.statutes}, args.run_dir)
     params = build_parameters(
         args.tag, args.profile, user_path(args.statutes), args.yes, user_path(args.figures_dir), extra
     )
@@ -612,10 +614,8 @@ def train_command(args) -> int:
     `runs/interactive/models/<source>/settings-<digest>/`), never the main job's `data/models/`."""
     options = train_options(args)  # before torch is imported and the models are looked for
     from indicipr.systems import encoders, finetune  # torch and transformers: loaded for `train` only
-    from indicipr.systems.qa_model import check_model_reachable  # torch and transformers: loaded for `train` only
 
-    for name in args.models or []:
-        check_model_reachable(name)
+    finetune.check_models(args.models or [])  # a local folder predict's rules refuse: before training, not after
     ctx = config.run_context(
         user_path(args.data_source),
         args.profile,
@@ -709,6 +709,7 @@ COMMANDS = {
 }
 BAD_INPUT = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError)
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)  # the machine's, not the input's: exit 1
+BAD_PATH = (errno.ENAMETOOLONG, errno.ELOOP)  # a path given that no file can have: the input's, exit 2
 
 
 def _bad_input_message(e: BaseException) -> str:
@@ -721,7 +722,7 @@ def _bad_input_message(e: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input."
+    "The `indicipr` command: parse, run the subcommand, exit 2 with one sentence on bad input, 130 on Ctrl-C."
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         config.run_environment()  # every INDICIPR_ switch and setting, used by this command or not: before any work
@@ -743,10 +744,13 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:
-        if e.errno not in FULL_DISK:
+        if e.errno not in FULL_DISK + BAD_PATH:
             raise
         print(basics.terminal_text(f"indicipr {args.command}: {_bad_input_message(e)}"), file=sys.stderr)
-        return 1
+        return 2 if e.errno in BAD_PATH else 1
+    except KeyboardInterrupt:  # what the command started was stopped and cleaned up on the way out
+        print(f"indicipr {args.command}: interrupted", file=sys.stderr)
+        return 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
 if __name__ == "__main__" and Path(sys.argv[0]).stem == "cli":

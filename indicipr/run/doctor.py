@@ -25,8 +25,8 @@ from ..llm.servers import local_llm_server
 # %% auto #0
 __all__ = ['CANARY_FILE', 'CANARY_STEPS', 'CANARY_BATCH', 'CANARY_TRAIN', 'CANARY_EVAL', 'CANARY_PROMPTS', 'CANARY_TOKENS',
            'DIGESTS', 'COVERS', 'canary_path', 'digest_arrays', 'digest_texts', 'canary_records', 'encoder_canary',
-           'llama_canary', 'llama_build', 'settings_record', 'differences', 'verdict', 'constraint_differences',
-           'version_warnings', 'read_canary', 'run_doctor']
+           'llama_canary', 'llama_build', 'settings_record', 'differences', 'verdict', 'canary_shape_problem',
+           'constraint_differences', 'version_warnings', 'read_canary', 'run_doctor']
 
 # %% ../../notebooks/12f_run.doctor.ipynb #1b3bcd83
 CANARY_FILE = "numerics_canary.json"  # in figures/, beside the outputs it vouches for
@@ -199,6 +199,30 @@ def verdict(recorded: dict, measured: dict, current: dict) -> tuple[bool, list[s
         )
     return False, lines
 
+# %% ../../notebooks/12f_run.doctor.ipynb #8f33a444
+def canary_shape_problem(data) -> str | None:
+    """What keeps `data` from being a canary digest file as `indicipr doctor --record` writes it (None: nothing): a
+    `digests` object of strings, and `settings` (when there) an object whose `caps`, `threads` and `versions` are objects
+    of plain values and whose `mode` and `llama_build` are strings. Checked before the canary runs, not after."""
+    if not isinstance(data, dict) or not isinstance(data.get("digests"), dict):
+        return "no 'digests' object"
+    wrong = [k for k, v in data["digests"].items() if not isinstance(v, str)]
+    if wrong:
+        return f"digest {wrong[0]!r} is a {type(data['digests'][wrong[0]]).__name__}, not a string"
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        return f"'settings' is a {type(settings).__name__}, not an object"
+    for section in ("caps", "threads", "versions"):
+        value = settings.get(section, {})
+        if not isinstance(value, dict) or not all(
+            v is None or isinstance(v, (str, int, float, bool)) for v in value.values()
+        ):
+            return f"settings.{section} is not an object of plain values"
+    for key in ("mode", "llama_build"):
+        if not isinstance(settings.get(key, ""), (str, type(None))):
+            return f"settings.{key} is a {type(settings[key]).__name__}, not a string"
+    return None
+
 # %% ../../notebooks/12f_run.doctor.ipynb #a913807d
 def constraint_differences(constraints: Path | None = None) -> list[str]:
     "Each installed package whose version `constraints` (default: the checkout's `constraints.txt`) does not allow."
@@ -250,8 +274,10 @@ def read_canary(path: Path) -> dict:
         raise InputError(f"{path}: no committed canary digests (write them with `indicipr doctor --record`)") from None
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a canary digest file ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("digests"), dict):
-        raise InputError(f"{path}: not a canary digest file (no 'digests' object)")
+    if problem := canary_shape_problem(data):
+        raise InputError(
+            f"{path}: not a canary digest file ({problem}); write it again with `indicipr doctor --record`"
+        )
     return data
 
 # %% ../../notebooks/12f_run.doctor.ipynb #ce03fb18

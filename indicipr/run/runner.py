@@ -29,12 +29,12 @@ if TYPE_CHECKING:  # annotations only: relative, as nbdev writes the module's im
     from .report import StageResult
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'COMMON_PARAMETER_TYPES', 'NOTEBOOK_STAGES', 'GOLD_PARAMETERS',
-           'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError', 'StagesSkipped',
-           'RunnerUsageError', 'select_notebooks', 'notebook_parameter_types', 'notebook_parameters', 'types_admit',
-           'parameters_for', 'check_parameters', 'ensure_kernel', 'temporary_environ', 'run_notebook',
-           'run_figures_dir', 'is_main_job', 'main_job_run', 'remove_quiet_log', 'run_pipeline', 'kernel_parameters',
-           'scrub_file', 'new_run_dir', 'tolerant_echo']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'PATH_OPTIONS', 'COMMON_PARAMETER_TYPES', 'NOTEBOOK_STAGES',
+           'GOLD_PARAMETERS', 'KERNEL_NAME', 'KERNEL_ENV', 'KERNEL_STOP_NOTES', 'SECRET_PARAMETER_ENV', 'PipelineError',
+           'StagesSkipped', 'RunnerUsageError', 'check_path_lengths', 'select_notebooks', 'notebook_parameter_types',
+           'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters', 'ensure_kernel',
+           'temporary_environ', 'run_notebook', 'run_figures_dir', 'is_main_job', 'main_job_run', 'remove_quiet_log',
+           'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
 
 # %% ../../notebooks/12c_run.runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -85,6 +85,23 @@ class StagesSkipped(PipelineError):
 # %% ../../notebooks/12c_run.runner.ipynb #08d2576f
 class RunnerUsageError(InputError, ValueError):
     "The run was asked for something that does not exist (a notebook name, a parameter); nothing ran."
+
+# %% ../../notebooks/12c_run.runner.ipynb #6cf3a5cf
+PATH_OPTIONS = {"figures_dir": "--figures-dir", "data_source": "--data-source", "statutes_path": "--statutes"}
+_PATH_VALUED = (*PATH_OPTIONS, "audit_folder", "run_dir")
+
+
+def check_path_lengths(parameters: dict, run_dir=None) -> None:
+    "Refuse, before anything runs, a path parameter or `--run-dir` that no file can have (a name over 255 bytes)."
+    for name, value in {**parameters, "run_dir": run_dir}.items():
+        if name not in _PATH_VALUED or not isinstance(value, (str, os.PathLike)) or "://" in str(value):
+            continue
+        if str(value) not in ("", "sample", "hub") and basics.path_too_long(value):
+            option = {**PATH_OPTIONS, "run_dir": "--run-dir"}.get(name, f"-p {name}")
+            raise RunnerUsageError(
+                f"{option} {value}: a file name too long for the file system (most hold 255 bytes a name, "
+                "4,096 a path; nothing was run)"
+            )
 
 # %% ../../notebooks/12c_run.runner.ipynb #e3cad228
 def select_notebooks(only: str | Iterable[str] | None = None, known: list[str] = NOTEBOOKS) -> list[str]:

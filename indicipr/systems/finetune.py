@@ -17,14 +17,15 @@ import torch
 from ..data import basics, core
 from ..data.config import WINDOW, Window
 from .qa_model import MODEL_REGISTRY, encode_windows, load_qa_model, load_tokenizer, model_short_name
-from .qa_model import model_json, predict_answers
+from .qa_model import check_model_reachable, model_json, predict_answers, window_problem
 from .training import SPEED_SETTINGS, PackedWindows, TrainConfig, fit, planned_steps
 from .training import resolved_cuda_graphs, resolved_pad_multiple
 from ..data.core import InputError
 
 # %% auto #0
 __all__ = ['ENCODER_MODEL_TYPES', 'checkpoint_dir', 'is_main_process', 'train_encoder', 'qa_config', 'load_finetuned',
-           'check_finetuned', 'trained_window', 'predict_as_trained', 'predict_split']
+           'check_finetuned', 'check_trainable', 'check_models', 'trained_window', 'predict_as_trained',
+           'predict_split']
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #a7c04d89
 _QA_CONFIG = "qa_config.json"
@@ -250,6 +251,8 @@ def check_finetuned(model_dir) -> Path:
     for key, value in found.get(_QA_CONFIG, {}).items():
         if key in _QA_CONFIG_INTS and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
             raise InputError(f"{model_dir / _QA_CONFIG}: {key} should be a positive integer, got {value!r}")
+    if problem := window_problem(trained_window(found.get(_QA_CONFIG, {}))):
+        raise InputError(f"{model_dir / _QA_CONFIG}: {problem} (the window the model reads a context with)")
     if not any((model_dir / t).is_file() for t in _TOKENIZER_FILES):
         raise InputError(
             f"{model_dir}: no tokenizer files ({', '.join(_TOKENIZER_FILES)}): another tokenizer would split the "
@@ -268,6 +271,46 @@ def _weight_names(weights: Path) -> list[str]:
         with safe_open(str(weights), framework="pt") as f:
             return list(f.keys())
     return list(torch.load(weights, map_location="cpu", weights_only=True, mmap=True))
+
+# %% ../../notebooks/07e_systems.finetune.ipynb #aeaaca82
+def check_trainable(model_dir, option: str = "--models") -> Path:
+    """A local model folder given to `indicipr train`, checked before any training by the rules `check_finetuned`
+    applies to what training writes: a `config.json` object of an encoder model type and weights that can be read (a
+    base model has no question-answering head yet: that one is not asked for)."""
+    model_dir = Path(model_dir)
+    config_file = model_dir / "config.json"
+    if not config_file.is_file():
+        raise InputError(f"{option} {model_dir}: not a model folder (no config.json there)")
+    try:
+        cfg = basics.loads_json(config_file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{option} {model_dir}: config.json is not valid JSON ({e})") from None
+    model_type = cfg.get("model_type") if isinstance(cfg, dict) else None
+    if model_type not in ENCODER_MODEL_TYPES:
+        raise InputError(
+            f"{option} {model_dir}: config.json's model_type {model_type!r} is not an encoder question-answering model "
+            f"({', '.join(ENCODER_MODEL_TYPES)}); `indicipr predict` would refuse what training it wrote"
+        )
+    weights = next((model_dir / w for w in _WEIGHTS if (model_dir / w).is_file()), None)
+    if weights is None:
+        raise InputError(f"{option} {model_dir}: no model weights ({' or '.join(_WEIGHTS[:2])})")
+    try:
+        _weight_names(weights)
+    except Exception as e:  # safetensors and torch raise their own kinds for a bad file
+        raise InputError(
+            f"{option} {model_dir}: {weights.name} is not a readable weights file, corrupt or cut short "
+            f"({type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]})"
+        ) from None
+    return model_dir
+
+# %% ../../notebooks/07e_systems.finetune.ipynb #9bd1f9e1
+def check_models(names, option: str = "--models") -> None:
+    """The models `indicipr train` is given, before any training: each one reachable (`check_model_reachable`), a local
+    folder also by the rules `indicipr predict` applies to what training writes (`check_trainable`)."""
+    for name in names:
+        check_model_reachable(name, option)
+        if Path(MODEL_REGISTRY.get(name, name)).is_dir():
+            check_trainable(MODEL_REGISTRY.get(name, name), option)
 
 # %% ../../notebooks/07e_systems.finetune.ipynb #57936ae7
 def trained_window(cfg: dict) -> Window:

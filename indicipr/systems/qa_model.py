@@ -20,10 +20,11 @@ from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 12
 
 # %% auto #0
 __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_model_dir', 'resolve_model', 'pretrained_kwargs',
-           'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'answer_token_lengths',
-           'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device', 'check_device',
-           'round_up', 'default_eval_batch_size', 'model_json', 'check_model_reachable', 'openvino_available',
-           'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer', 'window_logits', 'predict_answers']
+           'model_short_name', 'load_tokenizer', 'load_qa_model', 'Windows', 'encode_windows', 'window_problem',
+           'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
+           'check_device', 'round_up', 'default_eval_batch_size', 'model_json', 'check_model_reachable',
+           'openvino_available', 'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer', 'window_logits',
+           'predict_answers']
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -137,8 +138,8 @@ def encode_windows(records, tokenizer, window: Window = WINDOW, labels: bool = F
     records = list(records)
     if not records:
         raise ValueError("no records to encode")
-    if window.stride >= window.max_length // 2:
-        raise ValueError(f"stride {window.stride} must be well below max_length {window.max_length}")
+    if problem := window_problem(window):
+        raise core.InputError(problem)
     pad_right = tokenizer.padding_side == "right"
     questions = [r["question"].lstrip() for r in records]
     contexts = [r["context"] for r in records]
@@ -178,6 +179,14 @@ def encode_windows(records, tokenizer, window: Window = WINDOW, labels: bool = F
         np.asarray(starts, dtype=np.int64) if labels else None,
         np.asarray(ends, dtype=np.int64) if labels else None,
     )
+
+# %% ../../notebooks/07a_systems.qa_model.ipynb #49a8f6bf
+def window_problem(window: Window) -> str | None:
+    """Why a reader cannot slide `window` over a context (None when it can): a stride of half the window or more moves
+    each window by fewer tokens than it shares with the last, up to not at all."""
+    if window.stride >= window.max_length // 2:
+        return f"stride {window.stride} must be below half of max_length {window.max_length}"
+    return None
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #07726e1c
 def answer_token_lengths(records, tokenizer) -> np.ndarray:

@@ -491,6 +491,59 @@ def test_fetch_verifies_in_a_temporary_folder_before_it_replaces_a_good_copy(tmp
     assert not [p for p in tmp_path.iterdir() if ".fetch." in p.name]  # no temporary folder left behind
 
 
+@pytest.mark.parametrize("fault", ["redirect_loop", "cut_short"])
+def test_fetch_names_a_download_that_loops_or_is_cut_short(tmp_path, fault):
+    "A hub that redirects a file to itself, or ends its body early: one sentence naming the file, exit 2, dest untouched."
+    repo = tmp_path / "hub" / "datasets" / HUB_ID / "data"
+    copy_official(repo)
+    dest = copy_official(tmp_path / "good")
+    before = {p.name: p.read_bytes() for p in dest.iterdir()}
+    name = core.OFFICIAL_FILES["test"]
+    with serve_folders(tmp_path / "hub", faults={f"data/{name}": fault}) as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf")}
+        env.pop("HF_HUB_OFFLINE", None)
+        rc, _, err = run_cli("fetch", "--dest", dest, env=env)
+    assert rc == 2 and no_traceback(err), err
+    last = err.strip().splitlines()[-1]  # before it, the hub client's own lines about its retries
+    assert last.startswith(f"indicipr fetch: data/{name} of {HUB_ID} could not be downloaded"), err
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before
+    assert not [p for p in tmp_path.iterdir() if ".fetch." in p.name]
+
+
+def test_ctrl_c_in_fetch_is_one_line_and_exit_130(tmp_path):
+    "Ctrl-C (SIGINT to the process group, as a terminal sends it) halfway through a download: dest untouched."
+    import signal
+    import time
+
+    repo = tmp_path / "hub" / "datasets" / HUB_ID / "data"
+    copy_official(repo)
+    dest = copy_official(tmp_path / "good")
+    before = {p.name: p.read_bytes() for p in dest.iterdir()}
+    name = core.OFFICIAL_FILES["test"]
+    with serve_folders(tmp_path / "hub", faults={f"data/{name}": "stall"}) as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf")}
+        env.pop("HF_HUB_OFFLINE", None)
+        p = subprocess.Popen(
+            [str(BIN / "indicipr"), "fetch", "--dest", str(dest)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while not any(m == "GET" and p_.endswith(name) for m, p_, _ in list(hub.requests)):
+            assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)  # in the middle of the body
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 130 and no_traceback(err), (p.returncode, err)
+    assert err.strip().splitlines()[-1] == "indicipr fetch: interrupted", err
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before
+    assert not [p for p in tmp_path.iterdir() if ".fetch." in p.name]
+
+
 def test_a_partial_run_leaves_the_committed_tables_alone(tmp_path):
     "`reproduce --only 05_build.stats` (offline, sample) writes its tables into its run folder, never into figures/."
     assert runner.run_figures_dir(

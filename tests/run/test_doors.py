@@ -374,3 +374,32 @@ def test_train_refuses_an_empty_model_name_as_its_flag(capsys):
     assert cli.main(["train", "--models", "minilm-l6", ""]) == 2
     err = capsys.readouterr().err
     assert err.startswith("indicipr train: --models: ['minilm-l6', ''] is not a model name"), err
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_reproduce_is_one_line_and_exit_130(tmp_path):
+    "Ctrl-C at a terminal (SIGINT to the process group: the kernel too) while a notebook runs: one line, exit 130."
+    import os
+    import signal
+    import time
+
+    p = subprocess.Popen(
+        [str(BIN / "indicipr"), "reproduce", "--only", "06_scoring.metrics", "--run-dir", str(tmp_path / "run")],
+        cwd=ROOT,
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    for line in p.stderr:  # progress goes to stderr: wait for the notebook to start
+        lines.append(line)
+        if ": running" in line:
+            break
+    time.sleep(2)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    err = "".join(lines) + err
+    assert p.returncode == 130 and "Traceback" not in err, (p.returncode, err[-3000:])
+    assert err.strip().splitlines()[-1] == "indicipr reproduce: interrupted", err[-3000:]

@@ -425,6 +425,98 @@ def _git_checkout_copy() -> Path:
     return root
 
 
+LONG_NAME_ARGS = {  # where a user's path goes in: `{L}` is a name longer than a file system holds
+    "evaluate --pred": ["evaluate", "--gold", "{d}/gold.jsonl", "--pred", "{d}/{L}"],
+    "evaluate --gold": ["evaluate", "--gold", "{d}/{L}", "--pred", "{d}/pred.jsonl"],
+    "evaluate --against": ["evaluate", "--gold", "{d}/gold.jsonl", "--pred", "{d}/pred.jsonl", "--against", "{d}/{L}"],
+    "evaluate --out": ["evaluate", "--gold", "{d}/gold.jsonl", "--pred", "{d}/pred.jsonl", "--out", "{d}/{L}"],
+    "info --data-source": ["info", "--data-source", "{d}/{L}"],
+    "audit export --out": ["audit", "export", "--out", "{d}/{L}"],
+    "audit score": ["audit", "score", "{d}/{L}", "{d}/gold.jsonl"],
+    "fetch --dest": ["fetch", "--dest", "{d}/{L}"],
+    "reproduce --run-dir": ["reproduce", "--only", "06_scoring.metrics", "--run-dir", "{d}/{L}"],
+    "reproduce --figures-dir": ["reproduce", "--only", "06", "--figures-dir", "{d}/{L}", "--run-dir", "{d}/run"],
+    "build --statutes": ["build", "--tag", "t", "--statutes", "{d}/{L}", "--run-dir", "{d}/run"],
+    "build --figures-dir": ["build", "--tag", "t", "--figures-dir", "{d}/{L}", "--run-dir", "{d}/run"],
+    "cleaner-check": ["cleaner-check", "{d}/{L}"],
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    door=st.sampled_from(sorted(LONG_NAME_ARGS)),
+    char=st.sampled_from(["x", "é", "€", "日"]),
+    extra=st.integers(0, 200),
+    inner=st.sampled_from(["", "/inner.jsonl", ".jsonl", ".html"]),
+)
+def test_an_over_long_file_name_is_one_sentence(door, char, extra, inner):
+    "A name over 255 bytes wherever a user's path is read or written: exit 2, one sentence, nothing written or run."
+    name = char * (256 // len(char.encode()) + 1 + extra) + inner
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        shutil.copy(QA_SMALL / "test_squad.jsonl", d / "gold.jsonl")
+        (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+        before = _snapshot(d)
+        rc, _, stderr = _main([a.format(d=d, L=name) for a in LONG_NAME_ARGS[door]])
+        said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
+        assert rc == 2 and "Traceback" not in stderr and len(said) == 1, (rc, stderr)
+        assert "file name too long" in said[0].lower() and name.split("/")[0][:100] in said[0], said
+        assert _snapshot(d) == before and sorted(p.name for p in d.iterdir()) == ["gold.jsonl", "pred.jsonl"]
+
+
+@contextlib.contextmanager
+def _endless(kind: str):
+    "A path that never ends: a device, or a FIFO a thread writes into until its reader leaves."
+    if kind != "fifo":
+        yield kind
+        return
+    import threading
+
+    with tempfile.TemporaryDirectory() as d:
+        fifo = Path(d) / "endless.jsonl"
+        os.mkfifo(fifo)
+
+        def feed():
+            line = (json.dumps({"id": IDS[0], "prediction_text": "x"}) + "\n").encode()
+            with contextlib.suppress(BrokenPipeError, OSError), open(fifo, "wb") as f:
+                while True:
+                    f.write(line * 1000)
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        try:
+            yield str(fifo)
+        finally:
+            with contextlib.suppress(OSError):  # a reader that never came: let the writer's open return
+                os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            writer.join(timeout=30)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(["/dev/zero", "/dev/urandom", "fifo"]),
+    option=st.sampled_from(["--pred", "--against"]),
+    cap=st.sampled_from([256, 4096, 3 << 20]),  # above the regular file beside the endless one
+    page=st.booleans(),
+)
+def test_an_endless_input_is_refused_naming_the_cap(kind, option, cap, page):
+    "`--pred /dev/zero` (or `--against`, or a FIFO fed for ever) is read up to the cap and refused naming it."
+    saved = predictions.MAX_PREDICTION_BYTES
+    predictions.MAX_PREDICTION_BYTES = cap  # the project's cap is 512 MiB: the same code path, in less time
+    try:
+        with tempfile.TemporaryDirectory() as d, _endless(kind) as endless:
+            d = Path(d)
+            (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+            pred, against = (endless, d / "pred.jsonl") if option == "--pred" else (d / "pred.jsonl", endless)
+            argv = ["evaluate", "--gold", QA_SMALL / "test_squad.jsonl", "--pred", pred, "--against", against]
+            argv += ["--resamples", 10] + (["--out", d / "page.html"] if page else [])
+            rc, _, stderr = _main(argv)
+    finally:
+        predictions.MAX_PREDICTION_BYTES = saved
+    assert rc == 2 and "Traceback" not in stderr, (rc, stderr)
+    assert f"{endless}: more than {cap:,} bytes, the cap of a predictions file" in stderr, stderr
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     part=st.sampled_from(_LINKED_RUN_PARTS),
@@ -474,3 +566,89 @@ def _snapshot_links(folder: Path) -> dict:
         elif p.is_file() and ".git" not in p.relative_to(folder).parts:
             out[p] = p.read_bytes()
     return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    where=st.sampled_from(
+        [
+            ("reproduce", "indicipr.run.cli.run_pipeline"),
+            ("fetch", "indicipr.data.benchmark.fetch_benchmark"),
+            ("train", "indicipr.systems.encoders.run_encoders"),
+            ("fetch", "indicipr.data.numerics.pin"),
+            ("train", "indicipr.data.config.run_context"),
+        ]
+    )
+)
+def test_ctrl_c_is_one_line_and_exit_130(where):
+    "SIGINT (Ctrl-C) while `reproduce`, `fetch` or `train` works: `indicipr CMD: interrupted` and exit 130, no traceback."
+    import importlib
+    import signal
+
+    command, target = where
+    module_name, _, attr = target.rpartition(".")
+    module = importlib.import_module(module_name)
+    saved = getattr(module, attr)
+
+    def interrupted(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # Python's own handler: KeyboardInterrupt here, as at a terminal
+        raise AssertionError("SIGINT was not delivered")
+
+    setattr(module, attr, interrupted)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            argv = {
+                "reproduce": ["reproduce", "--only", "06_scoring.metrics", "--run-dir", Path(d) / "run"],
+                "fetch": ["fetch", "--dest", Path(d) / "bench"],
+                "train": ["train", "--seeds", "0", "--max-steps", "1"],
+            }[command]
+            rc, _, stderr = _main(argv)
+    finally:
+        setattr(module, attr, saved)
+    said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
+    assert rc == 130 and said == [f"indicipr {command}: interrupted"], (rc, stderr)
+
+
+canary_files = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"digests": st.dictionaries(st.sampled_from(["weights", "logits", "tokens", "x"]), json_scalars, max_size=3)},
+        optional={
+            "settings": st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {},
+                    optional={k: json_values for k in ("caps", "threads", "versions", "mode", "llama_build")},
+                ),
+            )
+        },
+    ),
+)
+
+
+@FUZZ
+@given(data=canary_files)
+def test_a_canary_file_of_any_shape_is_read_or_refused_before_the_canary_runs(data):
+    "`indicipr doctor` against a digest file of any JSON: a verdict, or one sentence naming the file before the run."
+    from indicipr.run import doctor
+
+    ran = []
+
+    def canary(train, evalset, workdir):  # the 40 s encoder run, in no time
+        ran.append(1)
+        return {"weights": "a" * 64, "logits": "b" * 64, "windows": 1}
+
+    saved = doctor.encoder_canary, doctor.canary_records
+    doctor.encoder_canary, doctor.canary_records = canary, lambda: ([], [])
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "numerics_canary.json"
+            path.write_text(json.dumps(data))
+            try:
+                rc = doctor.run_doctor(llm=False, path=path, echo=lambda line: None)
+            except core.InputError as e:
+                assert str(e).startswith(f"{path}: not a canary digest file (") and not ran, e
+                return
+    finally:
+        doctor.encoder_canary, doctor.canary_records = saved
+    assert rc in (0, 1) and ran

@@ -13,6 +13,10 @@ folders as hub repositories, with exactly the endpoints `huggingface_hub`, `data
 Revisions: `main` or the repo's commit sha (a deterministic hash of its files). Anything else is a 404 carrying the
 hub's `X-Error-Code` (`RepoNotFound`, `RevisionNotFound`, `EntryNotFound`), so that clients raise the same
 errors as against the real hub. Every request is logged in `requests` (method, path, status).
+
+Faults, for the clients' failure paths: `faults={"data/x.jsonl": "redirect_loop"}` answers every download of that file
+with a redirect to itself; `"cut_short"` announces the whole file and closes the connection halfway through it;
+`"stall"` sends half of it and then nothing until the stand-in stops (a download to interrupt).
 """
 
 from __future__ import annotations
@@ -152,8 +156,10 @@ class Repo:
 class HubStandIn(LoopbackServer):
     "A threaded HTTP server serving local folders as hub repos; use as a context manager (`.endpoint`)."
 
-    def __init__(self, repos: dict, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, repos: dict, host: str = "127.0.0.1", port: int = 0, faults: dict | None = None):
         self.repos = {(t, rid): Repo.from_folder(t, rid, folder) for (t, rid), folder in repos.items()}
+        self.faults = dict(faults or {})  # file path in its repo -> "redirect_loop" | "cut_short" | "stall"
+        self.stopping = threading.Event()
         self.host, self.port = host, port
         self.requests: list[tuple[str, str, int]] = []
         self._lock = threading.Lock()
@@ -191,6 +197,8 @@ class HubStandIn(LoopbackServer):
         f = repo.files.get(path)
         if f is None:
             return self._error(404, "EntryNotFound", f"Entry not found: {path}")
+        if self.faults.get(path) == "redirect_loop" and method == "GET":
+            return 302, {"Location": raw_path}, b"", None
         hdr = {
             "ETag": f'"{f.etag}"',
             "X-Repo-Commit": repo.sha,
@@ -199,6 +207,9 @@ class HubStandIn(LoopbackServer):
             "Content-Disposition": f'inline; filename="{Path(path).name}"',
         }
         rng = _parse_range(headers.get("Range"), f.size)
+        if self.faults.get(path) in ("cut_short", "stall") and method == "GET":
+            a = rng[0] if rng else 0
+            return 200, hdr, f.local, (a, f.size - 1, self.faults[path])
         if rng is not None:
             a, b = rng
             if a >= f.size:
@@ -282,8 +293,9 @@ class HubStandIn(LoopbackServer):
                     )
                 with hub._lock:
                     hub.requests.append((method, self.path, status))
+                cut = rng is not None and rng[2:] in (("cut_short",), ("stall",))
                 if isinstance(payload, Path):
-                    a, b = rng if rng else (0, payload.stat().st_size - 1)
+                    a, b = rng[:2] if rng else (0, payload.stat().st_size - 1)
                     length = max(0, b - a + 1)
                 else:
                     length = len(payload)
@@ -298,7 +310,7 @@ class HubStandIn(LoopbackServer):
                     if isinstance(payload, Path):
                         with open(payload, "rb") as f:
                             f.seek(a)
-                            left = length
+                            left = length // 2 if cut else length
                             while left > 0:
                                 chunk = f.read(min(1 << 20, left))
                                 if not chunk:
@@ -307,6 +319,11 @@ class HubStandIn(LoopbackServer):
                                 left -= len(chunk)
                     else:
                         self.wfile.write(payload)
+                    if cut:  # the rest never comes: the connection ends short of its Content-Length
+                        self.wfile.flush()
+                        if rng[2] == "stall":
+                            hub.stopping.wait(120)
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
@@ -321,6 +338,10 @@ class HubStandIn(LoopbackServer):
 
         self.endpoint = f"http://{self.host}:{self._serve(Handler, self.host, self.port)}"
         return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        super().__exit__(*exc)
 
     def paths_seen(self) -> list[str]:
         "Request lines (`METHOD path -> status`) seen so far."
@@ -355,7 +376,7 @@ def _posted_paths(body: bytes, content_type: str) -> list[str]:
     return urllib.parse.parse_qs(text).get("paths", [])
 
 
-def serve_folders(root, host: str = "127.0.0.1", port: int = 0) -> HubStandIn:
+def serve_folders(root, host: str = "127.0.0.1", port: int = 0, faults: dict | None = None) -> HubStandIn:
     "A stand-in for `<root>/datasets/<owner>/<name>/` and `<root>/models/[<owner>/]<name>/` (a folder with config.json)."
     root = Path(root)
     repos = {}
@@ -366,7 +387,7 @@ def serve_folders(root, host: str = "127.0.0.1", port: int = 0) -> HubStandIn:
     if (root / "models").is_dir():
         for cfg in sorted((root / "models").rglob("config.json")):
             repos[("model", cfg.parent.relative_to(root / "models").as_posix())] = cfg.parent
-    return HubStandIn(repos, host, port)
+    return HubStandIn(repos, host, port, faults)
 
 
 if __name__ == "__main__":

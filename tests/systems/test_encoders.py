@@ -272,6 +272,9 @@ def test_predict_names_what_is_wrong_with_a_model_folder_or_a_source(tiny_model_
     folder = copy("qa_config")
     (folder / "qa_config.json").write_text(json.dumps({"max_length": "384", "stride": 128}))
     assert "qa_config.json: max_length should be a positive integer, got '384'" in predict(folder)
+    for length, stride in ((128, 128), (128, 64), (64, 1000)):
+        (folder / "qa_config.json").write_text(json.dumps({"max_length": length, "stride": stride}))
+        assert f"qa_config.json: stride {stride} must be below half of max_length {length}" in predict(folder)
     folder = copy("nan")
     model = BertForQuestionAnswering.from_pretrained(folder)
     with torch.no_grad():
@@ -284,6 +287,30 @@ def test_predict_names_what_is_wrong_with_a_model_folder_or_a_source(tiny_model_
         (empty / name).write_text("")
     err = predict(tiny_model_dir, empty)
     assert str(empty) in err and err.count("\n") <= 3, err
+
+
+def test_train_refuses_a_model_folder_predict_would_refuse(tiny_model_dir, tmp_path, capsys):
+    """`train --models FOLDER` with a decoder's model type (predict refuses what training it writes) or with weights cut
+    short: one sentence naming the folder, exit 2, before any training."""
+    import shutil
+
+    def train(folder) -> str:
+        argv = ["train", "--models", folder, "--seeds", "0", "--max-steps", "1", "--data-source", FIXTURE]
+        rc = cli.main([str(a) for a in argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and str(folder) in err, (rc, err)
+        return err
+
+    decoder = Path(shutil.copytree(tiny_model_dir, tmp_path / "decoder"))
+    cfg = json.loads((decoder / "config.json").read_text())
+    (decoder / "config.json").write_text(json.dumps({**cfg, "model_type": "gpt2"}))
+    assert "config.json's model_type 'gpt2' is not an encoder question-answering model" in train(decoder)
+    cut = Path(shutil.copytree(tiny_model_dir, tmp_path / "cut"))
+    weights = cut / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert "model.safetensors is not a readable weights file, corrupt or cut short" in train(cut)
+    (cut / "config.json").write_text("{" * 100_000)
+    assert "config.json is not valid JSON" in train(cut)
 
 
 @pytest.mark.slow  # over 8 s on 2 cores
