@@ -21,9 +21,10 @@ from typing import Any, Iterable, Mapping
 # %% auto #0
 __all__ = ['WRITE_GUARDS', 'SECRET_ENV', 'PARAMETER_RANGES', 'InputError', 'write_target', 'pid_alive', 'clean_stale_temps',
            'glob_escape', 'flat_paths', 'same_file', 'path_too_long', 'tidy_swap_leftovers', 'swap_folder',
-           'mask_secrets', 'secret_parts', 'has_secret', 'terminal_text', 'check_folder_name', 'Range',
-           'parameter_problem', 'check_parameter_ranges', 'current_umask', 'new_file_mode', 'special_file',
-           'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json', 'in_jupyter_kernel', 'show_saved_figure']
+           'mask_secrets', 'secret_parts', 'has_secret', 'parameter_secret_parts', 'scrub_file', 'terminal_text',
+           'check_folder_name', 'Range', 'parameter_problem', 'check_parameter_ranges', 'current_umask',
+           'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json',
+           'parse_parameter_value', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
@@ -223,6 +224,41 @@ def secret_parts(text: str) -> set[str]:
 def has_secret(value: Any) -> bool:
     "Whether `mask_secrets` would change `value`."
     return mask_secrets(value) != value
+
+# %% ../../notebooks/00a_data.basics.ipynb #f91578e1
+def parameter_secret_parts(parameters: dict) -> set[str]:
+    "The secret substrings of a run's parameters' values (what masking removes), as written and as JSON escapes them."
+    parts = set()
+    for value in parameters.values():
+        for text in _strings(value):
+            parts |= secret_parts(text)
+    return {p for s in parts for p in (s, json.dumps(s)[1:-1])} - {""}
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def scrub_file(path: Path, parts: set[str]) -> bool:
+    """Mask the text file `path` (atomically): `basics.mask_secrets` of its text, then each of the secret `parts` (a key
+    a program printed on its own) replaced by `***`; whether anything changed."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    clean = mask_secrets(text)
+    for p in sorted(parts, key=len, reverse=True):
+        clean = clean.replace(p, "***")
+    if clean == text:
+        return False
+    write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    return True
 
 # %% ../../notebooks/00a_data.basics.ipynb #e5c0a7d2
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # C0 but tab and newline, DEL, C1, lone surrogates
@@ -431,6 +467,14 @@ def loads_json(text: str | bytes, **kwargs) -> Any:
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
         raise json.JSONDecodeError("nested too deeply to read", doc, 0) from None
+
+# %% ../../notebooks/00a_data.basics.ipynb #c0ffee03
+def parse_parameter_value(v: str):
+    "Papermill-style value parsing for `-p key value`: JSON if it parses, else the string."
+    try:
+        return loads_json(v)
+    except ValueError:
+        return v
 
 # %% ../../notebooks/00a_data.basics.ipynb #b7e1a004
 def in_jupyter_kernel() -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..data import artifacts, basics, benchmark, config, core, numerics, qa_files
 from ..scoring import predictions
 from ..data.core import InputError, build_dir, project_root
+from ..data.basics import parse_parameter_value
 from .notebook_files import write_back_outputs
 from .runner import NOTEBOOKS, PipelineError, RunnerUsageError, StagesSkipped, is_main_job, run_pipeline
 from .runner import check_path_lengths, main_job_run, select_notebooks, temporary_environ
@@ -27,21 +28,12 @@ from ..scoring.predictions import SPLIT_ALIASES
 
 # %% auto #0
 __all__ = ['RESULT_LINES', 'BUILD_NOTEBOOKS', 'SCORE_NOTEBOOKS', 'RESERVED_BUILD_TAGS', 'MAX_RESAMPLES', 'COMMANDS', 'BAD_INPUT',
-           'FULL_DISK', 'BAD_PATH', 'parse_parameter_value', 'user_path', 'user_paths', 'check_count', 'train_options',
-           'data_source_files', 'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters',
-           'reproduce_command', 'build_command', 'fetch_command', 'info_command', 'metrics_split_names',
-           'evaluate_command', 'predict_command', 'train_command', 'audit_command', 'cleaner_check_command',
-           'doctor_command', 'main']
+           'FULL_DISK', 'BAD_PATH', 'user_path', 'user_paths', 'check_count', 'train_options', 'data_source_files',
+           'build_parser', 'echo_result_or_progress', 'check_build_tag', 'build_parameters', 'reproduce_command',
+           'build_command', 'fetch_command', 'info_command', 'metrics_split_names', 'evaluate_command',
+           'predict_command', 'train_command', 'audit_command', 'cleaner_check_command', 'doctor_command', 'main']
 
 # %% ../../notebooks/12g_run.cli.ipynb #f1987682
-def parse_parameter_value(v: str):
-    "Papermill-style value parsing for `-p key value`: JSON if it parses, else the string."
-    try:
-        return basics.loads_json(v)
-    except ValueError:
-        return v
-
-
 def _data_source_option(parser, text: str = "'sample' (default), 'hub', or a folder with the official files") -> None:
     "`--data-source`, as every subcommand that reads a benchmark takes it."
     parser.add_argument("--data-source", default="sample", help=text)

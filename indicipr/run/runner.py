@@ -34,7 +34,7 @@ __all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'PATH_OPTIONS', 
            'StagesSkipped', 'RunnerUsageError', 'check_path_lengths', 'select_notebooks', 'notebook_parameter_types',
            'notebook_parameters', 'types_admit', 'parameters_for', 'check_parameters', 'ensure_kernel',
            'temporary_environ', 'run_notebook', 'run_figures_dir', 'is_main_job', 'main_job_run', 'remove_quiet_log',
-           'run_pipeline', 'kernel_parameters', 'scrub_file', 'new_run_dir', 'tolerant_echo']
+           'run_pipeline', 'kernel_parameters', 'new_run_dir', 'tolerant_echo']
 
 # %% ../../notebooks/12c_run.runner.ipynb #adaffda2
 NOTEBOOKS = [
@@ -505,7 +505,7 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
             nb.stem, "failed", time.time() - t0, str(out), f"notebook {nb.name} failed at {where}: {detail[:2000]}"
         )
     for written in (out, kernel_log):
-        scrub_file(written, _secret_parts(parameters))
+        basics.scrub_file(written, basics.parameter_secret_parts(parameters))
     if result.error:
         result.error = basics.mask_secrets(result.error)
     remove_quiet_log(kernel_log)
@@ -701,41 +701,6 @@ def kernel_parameters(parameters: dict) -> tuple[dict, dict]:
         shown[name].env = f"{SECRET_PARAMETER_ENV}{name}"
         env[shown[name].env] = json.dumps(value)
     return shown, env
-
-# %% ../../notebooks/12c_run.runner.ipynb #f91578e1
-def _secret_parts(parameters: dict) -> set[str]:
-    "The secret substrings of the parameters' values (what masking removes), as written and as JSON escapes them."
-    parts = set()
-    for value in parameters.values():
-        for text in _strings(value):
-            parts |= basics.secret_parts(text)
-    return {p for s in parts for p in (s, json.dumps(s)[1:-1])} - {""}
-
-
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def scrub_file(path: Path, parts: set[str]) -> bool:
-    """Mask the text file `path` (atomically): `basics.mask_secrets` of its text, then each of the secret `parts` (a key
-    a program printed on its own) replaced by `***`; whether anything changed."""
-    path = Path(path)
-    if not path.is_file():
-        return False
-    text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    clean = basics.mask_secrets(text)
-    for p in sorted(parts, key=len, reverse=True):
-        clean = clean.replace(p, "***")
-    if clean == text:
-        return False
-    basics.write_text_atomic(path, clean.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
-    return True
 
 # %% ../../notebooks/12c_run.runner.ipynb #84fa1dbc
 def new_run_dir(parent: Path, name: str) -> Path:
