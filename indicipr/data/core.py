@@ -450,7 +450,7 @@ def endpoint_problem(label: str, spec) -> str | None:
     "The sentence that refuses `spec` (a server: `llm_base_url`, one route's endpoint) named `label`, or None when it names one."
     if spec is None or spec == "" or not _endpoint_fault(spec):
         return None
-    return f"{label}: {mask_secrets(spec, every_query=True)!r} names no LLM server; give {_ENDPOINT_WORDS}"
+    return f"{label}: {mask_secrets(spec)!r} names no LLM server; give {_ENDPOINT_WORDS}"
 
 # %% ../../notebooks/00b_data.core.ipynb #c0d1e2a4
 def routes_problem(label: str, spec) -> str | None:
@@ -463,12 +463,12 @@ def routes_problem(label: str, spec) -> str | None:
         for part in filter(None, (p.strip() for p in re.split(r"[;,\n]", spec))):
             pattern, eq, endpoint = part.partition("=")
             if not eq or not pattern.strip() or not endpoint.strip():
-                return f"{label}: {mask_secrets(part, every_query=True)!r} is not pattern=endpoint; give {_ROUTE_WORDS}"
+                return f"{label}: {mask_secrets(part)!r} is not pattern=endpoint; give {_ROUTE_WORDS}"
             pairs.append((pattern.strip(), endpoint.strip()))
     elif isinstance(spec, Mapping) and all(isinstance(k, str) and k for k in spec):
         pairs = list(spec.items())
     else:
-        return f"{label}: {mask_secrets(spec, every_query=True)!r} is not {_ROUTE_WORDS}"
+        return f"{label}: {mask_secrets(spec)!r} is not {_ROUTE_WORDS}"
     for pattern, endpoint in pairs:
         if problem := endpoint_problem(f"{label} (models {pattern})", endpoint):
             return problem
