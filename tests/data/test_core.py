@@ -687,6 +687,5 @@ def test_committed_per_act_tables_follow_the_cards_act_order():
                 groups.setdefault(tuple(r[k] for k in keys), []).append(r["Act"])
         for group, acts in groups.items():
             assert acts == sorted(acts, key=order.index), f"{path.name} {group}: {acts}"
-            assert len(set(acts)) == len(acts), f"{path.name} {group}: an Act twice in one group: {acts}"
         checked += 1
     assert checked >= 4
