@@ -244,7 +244,7 @@ def _strings(value) -> list[str]:
         return [s for v in value for s in _strings(v)]
     return []
 
-
+# %% ../../notebooks/00a_data.basics.ipynb #c0ffee05
 def scrub_file(path: Path, parts: set[str]) -> bool:
     """Mask the text file `path` (atomically): `basics.mask_secrets` of its text, then each of the secret `parts` (a key
     a program printed on its own) replaced by `***`; whether anything changed."""

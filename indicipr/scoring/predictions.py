@@ -21,7 +21,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..data.basics import loads_json, write_text_atomic
 from ..data.benchmark import load_benchmark, problem_lines, source_tag
 from ..data.core import InputError, data_dir
-from ..data.qa_files import JSONLError, QAFormatError, json_or_jsonl, jsonl_objects, load_qa_file, read_text
+from ..data.qa_files import JSONLError, QAFormatError, json_or_jsonl, jsonl_objects, load_qa_file
+from ..data.qa_files import no_nul, read_text
 from ..data.qa_files import write_jsonl
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #3e5053ad
@@ -112,7 +113,8 @@ MAX_PREDICTION_BYTES = (
 def read_prediction_text(path: str | os.PathLike, limit: int | None = None) -> str:
     """The text of a predictions file, read once (a pipe can be read only once) and never beyond `limit` bytes
     (`MAX_PREDICTION_BYTES`): `--pred /dev/zero` or a stream that does not end is refused, naming the cap, not read
-    until memory runs out. UTF-8 with or without a byte-order mark, newlines as a text file reads them."""
+    until memory runs out. UTF-8 with or without a byte-order mark, newlines as a text file reads them; UTF-16 without a mark is named
+    (`qa_files.no_nul`)."""
     path, limit = Path(path), MAX_PREDICTION_BYTES if limit is None else limit
     chunks, size = [], 0
     with open(path, "rb") as f:
@@ -128,7 +130,7 @@ def read_prediction_text(path: str | os.PathLike, limit: int | None = None) -> s
             "a device or stream that does not end is no predictions file"
         )
     try:
-        return io.TextIOWrapper(io.BytesIO(b"".join(chunks)), encoding="utf-8-sig").read()
+        return no_nul(path, io.TextIOWrapper(io.BytesIO(b"".join(chunks)), encoding="utf-8-sig").read())
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
 
