@@ -310,7 +310,7 @@ def test_train_refuses_a_model_folder_predict_would_refuse(tiny_model_dir, tmp_p
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     assert "model.safetensors is not a readable weights file, corrupt or cut short" in train(cut)
     (cut / "config.json").write_text("{" * 100_000)
-    assert "config.json is not valid JSON" in train(cut)
+    assert "cut/config.json: not valid JSON" in train(cut)  # the file named, as predict names it
 
 
 @pytest.mark.slow  # over 8 s on 2 cores
@@ -477,7 +477,9 @@ def test_boundary_aware_decoding_writes_its_own_system_beside_the_plain_one(tiny
     rows, _ = E.run_encoders(
         config.run_context(str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir], **short)
     )
-    ctx = config.run_context(str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir])
+    ctx = config.run_context(  # the same settings: a run by hand finds its checkpoints in its settings' own folder
+        str(FIXTURE), "offline", stage="encoders", models=[tiny_model_dir], **short
+    )
     assert ctx.settings.boundary_models == "all" and ctx.settings.boundary_tune_split == "validation"
     b = E.boundary_runs(ctx, rows)
     assert len(b) == 1 and b[0]["plain_system"] == rows[0]["system"] and b[0]["system"].endswith("_boundary_seed0")

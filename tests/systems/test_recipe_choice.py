@@ -34,7 +34,7 @@ def test_candidates_train_apart_score_validation_and_resume(tiny_model_dir, root
     rows = encoders.compare_recipes(ctx)
     assert [r["candidate"] for r in rows] == ["plain", "two phases"]
     assert all(0.0 <= r["f1"] <= 100.0 for r in rows)
-    models = core.data_dir() / "models"
+    models = core.scratch_dir() / "models"  # a run by hand's checkpoints: runs/interactive/models/<tag>/settings-<key>/
     assert sorted(p.name for p in models.iterdir() if p.name.startswith("recipe_choice_")) == sorted(
         {rc.group_tag(c.settings(base)) for c in CANDIDATES}
     )  # each distinct phase 1 under its own tag, never the data source's own models
@@ -110,8 +110,8 @@ def test_cross_validation_holds_each_fold_out_resumes_and_chooses(tiny_model_dir
     for name in ("plain", "two phases"):  # each question held out once, by one fold; never a test question
         held = [set(r["predictions"]) for r in runs if r["candidate"] == name]
         assert not held[0] & held[1] and held[0] | held[1] == pool and not pool & test_ids
-    models = core.data_dir() / "models"
-    kept = sorted(p.name for d in models.glob("recipe_choice_*_cv_*") for p in d.iterdir())
+    models = core.scratch_dir() / "models"
+    kept = sorted(p.name for d in models.glob("recipe_choice_*_cv_*") for p in d.glob("settings-*/*"))
     assert kept == [f"{model_short_name(tiny_model_dir)}_intermediate"] * 2  # phase 1 of each fold; phase 2 removed
 
     def no_training(*a, **k):

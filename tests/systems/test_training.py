@@ -337,30 +337,27 @@ def test_accelerate_two_cpu_processes_give_the_one_process_loss(tiny_dirs, tmp_p
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    two = json.loads(
-        (tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "train_log.json").read_text()
-    )
-    two_cfg = json.loads(
-        (tmp_path / "two" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0" / "qa_config.json").read_text()
-    )
+    # `indicipr train` is a run by hand: its checkpoints go to its settings' own folder, never the main job's
+    (run,) = (tmp_path / "two" / "runs" / "interactive" / "models" / "qa_small").glob("settings-*/tiny-nodrop_seed0")
+    two = json.loads((run / "train_log.json").read_text())
+    two_cfg = json.loads((run / "qa_config.json").read_text())
     assert two_cfg["world_size"] == 2 and two_cfg["batch_size"] == 8 and two_cfg["global_steps"] == 5
     assert two_cfg["precision"] == "fp32" and two_cfg["base_model"] == model_dir  # --fp32, --no-intermediate
     monkeypatch.setenv("INDICIPR_ROOT", str(tmp_path / "one"))
-    E.run_encoders(
-        config.run_context(
-            str(QA_SMALL),
-            "offline",
-            stage="encoders",
-            models=[model_dir],
-            seeds=[0],
-            max_steps=5,
-            batch_size=16,
-            intermediate=False,
-            cpu_bf16=False,
-            workers=1,
-        ),
+    one_ctx = config.run_context(
+        str(QA_SMALL),
+        "offline",
+        stage="encoders",
+        models=[model_dir],
+        seeds=[0],
+        max_steps=5,
+        batch_size=16,
+        intermediate=False,
+        cpu_bf16=False,
+        workers=1,
     )
-    one_dir = tmp_path / "one" / "data" / "models" / "qa_small" / "tiny-nodrop_seed0"
+    E.run_encoders(one_ctx)
+    one_dir = one_ctx.models / "tiny-nodrop_seed0"
     one = json.loads((one_dir / "train_log.json").read_text())
     assert json.loads((one_dir / "qa_config.json").read_text())["world_size"] == 1
     assert len(one["step_losses"]) == len(two["step_losses"]) == 5
