@@ -5,6 +5,7 @@
 # %% ../../notebooks/07d_systems.pool.ipynb #29cdaed3
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -129,11 +130,18 @@ def _die_with_parent(parent: int) -> None:
 # %% ../../notebooks/07d_systems.pool.ipynb #2b8f8dfa
 def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None, parent=None):
     """A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs;
-    it ends with `parent`, the process that started it (`_die_with_parent`)."""
+    it ends with `parent`, the process that started it (`_die_with_parent`). Ctrl-C is ignored here: it is the pool's
+    process that stops, and it ends its workers with SIGTERM, on which a worker ends through its own exit
+    (`_exit_on_sigterm`)."""
+    import signal
     import traceback
 
     if parent is not None:
         _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held since the start (`_sigint_held`) is dropped with it
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(max(1, int(threads)))
 
@@ -159,6 +167,54 @@ def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_re
             return
         run(*item)
         slot.release()
+
+
+def _exit_on_sigterm(signum, frame):
+    """A worker's SIGTERM: `SystemExit`, so that the worker ends through Python's exit, which hands back what it holds.
+    Killed outright, it would leave tqdm's lock (a named semaphore) to the resource tracker, which calls it leaked."""
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Ctrl-C held back in this thread while it starts worker processes: a process started then inherits the block, so
+    that a Ctrl-C waits unseen until the worker ignores it (`_pool_worker`); here, one pressed meanwhile is raised on
+    the way out."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _end_workers(procs: list, tasks, results, timeout: float = 10.0) -> None:
+    """End the started workers of a pool whose runs did not all finish (Ctrl-C, a failed run): SIGTERM to each
+    (`_exit_on_sigterm`), what they send meanwhile read so that none waits on a full pipe to exit, SIGKILL to one still
+    running after `timeout` seconds; the tasks no worker took are dropped, so that this process's exit does not wait to
+    send them."""
+    import queue as queue_mod
+
+    started = [p for p in procs if p.pid is not None]
+    for p in started:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + timeout
+    while any(p.is_alive() for p in started) and time.monotonic() < deadline:
+        try:
+            results.get(timeout=0.1)
+        except (queue_mod.Empty, EOFError, OSError):
+            pass
+    for p in started:
+        if p.is_alive():
+            p.kill()
+        p.join(timeout=5)
+    for q in (tasks, results):
+        q.cancel_join_thread()
 
 
 def _importable(fn) -> bool:
@@ -282,32 +338,33 @@ def _pool_runs(pool: PoolRun):
         tasks.put(None)
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     saved = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
-        for p, d in zip(procs, devices):  # a spawned process starts with this environment
-            if cuda and n_dev > 1:
-                os.environ["CUDA_VISIBLE_DEVICES"] = visible[d] if visible else str(d)
-            p.start()
-    finally:
-        if saved is None:
-            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = saved
-    if size != "auto":
-        per = [devices.count(d if cuda else None) for d in range(n_dev)]
-        for d, k in enumerate(per):
-            for _ in range(k):
-                slots[d].release()
-        pool.plan = {
-            "workers": procs_n,
-            "per_device": per,
-            "limited_by": "workers",
-            "mps": _mps_active(),
-            "cpus": cpus,
-        }
-        plan_ready.set()
     pool.runs = {}
     got, planned = 0, size != "auto"
     try:
+        with _sigint_held():
+            try:
+                for p, d in zip(procs, devices):  # a spawned process starts with this environment
+                    if cuda and n_dev > 1:
+                        os.environ["CUDA_VISIBLE_DEVICES"] = visible[d] if visible else str(d)
+                    p.start()
+            finally:
+                if saved is None:
+                    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+                else:
+                    os.environ["CUDA_VISIBLE_DEVICES"] = saved
+        if size != "auto":
+            per = [devices.count(d if cuda else None) for d in range(n_dev)]
+            for d, k in enumerate(per):
+                for _ in range(k):
+                    slots[d].release()
+            pool.plan = {
+                "workers": procs_n,
+                "per_device": per,
+                "limited_by": "workers",
+                "mps": _mps_active(),
+                "cpus": cpus,
+            }
+            plan_ready.set()
         while got < n:
             try:
                 kind, i, payload, pid = results.get(timeout=5)
@@ -342,12 +399,14 @@ def _pool_runs(pool: PoolRun):
             got += 1
             yield i, payload["result"]
     finally:
-        if got == n:  # workers still waiting for a slot go on to their `None`
+        if got < n:  # Ctrl-C, or a run that failed
+            _end_workers(procs, tasks, results)
+        else:  # workers still waiting for a slot go on to their `None`
             plan_ready.set()
             for s in slots:
                 for _ in procs:
                     s.release()
-        for p in procs:
-            p.join(timeout=30 if got == n else 0)
-            if p.is_alive():
-                p.terminate()
+            for p in procs:
+                p.join(timeout=30)
+                if p.is_alive():
+                    p.terminate()

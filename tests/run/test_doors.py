@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import BIN, ROOT, sync_check_repo, user_env
+from helpers import BIN, QA_SMALL, ROOT, sync_check_repo, user_env
 
 from indicipr.run import cli, notebook_files, runner
 
@@ -403,3 +403,38 @@ def test_ctrl_c_in_reproduce_is_one_line_and_exit_130(tmp_path):
     err = "".join(lines) + err
     assert p.returncode == 130 and "Traceback" not in err, (p.returncode, err[-3000:])
     assert err.strip().splitlines()[-1] == "indicipr reproduce: interrupted", err[-3000:]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_two_worker_train_is_one_line_and_exit_130(tiny_model_dir, tmp_path):
+    """Ctrl-C at a terminal (SIGINT to the process group: the pool's workers too) while two workers train: one line and
+    exit 130, no worker's traceback, no semaphore left behind for the resource tracker to call leaked."""
+    import os
+    import signal
+    import time
+
+    argv = ["train", "--models", tiny_model_dir, "--seeds", "0", "1", "--max-steps", "100000", "--workers", "2"]
+    p = subprocess.Popen(
+        [str(BIN / "indicipr"), *argv, "--no-intermediate", "--data-source", str(QA_SMALL)],
+        cwd=tmp_path,
+        env=user_env(INDICIPR_ROOT=str(tmp_path), HF_HUB_OFFLINE="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines = []
+    for line in p.stderr:  # a worker's progress bar: it trains, and holds tqdm's lock (a named semaphore)
+        lines.append(line)
+        if line.startswith("training:"):
+            break
+    time.sleep(2)
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    err = "".join(lines) + err
+    assert p.returncode == 130 and "Traceback" not in err and "leaked" not in err, (p.returncode, err[-3000:])
+    assert err.strip().splitlines()[-1] == "indicipr train: interrupted", err[-3000:]
