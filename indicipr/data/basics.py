@@ -275,13 +275,18 @@ def terminal_text(value: Any) -> str:
     return _escape_controls(mask_secrets(str(value)))
 
 # %% ../../notebooks/00a_data.basics.ipynb #e5c0a7d4
-def check_folder_name(value: str | None, option: str) -> str | None:
-    """`value` of a folder option that names a folder to create (`--run-dir`): a URL, or a name that holds a key, is
-    refused, since the folder's name would carry the key into every path the run prints and records."""
-    if isinstance(value, str) and (re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", value) or has_secret(value)):
+def check_folder_name(value: str | os.PathLike | None, option: str, folder: bool = True) -> str | os.PathLike | None:
+    """`value` of an option that names an output to create (`--run-dir`, `--out`, `--dest`; `folder`: a folder, else a
+    file): a URL (`scheme://`, or `scheme:/` as a path folds it), or a name that holds a key, is refused, since the
+    output's name would carry the key into every path the run prints and records, and a URL's would be made a local
+    folder `http:`."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if isinstance(text, str) and (re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:/", text) or has_secret(text)):
+        kind, like = ("a folder", "runs/mine") if folder else ("a file", "runs/a.md")
+        shown = re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*:)/(?!/)", r"\1//", text)  # as given, before a path folded its `//`
         raise InputError(
-            f"{option} {mask_secrets(value)}: a folder is a local path, not a URL or a name holding a key; "
-            "give a folder path such as runs/mine"
+            f"{option} {mask_secrets(shown)}: {kind} is a local path, not a URL or a name holding a key; "
+            f"give {kind} path such as {like}"
         )
     return value
 

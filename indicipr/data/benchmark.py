@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .basics import check_folder_name
 from .basics import current_umask, mask_secrets, swap_folder, tidy_swap_leftovers, write_text_atomic
 from .core import ACTS, CARD_PER_ACT, HUB_ID, OFFICIAL_COUNTS, OFFICIAL_FILES, SPLITS
 from .core import UNKNOWN_ACT, UNKNOWN_ACT_KEY, InputError, act_for_id, act_for_key, act_label
@@ -505,7 +506,7 @@ def fetch_benchmark(dest: str | os.PathLike | None = None) -> dict[str, int]:
     import shutil
 
     dest = (
-        Path(os.path.abspath(dest)) if dest else data_dir() / "benchmark"
+        Path(os.path.abspath(check_folder_name(dest, "--dest"))) if dest else data_dir() / "benchmark"
     )  # `..` spelled out: the download sits beside it
     check_output(dest, {}, option="--dest", folder=True)
     for held in (Path.cwd(), project_root()):  # a folder swapped as a whole that holds these would be copied whole

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from . import basics
 from .basics import InputError, flat_paths, mask_secrets, pid_alive, same_file, write_text_atomic
+from .basics import check_folder_name
 
 # %% auto #0
 __all__ = ['ROOT_ENV', 'SHARED_ENV', 'MAIN_JOB_ENV', 'ENDPOINTS_ENV', 'BASE_URL_ENV', 'TIMEOUT_ENV', 'YES_ENV', 'ACTS',
@@ -558,9 +559,9 @@ def check_output(
     main_job: bool = False,
 ) -> Path:
     """Refuse (`InputError`) an output path `out` that is one of `inputs` (`{option: path or paths}`), that lies under a
-    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`),
-    and a committed one (`check_not_protected`)."""
-    out = Path(out)
+    regular file, or that is a folder where a file is written (`folder=False`) or a file where a folder is (`folder=True`);
+    a committed one (`check_not_protected`), and a URL or a name holding a key (`check_folder_name`)."""
+    out = Path(check_folder_name(out, option, folder))
     for opt, paths in inputs.items():
         for p in flat_paths(paths):
             if Path(p).exists() and same_file(out, p):

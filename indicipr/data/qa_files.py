@@ -5,6 +5,7 @@
 # %% ../../notebooks/00d_data.qa_files.ipynb #505e25b7
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -17,10 +18,10 @@ from .basics import loads_json, write_target, write_text_atomic
 from .core import InputError
 
 # %% auto #0
-__all__ = ['QA_FIELDS', 'QA_FORMS', 'write_jsonl', 'append_jsonl', 'JSONLError', 'no_nul', 'read_text', 'jsonl_objects',
-           'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record', 'validate_qa_record',
-           'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'make_qa_record', 'section_of_title',
-           'record_section', 'gold_starts', 'training_records']
+__all__ = ['MAX_QA_FILE_BYTES', 'QA_FIELDS', 'QA_FORMS', 'write_jsonl', 'append_jsonl', 'JSONLError', 'no_nul', 'read_text',
+           'jsonl_objects', 'read_jsonl', 'QAFormatError', 'QAProblem', 'occurrences', 'check_qa_record',
+           'validate_qa_record', 'json_or_jsonl', 'qa_records_in', 'QAFile', 'load_qa_file', 'make_qa_record',
+           'section_of_title', 'record_section', 'gold_starts', 'training_records']
 
 # %% ../../notebooks/00d_data.qa_files.ipynb #75a3f0df
 def _dumps_record(record: Any) -> str:
@@ -61,11 +62,29 @@ def no_nul(path: str | os.PathLike, text: str) -> str:
     )
 
 # %% ../../notebooks/00d_data.qa_files.ipynb #36470b75
-def read_text(path: str | os.PathLike) -> str:
-    "A text file's content, UTF-8 with or without a byte-order mark; a file that is not UTF-8 text (`no_nul`) is named."
-    path = Path(path)
+MAX_QA_FILE_BYTES = 512 * 2**20  # 512 MiB: each of the benchmark's official files is a few MB
+
+
+def read_text(path: str | os.PathLike, limit: int | None = None, kind: str = "QA file") -> str:
+    """A text file's content, UTF-8 with or without a byte-order mark, newlines as a text file reads them; read once (a
+    pipe can be read only once) and never beyond `limit` bytes (`MAX_QA_FILE_BYTES`): `/dev/zero` or a stream that does
+    not end is refused naming the cap and the `kind` of file, not read until memory runs out. A file that is not UTF-8
+    text (`no_nul`) is named."""
+    path, limit = Path(path), MAX_QA_FILE_BYTES if limit is None else limit
+    chunks, size = [], 0
+    with open(path, "rb") as f:
+        while size <= limit:
+            chunk = f.read(min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > limit:
+        raise JSONLError(
+            f"{path}: more than {limit:,} bytes, the cap of a {kind}; a device or stream that does not end is no {kind}"
+        )
     try:
-        return no_nul(path, path.read_text(encoding="utf-8-sig"))
+        return no_nul(path, io.TextIOWrapper(io.BytesIO(b"".join(chunks)), encoding="utf-8-sig").read())
     except UnicodeDecodeError as e:
         raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
 
@@ -312,9 +331,10 @@ class QAFile:
 # %% ../../notebooks/00d_data.qa_files.ipynb #3c098b1c
 def load_qa_file(path: str | os.PathLike, label: str | None = None, strict: bool = False) -> QAFile:
     """Every usable record of a QA file (any of `QA_FORMS`) and every problem, each once, by file (or `label`), line and
-    id; `strict` (for the project's own files) makes any problem a `QAFormatError` naming the first."""
+    id; `strict` (for the project's own files) makes any problem a `QAFormatError` naming the first. A pipe or a device
+    is read as a file is, within the cap of `read_text`."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir() or not path.exists():
         raise FileNotFoundError(2, "no such QA file", str(path))
     records, problems, seen, extra = [], [], {}, Counter()
     for where, rec in qa_records_in(path, label):

@@ -515,10 +515,11 @@ def evaluate_command(args) -> int:
     from indicipr.analysis import error_analysis  # after the option checks: it imports pandas, scipy and statsmodels
 
     with tempfile.TemporaryDirectory() as held:
-        if page:  # the report and the page both read the predictions; a pipe can be read once only
-            args.pred, args.against = (
+        if page:  # the report and the page both read the predictions and the gold; a pipe can be read once only
+            args.pred, args.against, gold = (
                 predictions.read_once(args.pred, held),
                 [predictions.read_once(p, held) for p in args.against],
+                predictions.hold_gold(gold, held),
             )
         report = error_analysis.evaluate_files(
             gold,
@@ -648,7 +649,7 @@ def audit_command(args) -> int:
             )
         )
         return 0
-    if args.figures_dir:
+    if basics.check_folder_name(args.figures_dir, "--figures-dir"):  # given, and no URL
         for ext in ("csv", "md", "tex"):
             core.check_output(
                 Path(user_path(args.figures_dir)) / "tables" / f"audit_results.{ext}",

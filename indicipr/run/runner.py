@@ -592,7 +592,8 @@ def run_pipeline(
         "-p audit_folder": parameters.get("audit_folder"),
     }
     for option, path in outputs.items():
-        if path:  # data/sample/ and figures/ are the main job's
+        if path:  # data/sample/ and figures/ are the main job's; a URL is no folder
+            basics.check_folder_name(path, option)
             core.check_not_protected(path, option, folder=True, main_job=main_job)
     echo = tolerant_echo(echo)
     run_dir = (

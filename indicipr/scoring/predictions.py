@@ -6,7 +6,7 @@
 __all__ = ['MAX_PREDICTION_BYTES', 'PREDICTION_FORMS', 'SPLIT_ALIASES', 'main_predictions_dir', 'write_predictions',
            'question_id', 'read_predictions', 'read_prediction_meta', 'read_prediction_text', 'PredictionIdError',
            'as_prediction_dict', 'check_prediction_ids', 'system_name', 'system_group', 'predictions_source',
-           'prediction_files', 'read_once', 'load_gold', 'gold_problem', 'check_coverage']
+           'prediction_files', 'read_once', 'load_gold', 'gold_problem', 'hold_gold', 'check_coverage']
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #cc17b2f0
 import csv
@@ -22,7 +22,7 @@ from ..data.basics import loads_json, write_text_atomic
 from ..data.benchmark import load_benchmark, problem_lines, source_tag
 from ..data.core import InputError, data_dir
 from ..data.qa_files import JSONLError, QAFormatError, json_or_jsonl, jsonl_objects, load_qa_file
-from ..data.qa_files import no_nul, read_text
+from ..data.qa_files import read_text
 from ..data.qa_files import write_jsonl
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #3e5053ad
@@ -114,25 +114,8 @@ def read_prediction_text(path: str | os.PathLike, limit: int | None = None) -> s
     """The text of a predictions file, read once (a pipe can be read only once) and never beyond `limit` bytes
     (`MAX_PREDICTION_BYTES`): `--pred /dev/zero` or a stream that does not end is refused, naming the cap, not read
     until memory runs out. UTF-8 with or without a byte-order mark, newlines as a text file reads them; UTF-16 without a mark is named
-    (`qa_files.no_nul`)."""
-    path, limit = Path(path), MAX_PREDICTION_BYTES if limit is None else limit
-    chunks, size = [], 0
-    with open(path, "rb") as f:
-        while size <= limit:
-            chunk = f.read(min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    if size > limit:
-        raise JSONLError(
-            f"{path}: more than {limit:,} bytes, the cap of a predictions file; "
-            "a device or stream that does not end is no predictions file"
-        )
-    try:
-        return no_nul(path, io.TextIOWrapper(io.BytesIO(b"".join(chunks)), encoding="utf-8-sig").read())
-    except UnicodeDecodeError as e:
-        raise JSONLError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected JSON or JSONL") from None
+    (`qa_files.no_nul`). `qa_files.read_text` reads it, under this cap."""
+    return read_text(path, MAX_PREDICTION_BYTES if limit is None else limit, "predictions file")
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #ff80fa6c
 PREDICTION_FORMS = (
@@ -388,12 +371,25 @@ def load_gold(
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #b7e1d2c2
 def gold_problem(gold: str | Path, option: str = "--gold") -> str | None:
-    "The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file."
+    """The sentence that refuses `gold` (named `option`) as `load_gold`'s gold, or None: a split name, or a file (a pipe
+    or a device too, read within the cap of `qa_files.read_text`)."""
     if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
         return None
     if Path(gold).is_dir():
         return f"{option} {gold}: a folder; give a split name ({', '.join(SPLIT_ALIASES)}) or a QA file"
+    if Path(gold).exists():
+        return None
     return f"{option} {gold!r} is neither a split name ({', '.join(SPLIT_ALIASES)}) nor a file"
+
+# %% ../../notebooks/05a_scoring.predictions.ipynb #9a3f0c51
+def hold_gold(gold: str | Path, folder) -> str | Path:
+    """`gold` when it is a split name or a regular file; else (a pipe: `--gold <(zcat f.gz)`, `/dev/stdin`) its text,
+    read once within the cap (`qa_files.read_text`) and held in `folder` for the readers that follow."""
+    if problem := gold_problem(gold):
+        raise InputError(problem)
+    if str(gold) in SPLIT_ALIASES or Path(gold).is_file():
+        return gold
+    return write_text_atomic(Path(folder) / f"gold-{Path(gold).name}", read_text(gold))
 
 # %% ../../notebooks/05a_scoring.predictions.ipynb #f56c67c2
 def check_coverage(summary: dict, source: str, gold_name: str = "the gold split") -> None:

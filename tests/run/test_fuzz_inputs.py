@@ -517,6 +517,104 @@ def test_an_endless_input_is_refused_naming_the_cap(kind, option, cap, page):
     assert f"{endless}: more than {cap:,} bytes, the cap of a predictions file" in stderr, stderr
 
 
+def _gold_cap_sentence(path, cap: int) -> str:
+    return (
+        f"indicipr evaluate: {path}: more than {cap:,} bytes, the cap of a QA file; "
+        "a device or stream that does not end is no QA file"
+    )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(["/dev/zero", "/dev/urandom", "fifo"]), cap=st.sampled_from([256, 3 << 20]), page=st.booleans()
+)
+def test_an_endless_gold_is_refused_naming_the_cap(kind, cap, page):
+    "`--gold /dev/zero` (or a FIFO fed for ever) is read up to the cap of a QA file and refused naming it; nothing written."
+    saved = qa_files.MAX_QA_FILE_BYTES
+    qa_files.MAX_QA_FILE_BYTES = cap  # the project's cap is 512 MiB: the same code path, in less time
+    try:
+        with tempfile.TemporaryDirectory() as d, _endless(kind) as endless:
+            d = Path(d)
+            (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+            argv = ["evaluate", "--gold", endless, "--pred", d / "pred.jsonl", "--resamples", 10]
+            rc, _, stderr = _main(argv + (["--out", d / "page.html"] if page else []))
+            written = sorted(p.name for p in d.iterdir())
+    finally:
+        qa_files.MAX_QA_FILE_BYTES = saved
+    said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
+    assert rc == 2 and said == [_gold_cap_sentence(endless, cap)], (rc, stderr)
+    assert written == ["pred.jsonl"]
+
+
+def test_gold_from_dev_zero_stops_at_the_cap(tmp_path):
+    "`indicipr evaluate --gold /dev/zero`, the project's own cap: one sentence naming the file and the cap, exit 2."
+    import sys
+
+    (tmp_path / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+    argv = ["evaluate", "--gold", "/dev/zero", "--pred", str(tmp_path / "pred.jsonl")]
+    p = subprocess.run(
+        [sys.executable, "-m", "indicipr.run.cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    said = [line for line in p.stderr.strip().splitlines() if ": warning: " not in line]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-3000:])
+    assert said == [_gold_cap_sentence("/dev/zero", qa_files.MAX_QA_FILE_BYTES)], p.stderr
+
+
+def test_a_gold_pipe_is_read_once_for_the_report_and_the_page(tmp_path):
+    "`--gold <(cat gold.jsonl)` with an `.html` `--out`: the report and the error explorer both read what the pipe held."
+    import threading
+
+    read_end, write_end = os.pipe()
+    gold = (QA_SMALL / "test_squad.jsonl").read_bytes()
+
+    def feed():
+        with open(write_end, "wb") as f:
+            f.write(gold)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    (tmp_path / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+    try:
+        argv = ["evaluate", "--gold", f"/dev/fd/{read_end}", "--pred", tmp_path / "pred.jsonl", "--resamples", 10]
+        rc, out, stderr = _main([*argv, "--out", tmp_path / "page.html"])
+    finally:
+        writer.join(timeout=30)
+        os.close(read_end)
+    assert rc == 0 and "no usable QA record" not in stderr, (rc, stderr)
+    assert (tmp_path / "page.html").stat().st_size > len(gold) and "error explorer:" in stderr, stderr
+
+
+URL_OUTPUT_ARGS = {  # where a user names an output: `{U}` a URL
+    "evaluate --out": ["evaluate", "--gold", "{d}/gold.jsonl", "--pred", "{d}/pred.jsonl", "--out", "{U}/report.md"],
+    "evaluate --out .html": ["evaluate", "--gold", "{d}/gold.jsonl", "--pred", "{d}/pred.jsonl", "--out", "{U}/a.html"],
+    "predict --out": ["predict", "--model", "{d}", "--out", "{U}/p.jsonl"],
+    "audit export --out": ["audit", "export", "--out", "{U}/kit"],
+    "audit score --figures-dir": ["audit", "score", "{d}/pred.jsonl", "{d}/pred.jsonl", "--figures-dir", "{U}/t"],
+    "fetch --dest": ["fetch", "--dest", "{U}/bench"],
+    "reproduce --figures-dir": ["reproduce", "--only", "06", "--figures-dir", "{U}/figs", "--run-dir", "{d}/run"],
+    "build --figures-dir": ["build", "--tag", "t", "--figures-dir", "{U}/figs", "--run-dir", "{d}/run"],
+}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    door=st.sampled_from(sorted(URL_OUTPUT_ARGS)),
+    url=st.sampled_from(["http://user:SECRETKEY@host", "https://host/x?token=SECRETKEY", "s3://bucket"]),
+)
+def test_an_output_named_by_a_url_is_refused(door, url):
+    "A URL where an output is named: exit 2, one sentence naming the option and the URL masked, nothing made (no `http:`)."
+    option = next(word for word in door.split() if word.startswith("--"))
+    with tempfile.TemporaryDirectory() as d, contextlib.chdir(d):
+        d = Path(d)
+        shutil.copy(QA_SMALL / "test_squad.jsonl", d / "gold.jsonl")
+        (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
+        rc, _, stderr = _main([a.format(d=d, U=url) for a in URL_OUTPUT_ARGS[door]])
+        said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
+        assert rc == 2 and "Traceback" not in stderr and len(said) == 1, (rc, stderr)
+        assert f": {option} " in said[0] and "is a local path, not a URL" in said[0], said
+        assert "SECRETKEY" not in stderr and sorted(p.name for p in d.iterdir()) == ["gold.jsonl", "pred.jsonl"]
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     part=st.sampled_from(_LINKED_RUN_PARTS),

@@ -926,9 +926,10 @@ def test_a_key_in_a_url_like_path_is_never_printed(argv):
 
 
 def test_a_key_in_a_url_like_out_is_masked_in_what_is_printed(tmp_path):
-    "A URL given where a folder belongs is kept as a (strange) local path, but what is printed about it is masked."
+    "A URL given where a folder belongs is refused, masked in the sentence, and makes no local folder `http:`."
     rc, out, err = run_cli(
         "audit", "export", "--data-source", QA_SMALL, "-n", 4, "--out", f"http://user:{KEY}@h/kit", cwd=tmp_path
     )
-    assert rc == 0, err
-    assert KEY not in out + err and "http:/user:***@h/kit" in out, out
+    assert rc == 2 and KEY not in out + err, err
+    assert err.startswith("indicipr audit: --out http://user:***@h/kit: a folder is a local path, not a URL"), err
+    assert list(tmp_path.iterdir()) == []
