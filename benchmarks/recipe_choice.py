@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/recipe_choice.py                       # what the runs not yet finished cost; nothing trains
     .venv/bin/python benchmarks/recipe_choice.py --yes                 # train them (or INDICIPR_YES=1), then the table
+    .venv/bin/python benchmarks/recipe_choice.py --candidates "short phase 1, rehearsal" "rehearsal, 3 epochs"   # two of them
     make recipe-choice ARGS=--yes                                      # the same, into runs/recipe-choice/
 
 Not the main job and not CI: every candidate of `recipe_choice.RECIPE_CANDIDATES` × fold × seed is a fine-tuning run
@@ -42,6 +43,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--seeds", nargs="+", type=int, help="training seeds of every fold (default: RecipeChoice.seeds, 0 1)"
     )
     p.add_argument(
+        "--candidates",
+        nargs="+",
+        metavar="NAME",
+        help="compare only these candidates of recipe_choice.RECIPE_CANDIDATES, by name (default: every one)",
+    )
+    p.add_argument(
         "--run-dir",
         default=str(ROOT / "runs" / "recipe-choice"),
         help="the table goes to <run-dir>/figures/tables/recipe_choice_cv.* (default: runs/recipe-choice)",
@@ -65,17 +72,30 @@ def run(args) -> int:
     ctx = config.run_context(args.data_source, "offline", str(run_dir / "figures"), "encoders")
     choice = ctx.settings.recipe_choice
     confirmed = args.yes or config.run_environment()["confirm_cost"]
+    from indicipr.systems import encoders, recipe_choice  # torch and transformers: after the run's context is checked
+
+    candidates = recipe_choice.RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
+    if args.candidates:
+        named = {c.name: c for c in candidates}
+        unknown = [n for n in args.candidates if n not in named]
+        if unknown:
+            raise core.InputError(
+                f"--candidates {unknown[0]!r}: no such candidate; give names of {', '.join(repr(n) for n in named)}"
+            )
+        candidates = tuple(named[n] for n in dict.fromkeys(args.candidates))
     choice = replace(
-        choice, folds=args.folds or choice.folds, seeds=tuple(args.seeds or choice.seeds), confirm_cost=confirmed
+        choice,
+        folds=args.folds or choice.folds,
+        seeds=tuple(args.seeds or choice.seeds),
+        confirm_cost=confirmed,
+        candidates=candidates,
     )
     ctx = replace(ctx, settings=replace(ctx.settings, recipe_choice=choice), run_dir=run_dir)
-    from indicipr.systems import encoders, recipe_choice  # torch and transformers: after the options are checked
 
     table = encoders.cross_validate_recipes(ctx)
     if table is None:
         print(f"not started: confirm the cost with --yes (or {core.YES_ENV}=1 in the environment)", file=sys.stderr)
         return 1
-    candidates = recipe_choice.RECIPE_CANDIDATES if choice.candidates is None else choice.candidates
     ctx.save_table(
         table.round(2),
         "recipe_choice_cv",

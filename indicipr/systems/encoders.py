@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -727,9 +728,10 @@ def cross_validate_recipes(ctx: RunContext):
     finished = [got for r in runs if (got := cached_run(folder, r))]
     seconds = sum(g.get("phase2_s") or 0.0 for g in finished)
     rate = choice.tokens_per_second or (sum(g.get("phase2_tokens", 0) for g in finished) / seconds if seconds else None)
+    load = None  # the load per core before a probe: other work's, which slows the probe
     if len(finished) < len(runs) and not rate:
-        rate = measure_tokens_per_second(base, records)
-    cost = cv_cost(records, fold_of, runs, folder, cv_tokens(), rate)
+        load, rate = os.getloadavg()[0] / max(os.cpu_count() or 1, 1), measure_tokens_per_second(base, records)
+    cost = {**cv_cost(records, fold_of, runs, folder, cv_tokens(), rate), "load": load}
     print(
         f"recipe choice: {len(candidates)} candidates x {choice.folds} folds x {len(choice.seeds)} seeds on the "
         f"{len(records)} training and validation questions of {ctx.source_tag}: {cost_note(cost)}",

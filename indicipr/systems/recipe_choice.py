@@ -18,8 +18,8 @@ from ..scoring import bootstrap, metrics
 from ..scoring.bootstrap import N_RESAMPLES
 
 # %% auto #0
-__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'TRAIN_BUDGET_TOKENS', 'CV_SPLITS', 'Candidate',
-           'recipe_of', 'group_tag', 'run_key', 'runs_path', 'run_cost', 'main_job_cost', 'recipe_table',
+__all__ = ['RECIPE_FIELDS', 'RECIPE_CANDIDATES', 'RUNS_FILE', 'RUN_FIELDS', 'TRAIN_BUDGET_TOKENS', 'CV_SPLITS', 'BUSY_LOAD',
+           'Candidate', 'recipe_of', 'group_tag', 'run_key', 'runs_path', 'run_cost', 'main_job_cost', 'recipe_table',
            'chosen_recipe', 'is_chosen', 'recipe_choice_note', 'plot_recipe_choice', 'cv_records', 'section_groups',
            'section_folds', 'CVRun', 'cv_dir', 'cv_plan', 'cached_run', 'run_cv', 'cv_table', 'cv_note', 'cv_cost',
            'cost_note']
@@ -437,10 +437,19 @@ def cv_cost(records, fold_of, runs, folder, count_tokens, tokens_per_second: flo
     }
 
 # %% ../../notebooks/07f_systems.recipe_choice.ipynb #a87bc895
+BUSY_LOAD = 0.5  # load per core (the one-minute average) at which a rate measured here is a busy machine's
+
+
 def cost_note(cost: dict) -> str:
-    "The cost in one sentence, e.g. `24 runs (6 finished before): 18 to train, 1.20M tokens, about 40 min at …`."
+    """The cost in one sentence, e.g. `24 runs (6 finished before): 18 to train, 1.20M tokens, about 40 min at …`; a rate
+    measured while other work held the cores (`cost["load"]`, per core, at least `BUSY_LOAD`) is said to be one."""
+    busy = (
+        f" on a busy machine (load {cost['load']:.2f} per core before the probe): a quiet machine takes less"
+        if (cost.get("load") or 0.0) >= BUSY_LOAD
+        else ""
+    )
     time_note = (
-        f", about {cost['seconds'] / 60:.0f} min at {cost['tokens'] / cost['seconds']:,.0f} tokens/s (measured here)"
+        f", about {cost['seconds'] / 60:.0f} min at {cost['tokens'] / cost['seconds']:,.0f} tokens/s (measured here{busy})"
         if cost.get("seconds")
         else ""
     )

@@ -184,3 +184,20 @@ def test_recipe_choice_refuses_a_fold_count_in_one_sentence(capsys):
     script = recipe_choice_script()
     assert script.main(["--folds", "1"]) == 2
     assert capsys.readouterr().err.strip() == "recipe_choice.py: --folds 1: give a number from 2 to 1,000"
+
+
+def test_recipe_choice_compares_the_named_candidates_and_refuses_an_unknown_one(monkeypatch, tmp_path, capsys):
+    "`--candidates`: only those named reach the comparison, in the order given; a name of none is one sentence, exit 2."
+    script = recipe_choice_script()
+    seen = []
+    monkeypatch.setattr(encoders, "cross_validate_recipes", lambda ctx: seen.append(ctx.settings.recipe_choice))
+    monkeypatch.delenv("INDICIPR_YES", raising=False)
+    last, first = rc.RECIPE_CANDIDATES[-1], rc.RECIPE_CANDIDATES[0]
+    assert script.main(["--run-dir", str(tmp_path / "run"), "--candidates", last.name, first.name, last.name]) == 1
+    assert seen[0].candidates == (last, first)
+    assert script.main(["--run-dir", str(tmp_path / "run"), "--candidates", "three epochs"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(
+        "recipe_choice.py: --candidates 'three epochs': no such candidate; give names of 'phase 2 alone'"
+    )
+    assert len(seen) == 1
