@@ -24,6 +24,11 @@ operator's own CPU time (its children's excluded) is put in one group:
 The floor is the step's matrix products (as `benchmarks/main_job.py` counts them) divided by this machine's best matmul
 throughput at the step's shapes on the same thread count, so `step / floor` is what a faster loop could win at most;
 the matmul group's own time against the floor says how close the products themselves run to the BLAS.
+
+Last, one layer's attention (forward and backward, `scaled_dot_product_attention` with the padding mask, at the step's
+batch and mean window) is timed with the model's attention dropout and without it: with dropout, PyTorch's CPU attention
+takes its unfused path (the scores, a random mask and the softmax materialised), without it the fused kernel. The
+difference, over the layers, is what the recipe's attention dropout costs a step.
 """
 
 from __future__ import annotations
@@ -155,6 +160,27 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
     return window.prof, window.wall
 
 
+def attention_ms(
+    batch: int, heads: int, length: int, head_dim: int, dropout: float, threads: int, repeats: int
+) -> float:
+    """Milliseconds of one layer's attention, forward and backward, at the step's shape through
+    `scaled_dot_product_attention` with a padding mask, as the model calls it: the best of `repeats` rounds."""
+    import torch
+
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(batch, heads, length, head_dim, generator=gen, requires_grad=True) for _ in range(3))
+    lens = torch.randint(length // 2, length + 1, (batch,), generator=gen)
+    keep = (torch.arange(length)[None] < lens[:, None])[:, None, None, :]
+    best = float("inf")
+    for _ in range(repeats + 1):  # the first round warms up
+        t0 = time.perf_counter()
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=dropout)
+        out.sum().backward()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -215,6 +241,17 @@ def main(argv=None) -> int:
         print(f"| {g} | {s:.2f} | {100 * s / wall:.1f} % |")
     print(f"| **step (wall)** | {wall:.2f} | 100 % |")
     print(f"\nmatmul group against the floor: {by_group.get('matmul', 0.0) / floor:.2f}")
+    layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
+    p = cfg.attention_probs_dropout_prob
+    shape = (settings.batch_size, heads, int(round(packed.lengths.mean())), cfg.hidden_size // heads)
+    with_dropout = attention_ms(*shape, p, threads, args.repeats)
+    without = attention_ms(*shape, 0.0, threads, args.repeats)
+    print(
+        f"\nattention of one layer, forward and backward, at the mean window ({shape[2]} tokens): {with_dropout:.1f} ms "
+        f"with the recipe's attention dropout ({p:g}), {without:.1f} ms without it; over the {layers} layers the "
+        f"dropout takes {layers * (with_dropout - without):.0f} ms of a {wall / args.steps * 1e3:.0f} ms step "
+        f"({100 * layers * (with_dropout - without) / (wall / args.steps * 1e3):.0f} %)"
+    )
     print(f"\n## The {args.top} operators with the most own CPU time\n")
     print("| operator | group | calls | seconds | share |")
     print("|---|---|---|---|---|")
