@@ -308,13 +308,16 @@ def cached_run(folder, run: CVRun) -> dict | None:
 def run_cv(records, fold_of, runs, train_predict, folder) -> list[dict]:
     """Every run of `runs` (`cv_plan`), a finished one read from `folder`, the others by `train_predict(settings, tag,
     train records, held-out records, seeds)` (a candidate's seeds of a fold at once), which returns `{seed: {"predictions":
-    {id: text}, **run_cost}}`; each run is written to `folder` as soon as it is back. One dict per run, in `runs` order."""
+    {id: text}, **run_cost}}`, trained fold by fold; each run is written to `folder` as soon as it is back. One dict per
+    run, in `runs` order."""
     done = {r.key: got for r in runs if (got := cached_run(folder, r))}
     todo: dict = {}
     for r in runs:
         if r.key not in done:
             todo.setdefault((r.candidate.name, r.fold), []).append(r)
-    for i, group in enumerate(todo.values(), 1):
+    # fold by fold, every candidate within a fold: a comparison stopped part way has compared the candidates on its
+    # finished folds
+    for i, group in enumerate(sorted(todo.values(), key=lambda g: g[0].fold), 1):
         first = group[0]
         print(
             f"[{i}/{len(todo)}] {first.candidate.name}, fold {first.fold}: seeds {[r.seed for r in group]}", flush=True
