@@ -280,8 +280,10 @@ apply();"""
 
 
 def _options(pairs, selected=None) -> str:
+    """`<option>`s of (value, text) pairs. A value's CR is written `&#13;`: the HTML parser reads a CR of the source as
+    LF, and the script finds a system's answers by the value it reads back."""
     return "".join(
-        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
+        f'<option value="{html.escape(v).replace(chr(13), "&#13;")}"{" selected" if v == selected else ""}>{html.escape(t)}</option>'
         for v, t in pairs
     )
 
