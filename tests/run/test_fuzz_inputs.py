@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 from helpers import QA_SMALL
 from hypothesis import HealthCheck, given, settings
@@ -501,18 +502,15 @@ def _endless(kind: str):
 )
 def test_an_endless_input_is_refused_naming_the_cap(kind, option, cap, page):
     "`--pred /dev/zero` (or `--against`, or a FIFO fed for ever) is read up to the cap and refused naming it."
-    saved = predictions.MAX_PREDICTION_BYTES
-    predictions.MAX_PREDICTION_BYTES = cap  # the project's cap is 512 MiB: the same code path, in less time
-    try:
-        with tempfile.TemporaryDirectory() as d, _endless(kind) as endless:
+    # the project's cap is 512 MiB: a smaller one takes the same code path in less time
+    with mock.patch.object(predictions, "MAX_PREDICTION_BYTES", cap), tempfile.TemporaryDirectory() as d:
+        with _endless(kind) as endless:
             d = Path(d)
             (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
             pred, against = (endless, d / "pred.jsonl") if option == "--pred" else (d / "pred.jsonl", endless)
             argv = ["evaluate", "--gold", QA_SMALL / "test_squad.jsonl", "--pred", pred, "--against", against]
             argv += ["--resamples", 10] + (["--out", d / "page.html"] if page else [])
             rc, _, stderr = _main(argv)
-    finally:
-        predictions.MAX_PREDICTION_BYTES = saved
     assert rc == 2 and "Traceback" not in stderr, (rc, stderr)
     assert f"{endless}: more than {cap:,} bytes, the cap of a predictions file" in stderr, stderr
 
@@ -530,17 +528,14 @@ def _gold_cap_sentence(path, cap: int) -> str:
 )
 def test_an_endless_gold_is_refused_naming_the_cap(kind, cap, page):
     "`--gold /dev/zero` (or a FIFO fed for ever) is read up to the cap of a QA file and refused naming it; nothing written."
-    saved = qa_files.MAX_QA_FILE_BYTES
-    qa_files.MAX_QA_FILE_BYTES = cap  # the project's cap is 512 MiB: the same code path, in less time
-    try:
-        with tempfile.TemporaryDirectory() as d, _endless(kind) as endless:
+    # the project's cap is 512 MiB: a smaller one takes the same code path in less time
+    with mock.patch.object(qa_files, "MAX_QA_FILE_BYTES", cap), tempfile.TemporaryDirectory() as d:
+        with _endless(kind) as endless:
             d = Path(d)
             (d / "pred.jsonl").write_text(json.dumps({IDS[0]: "the patent office"}))
             argv = ["evaluate", "--gold", endless, "--pred", d / "pred.jsonl", "--resamples", 10]
             rc, _, stderr = _main(argv + (["--out", d / "page.html"] if page else []))
             written = sorted(p.name for p in d.iterdir())
-    finally:
-        qa_files.MAX_QA_FILE_BYTES = saved
     said = [line for line in stderr.strip().splitlines() if ": warning: " not in line]
     assert rc == 2 and said == [_gold_cap_sentence(endless, cap)], (rc, stderr)
     assert written == ["pred.jsonl"]
