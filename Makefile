@@ -99,7 +99,8 @@ rehearse: setup
 # (benchmarks/recipe_choice.py, the candidates of notebooks/07f_systems.recipe_choice.ipynb): it first says what the runs not yet finished
 # cost (runs, tokens, minutes at a measured rate) and trains them only when that is confirmed: `make recipe-choice
 # ARGS=--yes` (or INDICIPR_YES=1). Each finished run is kept in data/models/recipe_choice/cv/ and reused, so a killed
-# comparison resumes; the table goes to $(RECIPE_RUN)/figures/tables/recipe_choice_cv.* (never figures/). Not the main job, not CI.
+# comparison resumes; the table and figure go to $(RECIPE_RUN)/figures/, and over the committed ones in figures/ only with
+# ARGS="--yes --record" (this job's own outputs, which notebook 08 checks the offline profile against). Not the main job, not CI.
 RECIPE_RUN ?= runs/recipe-choice
 recipe-choice: setup
 	$(BIN)/python benchmarks/recipe_choice.py --run-dir $(RECIPE_RUN) $(ARGS)

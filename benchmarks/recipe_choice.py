@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/recipe_choice.py --yes                 # train them (or INDICIPR_YES=1), then the table
     .venv/bin/python benchmarks/recipe_choice.py --candidates "short phase 1, rehearsal" "rehearsal, 3 epochs"   # two of them
     make recipe-choice ARGS=--yes                                      # the same, into runs/recipe-choice/
+    make recipe-choice ARGS="--yes --record"                           # and the committed table and figure
 
 Not the main job and not CI: every candidate of `recipe_choice.RECIPE_CANDIDATES` × fold × seed is a fine-tuning run
 (`encoders.cross_validate_recipes`; folds, seeds and the rule's margin are `config.RecipeChoice`'s unless given). First
@@ -12,23 +13,27 @@ it prints what the runs not yet finished cost: how many, the tokens they step th
 phase trains on) and the time at a rate measured here (the finished runs' own, else a few timed training steps); it
 trains them only when the cost is confirmed (`--yes` or `INDICIPR_YES=1`), exit 1 otherwise. Each finished run is kept in
 `data/models/recipe_choice/cv/<source>/` (one file, written through a temporary file and a rename) and reused, so a killed
-comparison resumes. The table `recipe_choice_cv` goes to `<run-dir>/figures/tables/` (never `figures/`): each candidate's
-cross-validated F1 ± sd, its difference from the best with the paired bootstrap's 95% interval, the main job's training
-tokens and CPU minutes, and the rule's choice (the cheapest within a point of the best and not significantly below it).
-The test split takes no part. Bad input: one sentence, exit 2.
+comparison resumes. The table `recipe_choice` goes to `<run-dir>/figures/tables/` and its figure to `<run-dir>/figures/`:
+each candidate's cross-validated F1 ± sd, its difference from the best with the paired bootstrap's 95% interval, the
+main job's training tokens and CPU minutes, and the rule's choice (the cheapest within a point of the best and not
+significantly below it). With `--record` (this job's purpose, as `indicipr doctor --record` is the canary's) the same
+files, byte for byte, replace the committed `figures/tables/recipe_choice.*` and `figures/recipe_choice.*`, which
+notebook 08 shows and checks the offline profile against. The test split takes no part. Bad input: one sentence, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from indicipr.data import basics, config, core, numerics  # noqa: E402
+from indicipr.data import basics, config, core  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,7 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--run-dir",
         default=str(ROOT / "runs" / "recipe-choice"),
-        help="the table goes to <run-dir>/figures/tables/recipe_choice_cv.* (default: runs/recipe-choice)",
+        help="the table goes to <run-dir>/figures/tables/recipe_choice.* (default: runs/recipe-choice)",
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="then copy the table and figure over the committed figures/tables/recipe_choice.* and figures/recipe_choice.*",
     )
     p.add_argument(
         "--yes", action="store_true", help="confirm the cost: train the runs not yet finished (or INDICIPR_YES=1)"
@@ -62,6 +72,26 @@ def parse_args(argv=None) -> argparse.Namespace:
 def check(option: str, value: int | None, low: int, high: int) -> None:
     if value is not None and not low <= value <= high:
         raise core.InputError(f"{option} {value}: give a number from {low:,} to {high:,}")
+
+
+def record(ctx, name: str = "recipe_choice") -> list[Path]:
+    """Copy the run folder's table (CSV, Markdown, LaTeX) and figure (PNG, PDF) `name` over the committed ones under the
+    checkout's `figures/`, each through a temporary file and a rename, as the committed writes they are."""
+    done = []
+    for src, dest in (
+        *((ctx.tables / f"{name}.{e}", ROOT / "figures" / "tables" / f"{name}.{e}") for e in ("csv", "md", "tex")),
+        *((ctx.figures / f"{name}.{e}", ROOT / "figures" / f"{name}.{e}") for e in ("png", "pdf")),
+    ):
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.{os.getpid()}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(src.read_bytes())
+            basics.replace_atomic(tmp, dest, committed=True)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        done.append(dest)
+    return done
 
 
 def run(args) -> int:
@@ -96,18 +126,12 @@ def run(args) -> int:
     if table is None:
         print(f"not started: confirm the cost with --yes (or {core.YES_ENV}=1 in the environment)", file=sys.stderr)
         return 1
-    ctx.save_table(
-        table.round(2),
-        "recipe_choice_cv",
-        caption="The offline recipe's candidates by group k-fold cross-validation over the training and validation "
-        f"sections of `{ctx.source_tag}` ({choice.folds} folds x seeds {', '.join(map(str, choice.seeds))}; the test "
-        "split takes no part): pooled out-of-fold F1 (mean over the seeds) and the sd of the runs, the difference from "
-        "the best with the paired bootstrap's 95% interval, the main job's training tokens and CPU minutes measured on "
-        f"{numerics.cpu_info()['model']}; chosen: the cheapest within {choice.within:g} point of the best and not "
-        "significantly below it.",
-    )
+    recipe_choice.save_cv_choice(ctx, table, choice)
     print(recipe_choice.cv_note(config.settings_for("encoders", "offline"), table, candidates, choice.within))
-    print(f"tables: {basics.mask_secrets(str(ctx.tables / 'recipe_choice_cv.md'))}")
+    print(f"tables: {basics.mask_secrets(str(ctx.tables / 'recipe_choice.md'))}")
+    if args.record:
+        for path in record(ctx):
+            print(f"recorded: {path.relative_to(ROOT)}")
     return 0
 
 

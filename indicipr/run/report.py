@@ -121,7 +121,9 @@ _RESULTS_ITEMS = (
         nb=_ENCODERS,
     ),
     _item("encoder_learning_curve", "Encoders: the learning curve", "encoder_learning_curve", nb=_ENCODERS, fold=True),
-    _item("recipe_choice", "Encoders: the recipe, chosen on validation", "recipe_choice", nb=_ENCODERS, fold=True),
+    _item(
+        "recipe_choice", "Encoders: the recipe, chosen by cross-validation", "recipe_choice", nb=_ENCODERS, fold=True
+    ),
     _item("encoder_boundary_decoding", "Encoders: boundary-aware decoding (evaluation only)", nb=_ENCODERS),
     _item("llm_results", "Prompted LLMs", nb=_LLMS, card="llms"),
     _item("closed_book", "Beyond the gold context: the closed-book probe", "closed_book", nb=_LLMS),

@@ -133,7 +133,8 @@ def recipe_choice_script():
 
 
 def test_recipe_choice_writes_its_table_in_the_run_folder_only_when_confirmed(root, tmp_path, monkeypatch, capsys):
-    "Unconfirmed: exit 1, nothing written; confirmed: the table in `<run-dir>/figures/tables/` and the rule's choice."
+    """Unconfirmed: exit 1, nothing written; confirmed: the table in `<run-dir>/figures/tables/`, its figure in
+    `<run-dir>/figures/` and the rule's choice; `--record`: the same bytes over the committed table and figure."""
     script = recipe_choice_script()
     plain, other = rc.RECIPE_CANDIDATES[:2]
     records = [
@@ -168,15 +169,34 @@ def test_recipe_choice_writes_its_table_in_the_run_folder_only_when_confirmed(ro
     monkeypatch.delenv("INDICIPR_YES", raising=False)
     out = tmp_path / "run"
     assert script.main(["--folds", "3", "--seeds", "5", "--run-dir", str(out)]) == 1
-    assert "confirm the cost with --yes" in capsys.readouterr().err and not list(out.rglob("recipe_choice_cv.*"))
+    assert "confirm the cost with --yes" in capsys.readouterr().err and not list(out.rglob("recipe_choice.*"))
     assert script.main(["--run-dir", str(out), "--yes"]) == 0
     assert seen == [(3, (5,), out / "figures" / "tables"), (4, (0, 1), out / "figures" / "tables")]
     said = capsys.readouterr().out
     assert f"chosen by cross-validation: {other.name} (CV F1 100.00, +0.00 against the best, {plain.name}" in said
     assert sorted(p.name for p in (out / "figures" / "tables").iterdir()) == [
-        f"recipe_choice_cv.{e}" for e in ("csv", "md", "tex")
+        f"recipe_choice.{e}" for e in ("csv", "md", "tex")
+    ]
+    assert sorted(p.name for p in (out / "figures").glob("recipe_choice.*")) == [
+        "recipe_choice.pdf",
+        "recipe_choice.png",
     ]
     assert not (root / "figures").exists()
+    checkout = tmp_path / "checkout"
+    (checkout / "figures" / "tables").mkdir(parents=True)
+    (checkout / "figures" / "tables" / "recipe_choice.md").write_text("an older table\n")
+    monkeypatch.setattr(script, "ROOT", checkout)
+    assert script.main(["--run-dir", str(out), "--yes", "--record"]) == 0
+    said = capsys.readouterr().out
+    for name in (
+        "tables/recipe_choice.csv",
+        "tables/recipe_choice.md",
+        "tables/recipe_choice.tex",
+        "recipe_choice.png",
+    ):
+        assert f"recorded: figures/{name}" in said
+        assert (checkout / "figures" / name).read_bytes() == (out / "figures" / name).read_bytes()
+    assert not [p for p in checkout.rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_recipe_choice_refuses_a_fold_count_in_one_sentence(capsys):
