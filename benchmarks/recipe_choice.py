@@ -24,9 +24,7 @@ notebook 08 shows and checks the offline profile against. The test split takes n
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,22 +74,12 @@ def check(option: str, value: int | None, low: int, high: int) -> None:
 
 def record(ctx, name: str = "recipe_choice") -> list[Path]:
     """Copy the run folder's table (CSV, Markdown, LaTeX) and figure (PNG, PDF) `name` over the committed ones under the
-    checkout's `figures/`, each through a temporary file and a rename, as the committed writes they are."""
-    done = []
-    for src, dest in (
+    checkout's `figures/`, each an atomic write on purpose to a committed file."""
+    pairs = (
         *((ctx.tables / f"{name}.{e}", ROOT / "figures" / "tables" / f"{name}.{e}") for e in ("csv", "md", "tex")),
         *((ctx.figures / f"{name}.{e}", ROOT / "figures" / f"{name}.{e}") for e in ("png", "pdf")),
-    ):
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.{os.getpid()}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(src.read_bytes())
-            basics.replace_atomic(tmp, dest, committed=True)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        done.append(dest)
-    return done
+    )
+    return [basics.write_bytes_atomic(dest, src.read_bytes(), committed=True) for src, dest in pairs]
 
 
 def run(args) -> int:

@@ -23,8 +23,8 @@ __all__ = ['WRITE_GUARDS', 'SECRET_ENV', 'PARAMETER_RANGES', 'InputError', 'writ
            'glob_escape', 'flat_paths', 'same_file', 'path_too_long', 'tidy_swap_leftovers', 'swap_folder',
            'mask_secrets', 'secret_parts', 'has_secret', 'parameter_secret_parts', 'scrub_file', 'terminal_text',
            'check_folder_name', 'Range', 'parameter_problem', 'check_parameter_ranges', 'current_umask',
-           'new_file_mode', 'special_file', 'replace_atomic', 'write_text_atomic', 'json_digest', 'loads_json',
-           'parse_parameter_value', 'in_jupyter_kernel', 'show_saved_figure']
+           'new_file_mode', 'special_file', 'replace_atomic', 'write_bytes_atomic', 'write_text_atomic', 'json_digest',
+           'loads_json', 'parse_parameter_value', 'in_jupyter_kernel', 'show_saved_figure']
 
 # %% ../../notebooks/00a_data.basics.ipynb #f2caf7ef
 class InputError(ValueError):
@@ -435,20 +435,20 @@ def replace_atomic(tmp: str | os.PathLike, path: str | os.PathLike, committed: b
     return Path(path)
 
 # %% ../../notebooks/00a_data.basics.ipynb #14b4141c
-def write_text_atomic(path: str | os.PathLike, text: str, committed: bool = False) -> Path:
-    """Write `text` to `path` through a temporary file and an atomic rename (the mode a plain write would give); into a
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, committed: bool = False) -> Path:
+    """Write `data` to `path` through a temporary file and an atomic rename (the mode a plain write would give); into a
     device or a FIFO directly. A failed write (no space left, a read-only folder) raises its `OSError` naming `path` and
     leaves what was there. `committed`: the caller writes a committed file on purpose (`write_target`)."""
     path = write_target(path, committed=committed)
     if special_file(path):
-        return _write_into(path, text.encode("utf-8"))
+        return _write_into(path, data)
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale_temps(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         return replace_atomic(tmp, path, committed=committed)
@@ -457,6 +457,11 @@ def write_text_atomic(path: str | os.PathLike, text: str, committed: bool = Fals
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+# %% ../../notebooks/00a_data.basics.ipynb #f4343947
+def write_text_atomic(path: str | os.PathLike, text: str, committed: bool = False) -> Path:
+    "`write_bytes_atomic` of `text` in UTF-8, its line ends as they are."
+    return write_bytes_atomic(path, text.encode("utf-8"), committed=committed)
 
 # %% ../../notebooks/00a_data.basics.ipynb #acae54e3
 def json_digest(value: Any, length: int | None = None) -> str:
