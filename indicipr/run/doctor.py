@@ -25,8 +25,8 @@ from ..llm.servers import local_llm_server
 # %% auto #0
 __all__ = ['CANARY_FILE', 'CANARY_STEPS', 'CANARY_BATCH', 'CANARY_TRAIN', 'CANARY_EVAL', 'CANARY_PROMPTS', 'CANARY_TOKENS',
            'DIGESTS', 'COVERS', 'canary_path', 'digest_arrays', 'digest_texts', 'canary_records', 'encoder_canary',
-           'llama_canary', 'llama_build', 'settings_record', 'differences', 'verdict', 'canary_shape_problem',
-           'constraint_differences', 'version_warnings', 'read_canary', 'run_doctor']
+           'llama_canary', 'llama_build', 'settings_record', 'differences', 'cpu_maker', 'expected_digests', 'verdict',
+           'canary_shape_problem', 'constraint_differences', 'version_warnings', 'read_canary', 'run_doctor']
 
 # %% ../../notebooks/12f_run.doctor.ipynb #1b3bcd83
 CANARY_FILE = "numerics_canary.json"  # in figures/, beside the outputs it vouches for
@@ -174,17 +174,37 @@ def differences(recorded: dict, current: dict) -> list[str]:
         out.append(f"llama.cpp built for {current.get('llama_build')} (recorded: {recorded.get('llama_build')})")
     return out
 
+# %% ../../notebooks/12f_run.doctor.ipynb #cf4ad164
+def cpu_maker() -> str:
+    "This CPU's maker as `cpuid` names it (`GenuineIntel`, `AuthenticAMD`; /proc/cpuinfo's `vendor_id`), or 'unknown'."
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "vendor_id" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return "unknown"
+
+# %% ../../notebooks/12f_run.doctor.ipynb #06bacbc8
+def expected_digests(recorded: dict, maker: str | None = None) -> dict:
+    """The digests a machine made by `maker` must give: the ones recorded on that maker's CPUs (`by_maker`), else the
+    file's `digests`. MKL, PyTorch's BLAS, chooses its kernels by the CPU's maker as well as by instruction set (its
+    reproducible AVX2 path is for Intel processors only), so the last bits of fine-tuned weights differ between an Intel
+    and an AMD machine while the committed tables agree; each maker's digests are recorded on one of its CPUs."""
+    return (recorded.get("by_maker") or {}).get(maker) or recorded.get("digests", {})
+
 # %% ../../notebooks/12f_run.doctor.ipynb #4095b1e7
-def verdict(recorded: dict, measured: dict, current: dict) -> tuple[bool, list[str]]:
-    "(whether every digest matches, the lines to print): the digests that differ, what differs, and what to do."
-    bad = [k for k in DIGESTS if k in measured and measured[k] != recorded.get("digests", {}).get(k)]
+def verdict(recorded: dict, measured: dict, current: dict, maker: str | None = None) -> tuple[bool, list[str]]:
+    """(whether every digest matches those recorded for `maker`'s CPUs, the lines to print): the digests that differ,
+    what differs, and what to do."""
+    expected = expected_digests(recorded, maker)
+    bad = [k for k in DIGESTS if k in measured and measured[k] != expected.get(k)]
     if not bad:
         return True, ["this machine reproduces the committed numbers (digests of " + ", ".join(DIGESTS) + " match)"]
     lines = [f"this machine does NOT reproduce the committed numbers: {len(bad)} of {len(DIGESTS)} digests differ"]
-    lines += [
-        f"  {k}: {COVERS[k]} differs ({measured[k][:12]}, committed {str(recorded.get('digests', {}).get(k))[:12]})"
-        for k in bad
-    ]
+    lines += [f"  {k}: {COVERS[k]} differs ({measured[k][:12]}, committed {str(expected.get(k))[:12]})" for k in bad]
     diff = differences(recorded.get("settings", {}), current)
     if diff:
         lines.append("  what differs from the committed run: " + "; ".join(diff))
@@ -206,6 +226,11 @@ def canary_shape_problem(data) -> str | None:
     of plain values and whose `mode` and `llama_build` are strings. Checked before the canary runs, not after."""
     if not isinstance(data, dict) or not isinstance(data.get("digests"), dict):
         return "no 'digests' object"
+    by_maker = data.get("by_maker", {})
+    if not isinstance(by_maker, dict) or not all(
+        isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in by_maker.values()
+    ):
+        return "'by_maker' is not an object of digest objects"
     wrong = [k for k, v in data["digests"].items() if not isinstance(v, str)]
     if wrong:
         return f"digest {wrong[0]!r} is a {type(data['digests'][wrong[0]]).__name__}, not a string"
@@ -315,11 +340,15 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
     if record:
         if missing := [k for k in DIGESTS if k not in digests]:
             raise InputError(f"--record: the canary measured no {', '.join(missing)} digest; {path} is kept as it was")
-        text = json.dumps({"digests": digests, "settings": current}, indent=2, sort_keys=True) + "\n"
+        maker = cpu_maker()
+        old = read_canary(path) if path.is_file() else {}
+        by_maker = {**(old.get("by_maker") or {}), maker: digests}
+        data = {"digests": old.get("digests") or digests, "by_maker": by_maker, "settings": current}
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
         write_text_atomic(path, text, committed=True)  # the one committed file a command writes: what it measured
-        echo(f"recorded the canary digests in {path}")
+        echo(f"recorded the canary digests of {maker} CPUs in {path}")
         return 0
-    ok, lines = verdict(recorded, digests, current)
+    ok, lines = verdict(recorded, digests, current, cpu_maker())
     for line in lines:
         echo(line)
     return 0 if ok else 1
