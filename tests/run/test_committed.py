@@ -150,7 +150,13 @@ def test_doctor_record_writes_a_whole_record_or_nothing(checkout, monkeypatch):
     assert canary.read_bytes() == before
     monkeypatch.setattr(doctor, "llama_canary", lambda: {"tokens": "t" * 64})
     assert doctor.run_doctor(record=True, echo=lambda *a: None) == 0
-    assert json.loads(canary.read_text())["digests"] == {"weights": "w" * 64, "logits": "l" * 64, "tokens": "t" * 64}
+    written, kept = json.loads(canary.read_text()), json.loads(before)
+    # this maker's digests are the ones measured; the file's `digests` and other makers' records are kept
+    assert written["by_maker"][doctor.cpu_maker()] == {"weights": "w" * 64, "logits": "l" * 64, "tokens": "t" * 64}
+    assert written["digests"] == kept["digests"]
+    assert {k: v for k, v in written["by_maker"].items() if k != doctor.cpu_maker()} == {
+        k: v for k, v in kept.get("by_maker", {}).items() if k != doctor.cpu_maker()
+    }
 
 
 def test_the_main_job_writes_its_own_outputs_and_no_other_committed_file(checkout, main_job):
