@@ -124,14 +124,17 @@ KERNEL_FLAGS = (
 
 
 def cpu_info() -> dict:
-    "This CPU's model and the `KERNEL_FLAGS` it has (Linux's /proc/cpuinfo; elsewhere what `platform` says)."
-    model, flags = platform.processor() or platform.machine(), set()
+    """This CPU's model, its maker as `cpuid` names it (`GenuineIntel`, `AuthenticAMD`; 'unknown' where not read) and the
+    `KERNEL_FLAGS` it has (Linux's /proc/cpuinfo; elsewhere what `platform` says)."""
+    model, maker, flags = platform.processor() or platform.machine(), "unknown", set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
                 key, _, value = line.partition(":")
                 if key.strip() == "model name" and value.strip():
                     model = value.strip()
+                elif key.strip() == "vendor_id" and value.strip():
+                    maker = value.strip()
                 elif key.strip() in ("flags", "Features") and not flags:
                     flags = set(value.split())
     except OSError:
@@ -139,6 +142,7 @@ def cpu_info() -> dict:
     return {
         "machine": platform.machine(),
         "model": model,
+        "maker": maker,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "kernel_flags": [f for f in KERNEL_FLAGS if f in flags],
     }

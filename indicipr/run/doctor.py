@@ -176,16 +176,8 @@ def differences(recorded: dict, current: dict) -> list[str]:
 
 # %% ../../notebooks/12f_run.doctor.ipynb #cf4ad164
 def cpu_maker() -> str:
-    "This CPU's maker as `cpuid` names it (`GenuineIntel`, `AuthenticAMD`; /proc/cpuinfo's `vendor_id`), or 'unknown'."
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "vendor_id" and value.strip():
-                    return value.strip()
-    except OSError:
-        pass
-    return "unknown"
+    "This CPU's maker as `cpuid` names it (`GenuineIntel`, `AuthenticAMD`), or 'unknown' (`numerics.cpu_info`)."
+    return numerics.cpu_info()["maker"]
 
 # %% ../../notebooks/12f_run.doctor.ipynb #06bacbc8
 def expected_digests(recorded: dict, maker: str | None = None) -> dict:
