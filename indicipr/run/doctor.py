@@ -311,9 +311,12 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
             "--record writes every digest of the committed canary, the tokens one (SmolLM2) included; "
             "drop --no-llm (nothing was written)"
         )
-    recorded = None if record else read_canary(path)
+    # read (and shape-checked) before the canary runs; `--record` keeps the other makers' digests of a file already there
+    recorded = read_canary(path) if not record or path.is_file() else {}
     problems = numerics.pin()
-    echo(numerics.status_line(numerics.numerics_status()))
+    status = numerics.numerics_status()
+    maker = status["cpu"]["maker"]
+    echo(numerics.status_line(status))
     for p in problems:
         echo(f"warning: {p}")
     t0 = time.perf_counter()
@@ -332,15 +335,13 @@ def run_doctor(record: bool = False, llm: bool = True, path: Path | None = None,
     if record:
         if missing := [k for k in DIGESTS if k not in digests]:
             raise InputError(f"--record: the canary measured no {', '.join(missing)} digest; {path} is kept as it was")
-        maker = cpu_maker()
-        old = read_canary(path) if path.is_file() else {}
-        by_maker = {**(old.get("by_maker") or {}), maker: digests}
-        data = {"digests": old.get("digests") or digests, "by_maker": by_maker, "settings": current}
+        by_maker = {**(recorded.get("by_maker") or {}), maker: digests}
+        data = {"digests": recorded.get("digests") or digests, "by_maker": by_maker, "settings": current}
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
         write_text_atomic(path, text, committed=True)  # the one committed file a command writes: what it measured
         echo(f"recorded the canary digests of {maker} CPUs in {path}")
         return 0
-    ok, lines = verdict(recorded, digests, current, cpu_maker())
+    ok, lines = verdict(recorded, digests, current, maker)
     for line in lines:
         echo(line)
     return 0 if ok else 1
