@@ -236,9 +236,12 @@ def run_judges(
     config=None,
     options: JudgeOptions = JudgeOptions(),
 ) -> dict[str, list[dict]]:
-    "Open the judges' endpoints (`config`: an `llm_servers.LLMConfig`, default from the environment), `judge_all`, write each judge's judgments."
+    """Open the judges' endpoints (`config`: an `llm_servers.LLMConfig`, default from the environment; a local model
+    served by `options.concurrency` copies), `judge_all`, write each judge's judgments."""
     judges = _distinct_judges(judges)
-    with llm_servers.open_endpoints(config or llm_servers.llm_config(), [j.model for j in judges]) as endpoints:
+    models = [j.model for j in judges]
+    config = config or llm_servers.llm_config()
+    with llm_servers.open_endpoints(config, models, replicas=options.concurrency) as endpoints:
         out = judge_all(records, judges, endpoints, options)
     for j in judges:
         qa_files.write_jsonl(judgments_path(data_source, j), out[j.name])

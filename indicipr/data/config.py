@@ -394,7 +394,7 @@ class QualitySettings(StageSettings):
     audit_pairs: int = CARD["audit"]["test_pairs"]  # the card's human audit: 200 test pairs
     audit_seed: int = 0  # the stratified draw of the audit kit
     audit_folder: str | None = None  # the audit kit's folder (filled sheets in its filled/); None: data/audit/<source>/
-    concurrency: int  # requests in flight (offline 1: the local server)
+    concurrency: int  # requests in flight (offline 2: two copies of the local server, as notebook 09)
     llm_endpoints: str | Mapping | None = None  # server per model ('NAME=URL,…'); None: the default routes
     confirm_cost: bool = False  # True: run a paid job above the cost threshold
 
@@ -409,7 +409,7 @@ QUALITY = {
             Judge("smollm2-smoke-s2", LOCAL_LLM, {"temperature": 0.8, "max_tokens": 96, "seed": 2}),
         ),
         smoke=True,
-        concurrency=1,
+        concurrency=2,
     ),
     "paper": QualitySettings(
         judge_split="merged",

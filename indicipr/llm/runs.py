@@ -11,9 +11,9 @@ import importlib.util
 import json
 import logging
 import math
-import queue
 import re
-from collections import Counter
+import threading
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -208,6 +208,29 @@ def _with_ollama_windows(reqs: list[tuple]) -> list[tuple]:
     return [(sized.get(ep, ep), m, s, p) for ep, m, s, p in reqs]
 
 
+def _unique_by_endpoint(reqs: list[tuple], first: dict[str, int]) -> dict[Endpoint, list[int]]:
+    "The index of each distinct request (its first copy), grouped by endpoint, in input order."
+    groups: dict[Endpoint, list[int]] = {}
+    for i in sorted(first.values()):
+        groups.setdefault(reqs[i][0], []).append(i)
+    return groups
+
+
+def _shares(indices: list[int], n: int) -> list[deque]:
+    "`indices` cut into `n` runs of consecutive ones, in order, their lengths differing by at most one."
+    size, extra = divmod(len(indices), n)
+    cuts = [k * size + min(k, extra) for k in range(n + 1)]
+    return [deque(indices[a:b]) for a, b in zip(cuts, cuts[1:])]
+
+
+def _next_of_lane(own: deque, shares: list[deque]) -> int | None:
+    "The next request of a lane: the front of its own run, else the back of the longest other run; None when all are done."
+    if own:
+        return own.popleft()
+    longest = max(shares, key=len)
+    return longest.pop() if longest else None
+
+
 def run_requests(
     endpoint: Endpoint | None,
     requests: Iterable,
@@ -229,34 +252,48 @@ def run_requests(
         first.setdefault(k, i)
     copies = Counter(keys)
     done: dict[str, ChatResult] = {}
-    # an endpoint's copies (`Endpoint.replicas`), each used by one request at a time
-    free: dict[Endpoint, queue.Queue] = {}
-    for ep in {r[0] for r in reqs if r[0].replicas}:
-        free[ep] = queue.Queue()
-        for url in (ep.base_url, *ep.replicas):
-            free[ep].put(url)
+    # an endpoint's copies (`Endpoint.replicas`), each used by one request at a time: each copy takes a run of
+    # consecutive requests in order and then helps the others from the ends of theirs (`_next_of_lane`), so requests
+    # that share a long prefix (questions on one context, the same few-shot examples) mostly reach the copy that has
+    # just evaluated that prefix, which llama.cpp then reuses
+    lanes, singles = [], []
+    for ep, idx in _unique_by_endpoint(reqs, first).items():
+        if ep.replicas:
+            urls = (ep.base_url, *ep.replicas)
+            shares = _shares(idx, len(urls))
+            lanes += [(replace(ep, base_url=url, replicas=()), shares[k], shares) for k, url in enumerate(urls)]
+        else:
+            singles += idx
+    lock, stop = threading.Lock(), threading.Event()
+    bar = tqdm(total=len(reqs), desc=desc, disable=not progress)
 
-    def one(i):
-        ep, m, s, p = reqs[i]
-        url = free[ep].get() if ep in free else None
+    def one(i, ep=None):
+        _, m, s, p = reqs[i]
         try:
-            return chat_json(replace(ep, base_url=url, replicas=()) if url else ep, m, s, cache, validate=validate, **p)
+            res = chat_json(ep or reqs[i][0], m, s, cache, validate=validate, **p)
         except LLMRequestError as e:
             if not record_request_errors:
                 raise
-            return ChatResult(None, None, str(e))
-        finally:
-            if url:
-                free[ep].put(url)
+            res = ChatResult(None, None, str(e))
+        with lock:
+            done[keys[i]] = res
+            bar.update(copies[keys[i]])
 
-    bar = tqdm(total=len(reqs), desc=desc, disable=not progress)
+    def lane(ep, own, shares):
+        while not stop.is_set():
+            with lock:
+                i = _next_of_lane(own, shares)
+            if i is None:
+                return
+            one(i, ep)
+
     pool = ThreadPoolExecutor(max_workers=max(1, int(concurrency)))
     try:
-        futures = {pool.submit(one, i): keys[i] for i in first.values()}
+        futures = [pool.submit(lane, *x) for x in lanes] + [pool.submit(one, i) for i in singles]
         for fut in as_completed(futures):
-            done[futures[fut]] = fut.result()
-            bar.update(copies[futures[fut]])
+            fut.result()
     except BaseException:
+        stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

@@ -488,6 +488,35 @@ def test_replicas_take_one_request_each_and_the_replies_keep_their_order(no_llm_
     assert endpoint == Endpoint(a.base_url, MODEL, timeout=5, max_retries=0)  # the copies are not what it is
 
 
+def test_replicas_take_consecutive_requests_and_the_fast_one_helps(no_llm_api_key):
+    """Each copy takes a run of consecutive requests in order (requests that share a prefix reach the copy that has
+    just read it); a copy that finishes its run takes the others' from their ends, so a slow copy holds nobody up."""
+
+    def echo(delay):
+        def reply(body):
+            time.sleep(delay)
+            return json.dumps({"items": [body["messages"][-1]["content"]]})
+
+        return reply
+
+    def asked(server):
+        return [r["body"]["messages"][-1]["content"] for r in server.requests]
+
+    requests = [{"messages": [{"role": "user", "content": f"q{i}"}], "schema": None, "params": {}} for i in range(8)]
+    with OpenAIStandIn([MODEL], reply=echo(0.02)) as a, OpenAIStandIn([MODEL], reply=echo(0.02)) as b:
+        endpoint = Endpoint(a.base_url, MODEL, timeout=5, max_retries=0, replicas=(b.base_url,))
+        results = run_requests(endpoint, requests, None, concurrency=2, validate=False, progress=False)
+    assert [r.parsed for r in results] == [{"items": [f"q{i}"]} for i in range(8)]
+    assert asked(a) == ["q0", "q1", "q2", "q3"] and asked(b) == ["q4", "q5", "q6", "q7"]
+    with OpenAIStandIn([MODEL], reply=echo(0.3)) as slow, OpenAIStandIn([MODEL], reply=echo(0.01)) as fast:
+        endpoint = Endpoint(slow.base_url, MODEL, timeout=5, max_retries=0, replicas=(fast.base_url,))
+        results = run_requests(endpoint, requests, None, concurrency=2, validate=False, progress=False)
+    assert [r.parsed for r in results] == [{"items": [f"q{i}"]} for i in range(8)]
+    took = asked(slow)
+    assert took == [f"q{i}" for i in range(len(took))] and len(took) < 4  # the front of its run, no more
+    assert sorted(asked(fast)) == sorted(f"q{i}" for i in range(len(took), 8))
+
+
 @pytest.mark.slow
 @needs_llama_cpp
 def test_local_llm_server_replicas_give_the_replies_of_one_server(tmp_path):
