@@ -5,6 +5,7 @@
 # %% ../../notebooks/07b_systems.training.ipynb #94996e3b
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -20,9 +21,13 @@ from ..data import numerics
 from .qa_model import Windows, round_up
 from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
 
+# the attention implementation `dropout_attention` registers with transformers
+TRAIN_ATTENTION = "indicipr_sdpa_dropout"
+
 # %% auto #0
-__all__ = ['TRAIN_ENGINES', 'SPEED_SETTINGS', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple', 'resolved_cuda_graphs',
-           'planned_steps', 'cpu_bf16_native', 'last_checkpoint', 'freeze_embeddings', 'fit']
+__all__ = ['TRAIN_ATTENTION', 'TRAIN_ENGINES', 'SPEED_SETTINGS', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple',
+           'resolved_cuda_graphs', 'planned_steps', 'cpu_bf16_native', 'last_checkpoint', 'sdpa_dropout_attention',
+           'dropout_attention', 'freeze_embeddings', 'fit']
 
 # %% ../../notebooks/07b_systems.training.ipynb #e1a06d1f
 class PackedWindows(torch.utils.data.Dataset):
@@ -280,7 +285,7 @@ def _model_attention_mask(model, keep: torch.Tensor):
     """The attention mask as the model takes it without inspecting it: (B, 1, 1, L) boolean for SDPA, additive for
     eager attention (transformers returns a 4-D mask as it is); the 2-D mask for any other attention."""
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
-    if impl == "sdpa":
+    if impl in ("sdpa", TRAIN_ATTENTION):
         return keep[:, None, None, :]
     if impl == "eager":
         return torch.zeros(keep.shape, device=keep.device).masked_fill_(~keep, torch.finfo(torch.float32).min)[
@@ -597,6 +602,63 @@ def _train_loop(
         model, args, state, step_losses, resumed, rank, world, precision, runner.summary() if runner else None
     )
 
+# %% ../../notebooks/07b_systems.training.ipynb #deddac02
+def sdpa_dropout_attention(
+    module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs
+):
+    """transformers' SDPA attention (its signature and output), computed as PyTorch's math path computes it when
+    training on a CPU with dropout and a boolean padding mask over the keys (the same bits, without the search for
+    fully masked rows); transformers' own `sdpa_attention_forward` in any other case."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    mask = attention_mask
+    ours = (
+        module.training
+        and dropout > 0
+        and query.device.type == "cpu"
+        and getattr(module, "num_key_value_groups", 1) == 1
+        and kwargs.get("position_bias") is None
+        and mask is not None
+        and mask.dtype == torch.bool
+        and mask.shape[-2] == 1  # over the keys only: a row is masked everywhere only if its window has no token
+        and bool(mask.any(-1).all())
+        and not torch.jit.is_tracing()
+    )
+    if not ours:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
+    root = math.sqrt(query.size(-1) ** -0.5 if scaling is None else scaling)  # the math path scales q and k by it
+    add = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf"))
+    scores = torch.matmul(query * root, key.transpose(-2, -1) * root)
+    scores.add_(add)
+    probs = torch.nn.functional.dropout(torch.softmax(scores, -1), dropout, True)
+    return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
+
+# %% ../../notebooks/07b_systems.training.ipynb #914995cf
+@contextlib.contextmanager
+def dropout_attention(model):
+    """Within the block, a model on SDPA attention computes it with `sdpa_dropout_attention` (registered with
+    transformers as `TRAIN_ATTENTION`); after it, SDPA again. Any other model, or one whose class cannot take a
+    registered attention, stays as it is."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    config = getattr(model, "config", None)
+    swap = getattr(config, "_attn_implementation", None) == "sdpa"
+    if swap:
+        AttentionInterface.register(TRAIN_ATTENTION, sdpa_dropout_attention)
+        AttentionMaskInterface.register(TRAIN_ATTENTION, sdpa_mask)  # the mask as SDPA takes it
+        try:
+            model.set_attn_implementation(TRAIN_ATTENTION)
+        except (ValueError, ImportError):
+            swap = False
+    try:
+        yield model
+    finally:
+        if swap:
+            model.set_attn_implementation("sdpa")
+
 # %% ../../notebooks/07b_systems.training.ipynb #6881090d
 def freeze_embeddings(model) -> int:
     "Stop gradients into `model`'s embedding layer (word, position, token-type embeddings and their LayerNorm); the count of tensors frozen."
@@ -616,13 +678,14 @@ def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=Non
         freeze_embeddings(model)
     args = _training_arguments(cfg, output_dir, len(train), **overrides)
     resume = last_checkpoint(output_dir)
-    if cfg.engine == "trainer":
-        if resume and (Path(resume) / _LOOP_STATE).exists():
-            resume = None
-        trainer = _QATrainer(
-            model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks
-        )
-        trainer.train(resume_from_checkpoint=resume)
-        trainer.resumed_from = resume
-        return trainer
-    return _train_loop(model, train, args, callbacks, resolved_cuda_graphs(cfg), resume)
+    with dropout_attention(model):
+        if cfg.engine == "trainer":
+            if resume and (Path(resume) / _LOOP_STATE).exists():
+                resume = None
+            trainer = _QATrainer(
+                model=model, args=args, train_dataset=train, data_collator=train.collate, callbacks=callbacks
+            )
+            trainer.train(resume_from_checkpoint=resume)
+            trainer.resumed_from = resume
+            return trainer
+        return _train_loop(model, train, args, callbacks, resolved_cuda_graphs(cfg), resume)

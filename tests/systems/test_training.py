@@ -4,7 +4,8 @@
 * its hot path asks the host for no tensor value (what is a device sync on a GPU);
 * an interrupted run resumed from its checkpoint is the uninterrupted run;
 * a run in the pool is the same run as alone (same loss curve, same predictions);
-* `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch.
+* `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch;
+* training with dropout through `dropout_attention` gives the bits of PyTorch's own attention.
 """
 
 import json
@@ -120,6 +121,33 @@ def test_loop_computes_the_trainer_recipe(tiny_dirs, packed, tmp_path, one_threa
     final = loop.state.log_history[-1]
     assert final["train_loss"] == pytest.approx(np.mean(loop.step_losses)) and final["train_runtime"] > 0
     assert [h["step"] for h in loop.state.log_history if "loss" in h] == list(range(1, loop.state.global_step + 1))
+
+
+@pytest.mark.parametrize("engine", ["loop", "trainer"])
+def test_dropout_attention_trains_the_bits_of_pytorchs_attention(
+    tiny_dirs, packed, tmp_path, one_thread, monkeypatch, engine
+):
+    """With dropout, a run through `dropout_attention` (`fit`'s) and one through PyTorch's own SDPA (the block replaced by
+    one that changes nothing) end with the same weights, bit for bit, and the model is on SDPA again afterwards."""
+    import contextlib
+
+    swapped = []
+    real = TR.sdpa_dropout_attention
+
+    def counting(module, *a, **kw):
+        swapped.append(module.training)
+        return real(module, *a, **kw)
+
+    monkeypatch.setattr(TR, "sdpa_dropout_attention", counting)
+    ours = _model(tiny_dirs["dropout"])
+    TR.fit(ours, packed, _cfg(engine=engine, epochs=1), tmp_path / "ours", disable_tqdm=True)
+    assert swapped and all(swapped)  # the registered attention ran, in training
+    assert ours.config._attn_implementation == "sdpa"
+    monkeypatch.setattr(TR, "dropout_attention", contextlib.nullcontext)
+    plain = _model(tiny_dirs["dropout"])
+    TR.fit(plain, packed, _cfg(engine=engine, epochs=1), tmp_path / "plain", disable_tqdm=True)
+    for (name, a), b in zip(ours.state_dict().items(), plain.state_dict().values()):
+        assert torch.equal(a, b), name
 
 
 def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_path, one_thread, monkeypatch):
