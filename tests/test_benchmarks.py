@@ -369,3 +369,36 @@ def test_train_profile_groups_operators():
     assert bench.group_of("aten::nll_loss_backward") == "loss"
     assert bench.group_of("aten::_softmax") == "attention (rest)"
     assert bench.group_of("aten::something_new") == "other operators"
+
+
+def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
+    """`benchmarks/llm_floor.py`'s floor evaluates each prompt after the prefix it shares with the request before (its
+    prompt and reply), at least one token of it, then the reply token by token without the last (sampled, never fed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    class Fake:
+        "Records what it is asked to evaluate, from which position."
+
+        def __init__(self):
+            self.n_tokens, self.calls = 0, []
+
+        def eval(self, tokens):
+            self.calls.append((self.n_tokens, list(tokens)))
+            self.n_tokens += len(tokens)
+
+    assert bench.common_prefix([1, 2, 3], [1, 2, 4]) == 2 and bench.common_prefix([], [1]) == 0
+    fake = Fake()
+    out = bench.floor_seconds(fake, [[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3, 5, 6]], [[7, 8, 0], [9, 0], [0]])
+    assert fake.calls == [
+        (0, [1, 2, 3, 4]),
+        (4, [7]),
+        (5, [8]),
+        (3, [5, 6]),  # the first three tokens are the previous prompt's
+        (5, [9]),
+        (4, [6]),  # the same prompt again: its last token is evaluated, for the logits
+    ]
+    assert out["prompt_evaluated"] == 4 + 2 + 1 and out["reply"] == 3 + 2 + 1 and out["seconds"] >= 0
