@@ -68,6 +68,13 @@ RECIPE_CANDIDATES = (
         0.5,
         2.0,
     ),
+    Candidate(
+        "short phase 1, rehearsal, 3 epochs",
+        f"phase 1 for 1 epoch, then phase 2 for 3 epochs {_REHEARSING}",
+        _SHORT_PHASE1,
+        0.5,
+        3.0,
+    ),
     *(
         Candidate(f"rehearsal, {epochs}", f"phase 1, then phase 2 for {epochs} {_REHEARSING}", _PHASE1, 0.5, float(n))
         for n, epochs in ((1, "1 epoch"), (2, "2 epochs"), (3, "3 epochs"))
