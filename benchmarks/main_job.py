@@ -15,8 +15,9 @@ phase 1). No fp32 implementation with this BLAS on this CPU trains those tokens 
 factor a faster loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
 cores they shared.
 
-The LLM stages get no floor: llama.cpp's quantised kernels are not torch's matmul, and the run does not record their
-token counts.
+The LLM stages get no floor here: llama.cpp's quantised kernels are not torch's matmul, and the run does not record
+their token counts. `benchmarks/llm_floor.py` sets notebook 09's requests against the llama.cpp build evaluating
+exactly their tokens.
 
 `--run` clones the checkout's HEAD into a temporary folder (its `data/sample/` included; `../shared` named by
 `INDICIPR_SHARED`) and runs `indicipr reproduce` there with this venv, so nothing of the checkout is written.
