@@ -608,7 +608,9 @@ def sdpa_dropout_attention(
 ):
     """transformers' SDPA attention (its signature and output), computed as PyTorch's math path computes it when
     training on a CPU with dropout and a boolean padding mask over the keys (the same bits, without the search for
-    fully masked rows); transformers' own `sdpa_attention_forward` in any other case."""
+    fully masked rows); transformers' own `sdpa_attention_forward` in any other case. Every window of a training
+    batch has tokens, so no row is masked everywhere; one that were would get NaN here where PyTorch gives zeros (the
+    mask is not inspected: on a GPU that would be a host sync in every layer)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     mask = attention_mask
@@ -621,7 +623,6 @@ def sdpa_dropout_attention(
         and mask is not None
         and mask.dtype == torch.bool
         and mask.shape[-2] == 1  # over the keys only: a row is masked everywhere only if its window has no token
-        and bool(mask.any(-1).all())
         and not torch.jit.is_tracing()
     )
     if not ours:
