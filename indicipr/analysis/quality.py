@@ -239,9 +239,8 @@ def run_judges(
     """Open the judges' endpoints (`config`: an `llm_servers.LLMConfig`, default from the environment; a local model
     served by `options.concurrency` copies), `judge_all`, write each judge's judgments."""
     judges = _distinct_judges(judges)
-    models = [j.model for j in judges]
     config = config or llm_servers.llm_config()
-    with llm_servers.open_endpoints(config, models, replicas=options.concurrency) as endpoints:
+    with llm_servers.open_endpoints(config, [j.model for j in judges], replicas=options.concurrency) as endpoints:
         out = judge_all(records, judges, endpoints, options)
     for j in judges:
         qa_files.write_jsonl(judgments_path(data_source, j), out[j.name])

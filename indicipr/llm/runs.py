@@ -209,9 +209,9 @@ def _with_ollama_windows(reqs: list[tuple]) -> list[tuple]:
 
 
 def _unique_by_endpoint(reqs: list[tuple], first: dict[str, int]) -> dict[Endpoint, list[int]]:
-    "The index of each distinct request (its first copy), grouped by endpoint, in input order."
+    "The index of each distinct request (its first copy), grouped by endpoint, in input order (`first`'s own)."
     groups: dict[Endpoint, list[int]] = {}
-    for i in sorted(first.values()):
+    for i in first.values():
         groups.setdefault(reqs[i][0], []).append(i)
     return groups
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import Trainer, TrainingArguments
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from ..data import numerics
 from .qa_model import Windows, round_up
@@ -611,8 +612,6 @@ def sdpa_dropout_attention(
     fully masked rows); transformers' own `sdpa_attention_forward` in any other case. Every window of a training
     batch has tokens, so no row is masked everywhere; one that were would get NaN here where PyTorch gives zeros (the
     mask is not inspected: on a GPU that would be a host sync in every layer)."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     mask = attention_mask
     ours = (
         module.training
