@@ -6,11 +6,12 @@ evaluation of exactly the tokens the stage evaluates.
     .venv/bin/python benchmarks/llm_floor.py --questions 30 --in-process
 
 The requests are notebook 09's (`llm_qa.qa_requests`: the offline profile's split, shots, token cap and answer schema).
-Each setting is measured three ways in one run, on the same machine, one after another:
+Each setting is measured four ways in one run, on the same machine, one after another:
 
 | line | what runs |
 |---|---|
 | **served** (ours) | what the stage does: `llm.runs.run_requests` through the project's llama.cpp servers (the profile's replicas, one thread each) over HTTP, the answer schema as a grammar, an empty cache so every request is a model call |
+| **served** (llama-cpp-python's server) | the same, with llama-cpp-python's own server program (`python -m llama_cpp.server`) in place of the project's: the peer, whose sampler runs the schema's grammar over the whole vocabulary at every token where the project's asks it about the greedy token first (`servers.greedy_first_llama`); the replies must be the same, byte for byte |
 | in-process (`--in-process`) | the same requests through `llama_cpp.Llama.create_chat_completion` in this process, one thread: the server's own work (chat template, grammar, sampling, detokenising) without HTTP |
 | **floor** | the llama.cpp build evaluating the same tokens and nothing else: each prompt as the chat template renders it (after the prefix it shares with the previous request, which llama-cpp-python reuses too), then the served reply's tokens one at a time, as decoding feeds them; no sampling, no grammar |
 
@@ -88,13 +89,20 @@ def floor_seconds(llm, prompts: list[list[int]], replies: list[list[int]]) -> di
     return {"seconds": seconds, "prompt_evaluated": evaluated, "reply": decoded}
 
 
-def served_seconds(requests: list[dict], replicas: int) -> tuple[float, list]:
-    "The stage's own path: the project's llama.cpp servers, an empty cache; (seconds, results)."
+LIBRARY_SERVER = "import runpy; runpy.run_module('llama_cpp.server', run_name='__main__')"  # python -m llama_cpp.server
+
+
+def served_seconds(requests: list[dict], replicas: int, program: str | None = None) -> tuple[float, list]:
+    """The stage's own path: the project's llama.cpp servers (or servers running `program`), an empty cache;
+    (seconds, results)."""
     from indicipr.llm.client import ResponseCache
     from indicipr.llm.runs import run_requests
-    from indicipr.llm.servers import local_llm_server
+    from indicipr.llm.servers import SERVER_PROGRAM, local_llm_server
 
-    with tempfile.TemporaryDirectory() as tmp, local_llm_server(replicas=replicas) as endpoint:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        local_llm_server(replicas=replicas, program=program or SERVER_PROGRAM) as endpoint,
+    ):
         t0 = time.perf_counter()
         results = run_requests(
             endpoint,
@@ -171,6 +179,8 @@ def main(argv=None) -> int:
     for setting in args.settings:
         requests = stage_requests(setting, args.questions)
         served, results = served_seconds(requests, replicas)
+        peer, peer_results = served_seconds(requests, replicas, LIBRARY_SERVER)
+        same = [r.raw for r in results] == [r.raw for r in peer_results]
         prompts = [prompt_tokens(llm, formatter, r["messages"]) for r in requests]
         replies = [reply_tokens(llm, res.raw) for res in results]
         check = llm.create_chat_completion(messages=requests[0]["messages"], max_tokens=1)["usage"]["prompt_tokens"]
@@ -184,19 +194,20 @@ def main(argv=None) -> int:
         if args.in_process:
             inproc = in_process_seconds(llm, requests)
         spread = floor["seconds"] / min(replicas, cores)
-        rows.append((setting, len(requests), sum(map(len, prompts)), floor, served, inproc, spread))
+        rows.append((setting, len(requests), sum(map(len, prompts)), floor, served, peer, same, inproc, spread))
     print(
         "| setting | requests | prompt tokens | evaluated (after shared prefixes) | reply tokens | served (ours) "
-        "| in-process, 1 thread | floor, 1 thread | floor on the servers' cores | served / floor |"
+        "| served (llama-cpp-python's server) | same replies | in-process, 1 thread | floor, 1 thread | floor on the servers' cores | served / floor |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for setting, n, ptok, floor, served, inproc, spread in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for setting, n, ptok, floor, served, peer, same, inproc, spread in rows:
         ratio = served / spread if spread else float("nan")
         shown = (
             f"{ratio:.2f}" if ratio >= 1 else f"— (below the floor, {ratio:.2f}: a busy machine while the floor ran)"
         )
         print(
-            f"| {setting} | {n} | {ptok:,} | {floor['prompt_evaluated']:,} | {floor['reply']:,} | {served:.1f} s | "
+            f"| {setting} | {n} | {ptok:,} | {floor['prompt_evaluated']:,} | {floor['reply']:,} | {served:.1f} s | {peer:.1f} s | "
+            f"{'yes' if same else 'NO'} | "
             f"{f'{inproc:.1f} s' if inproc is not None else '—'} | {floor['seconds']:.1f} s | {spread:.1f} s | {shown} |"
         )
     print(

@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['OPENAI_BASE_URL', 'OLLAMA_BASE_URL', 'LOCAL', 'LOCAL_MODEL', 'OPENAI_MODEL_PATTERNS', 'CARD_MODELS',
-           'DEFAULT_TIMEOUT_S', 'PREFLIGHT_TIMEOUT_S', 'LOCAL_N_CTX', 'LOCAL_READY_TIMEOUT_S', 'LOCAL_TIMEOUT_S',
-           'Route', 'parse_endpoint', 'parse_routes', 'default_routes', 'request_timeout', 'LLMConfig', 'llm_config',
-           'endpoint_for', 'role_models', 'role_model', 'list_models', 'check_models_available', 'smollm2_gguf',
-           'local_llm_server', 'open_endpoints']
+           'DEFAULT_TIMEOUT_S', 'PREFLIGHT_TIMEOUT_S', 'SERVER_PROGRAM', 'LOCAL_N_CTX', 'LOCAL_READY_TIMEOUT_S',
+           'LOCAL_TIMEOUT_S', 'Route', 'parse_endpoint', 'parse_routes', 'default_routes', 'request_timeout',
+           'LLMConfig', 'llm_config', 'endpoint_for', 'role_models', 'role_model', 'list_models',
+           'check_models_available', 'smollm2_gguf', 'greedy_first_llama', 'serve_llama_cpp', 'local_llm_server',
+           'open_endpoints']
 
 # %% ../../notebooks/00k_llm.servers.ipynb #61f35de9
 import fnmatch
@@ -307,6 +308,100 @@ def _log_tail(path: Path, n: int = 2000) -> str:
     except OSError:
         return ""
 
+# %% ../../notebooks/00k_llm.servers.ipynb #9d58ad4f
+def greedy_first_llama() -> type:
+    """llama-cpp-python's `Llama` whose greedy decoding under a grammar asks the grammar about one token, not all of them.
+
+    llama.cpp's sampler chain for a greedy request with a grammar runs the penalties, then the grammar over the whole
+    vocabulary (SmolLM2: 49,152 tokens, a parse of each against the grammar's stacks), then takes the first token of
+    the largest logit. When that token is one the grammar allows, it is what the chain gives, so the grammar need only
+    be asked about it (llama.cpp's own server, through its `common_sampler`, samples this way). The class:
+
+    1. builds the candidates from the logits and runs the chain's samplers before the grammar (the penalties) on them;
+    2. takes the first candidate of the largest logit, as llama.cpp's greedy sampler does;
+    3. asks the grammar about that one candidate; allowed: the chain accepts it (the grammar and the penalties move on);
+    4. refused, or anything but a greedy chain with one grammar (sampling, a logits processor): llama-cpp-python's
+       own `sample`, the whole chain.
+
+    Every reply is the one llama-cpp-python's `Llama` gives (tests/llm/test_llm.py); `greedy_first` counts the
+    tokens taken each way."""
+    import ctypes
+
+    import llama_cpp
+    import numpy as np
+
+    candidate = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+    assert candidate.itemsize == ctypes.sizeof(llama_cpp.llama_token_data)
+
+    class GreedyFirstLlama(llama_cpp.Llama):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.greedy_first = {"taken": 0, "refused": 0, "whole chain": 0}
+            self._candidates = np.zeros(self._n_vocab, dtype=candidate)
+            self._candidates["id"] = np.arange(self._n_vocab)
+
+        def _grammar_at(self, chain) -> int | None:
+            """Where the one grammar sampler of a greedy `chain` is: after the penalties (`?penalties`: llama.cpp's stand-in when
+            they are all off), before the greedy sampler; None for any other chain."""
+            names = [
+                llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(chain, i))
+                for i in range(llama_cpp.llama_sampler_chain_n(chain))
+            ]
+            if names.count(b"grammar") != 1 or names[-1] != b"greedy":
+                return None
+            at = names.index(b"grammar")
+            return at if set(names[:at]) <= {b"penalties", b"?penalties"} and at == len(names) - 2 else None
+
+        def sample(self, *args, idx=None, **kw):
+            plain = kw.get("grammar") is None or kw.get("temp") != 0.0 or kw.get("logits_processor") is not None
+            at = None if plain or args or self._sampler is None else self._grammar_at(self._sampler.sampler)
+            if at is None:
+                self.greedy_first["whole chain"] += 1
+                return super().sample(*args, idx=idx, **kw)
+            chain = self._sampler.sampler
+            # 1. the candidates, as llama_sampler_sample builds them, through the samplers before the grammar
+            ridx = idx - self.n_tokens if idx is not None else -1
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx.ctx, ridx), shape=(self._n_vocab,))
+            cands = self._candidates
+            cands["logit"] = logits
+            cands["p"] = 0.0
+            data = cands.ctypes.data_as(llama_cpp.llama_token_data_p)
+            for i in range(at):
+                array = llama_cpp.llama_token_data_array(data, self._n_vocab, -1, False)
+                llama_cpp.llama_sampler_apply(llama_cpp.llama_sampler_chain_get(chain, i), ctypes.byref(array))
+            # 2. the first of the largest logits (np.argmax and llama.cpp's greedy sampler both keep the first)
+            best = int(np.argmax(cands["logit"]))
+            token = int(cands["id"][best])
+            # 3. the grammar, asked about that one token
+            one = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, float(cands["logit"][best]), 0.0))
+            single = llama_cpp.llama_token_data_array(one, 1, -1, False)
+            llama_cpp.llama_sampler_apply(llama_cpp.llama_sampler_chain_get(chain, at), ctypes.byref(single))
+            if one[0].logit != -np.inf:
+                llama_cpp.llama_sampler_accept(chain, token)
+                self.greedy_first["taken"] += 1
+                return token
+            # 4. refused: the whole chain, as llama-cpp-python samples
+            self.greedy_first["refused"] += 1
+            return super().sample(*args, idx=idx, **kw)
+
+    return GreedyFirstLlama
+
+# %% ../../notebooks/00k_llm.servers.ipynb #4ff01b4a
+SERVER_PROGRAM = (
+    "from indicipr.llm.servers import serve_llama_cpp; serve_llama_cpp()"  # `python -c` with the server's options
+)
+
+
+def serve_llama_cpp() -> None:
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`, the same options from `sys.argv`) with
+    `greedy_first_llama` as the class of the model it loads: the program the project starts for its local LLM."""
+    import llama_cpp
+
+    llama_cpp.Llama = greedy_first_llama()  # what llama_cpp.server's model loader instantiates
+    from llama_cpp.server.__main__ import main
+
+    main()
+
 # %% ../../notebooks/00k_llm.servers.ipynb #e1cffad1
 # The project's llama.cpp server: SmolLM2-135M on the CPU, on a machine that may have two cores and other work.
 LOCAL_N_CTX = 4096  # tokens: a 3-shot prompt of notebook 09 (four contexts, up to ~3,000 tokens) and its reply
@@ -320,14 +415,14 @@ _STOP_GRACE_S = 15  # after SIGTERM, how long the server may take to exit before
 
 @contextmanager
 def _one_llama_server(
-    model_path: Path, port: int, n_ctx: int, threads: int, ready_timeout: float, timeout: float
+    model_path: Path, port: int, n_ctx: int, threads: int, ready_timeout: float, timeout: float, program: str
 ) -> Iterator[Endpoint]:
     "One llama.cpp server process on 127.0.0.1:`port`, waited for until it lists its model; stopped when the block ends."
     alias = model_path.stem
     cmd = [
         sys.executable,
-        "-m",
-        "llama_cpp.server",
+        "-c",
+        program,
         "--model",
         str(model_path),
         "--model_alias",
@@ -407,11 +502,14 @@ def local_llm_server(
     ready_timeout: float = LOCAL_READY_TIMEOUT_S,
     timeout: float = LOCAL_TIMEOUT_S,
     replicas: int = 1,
+    program: str = SERVER_PROGRAM,
 ) -> Iterator[Endpoint]:
     """Serve SmolLM2-135M-Instruct (or `model_path`) with llama.cpp on 127.0.0.1; yields its `Endpoint`. `replicas`
     servers of the same model start (at most one per core; `port`, if given, is the first's), each with `n_threads`
     threads, the others' URLs in the endpoint's `replicas`, to which `run_requests` sends each request a free one: a
-    stage with that many requests in flight keeps that many cores busy, and every reply is the one a single server gives."""
+    stage with that many requests in flight keeps that many cores busy, and every reply is the one a single server gives.
+    `program`: the Python source each server process runs (`python -c`) with llama-cpp-python's server options; the
+    project's `serve_llama_cpp` unless given."""
     _require_llama_cpp_server()
     model_path = Path(model_path) if model_path else smollm2_gguf()
     if not model_path.is_file():
@@ -424,7 +522,13 @@ def local_llm_server(
         servers = [
             stack.enter_context(
                 _one_llama_server(
-                    model_path, (port if k == 0 else None) or _free_port(), n_ctx, threads, ready_timeout, timeout
+                    model_path,
+                    (port if k == 0 else None) or _free_port(),
+                    n_ctx,
+                    threads,
+                    ready_timeout,
+                    timeout,
+                    program,
                 )
             )
             for k in range(max(1, min(int(replicas), os.cpu_count() or 1)))  # no more servers than cores

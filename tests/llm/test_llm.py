@@ -533,3 +533,55 @@ def test_local_llm_server_replicas_give_the_replies_of_one_server(tmp_path):
         double = [r.raw for r in run_requests(two, requests, None, concurrency=2, validate=False)]
     assert double == single
     assert not any(port_open(p) for p in ports)
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+def test_greedy_first_gives_the_replies_of_llama_cpp_python():
+    """The local server's model class, against llama-cpp-python's own on notebook 09's first test questions under
+    their schema: greedy with the server's default repetition penalty, greedy without it, and sampled at a temperature;
+    the same replies, byte for byte, with the grammar asked about one token for most of the greedy ones and the whole
+    chain run where it refused the largest logit and for every sampled one."""
+    from llama_cpp import Llama
+
+    from indicipr.data.benchmark import load_benchmark
+    from indicipr.data.config import settings_for
+    from indicipr.llm.client import _response_format_for
+    from indicipr.llm.servers import LOCAL_N_CTX, greedy_first_llama, smollm2_gguf
+    from indicipr.systems.llm_qa import qa_requests
+
+    s = settings_for("llm_qa", "offline")
+    requests = qa_requests([dict(r) for r in load_benchmark("sample")[s.split]][:6], [], s.max_tokens)
+    fmt = _response_format_for(Endpoint("http://127.0.0.1/v1", "local", kind="llama_cpp"), requests[0]["schema"])
+    kw = dict(model_path=str(smollm2_gguf()), n_ctx=LOCAL_N_CTX, n_threads=1, n_threads_batch=1, verbose=False)
+    library, ours = Llama(**kw), greedy_first_llama()(**kw)
+    for extra in ({"repeat_penalty": 1.1}, {"repeat_penalty": 1.0}, {"temperature": 0.7, "seed": 3}):
+        before = dict(ours.greedy_first)
+        for r in requests:
+            params = {**r["params"], **extra}
+            want, got = (
+                llm.create_chat_completion(messages=r["messages"], response_format=fmt, **params)["choices"][0]
+                for llm in (library, ours)
+            )
+            assert got["message"]["content"] == want["message"]["content"], (extra, r["messages"][-1])
+        took = {k: ours.greedy_first[k] - before[k] for k in before}
+        if "temperature" in extra:
+            assert took["taken"] == took["refused"] == 0 and took["whole chain"] > 0, took
+        else:
+            assert took["whole chain"] == 0 and took["taken"] > 4 * took["refused"] > 0, (extra, took)
+
+
+def test_the_server_program_loads_the_greedy_first_class(monkeypatch):
+    "`serve_llama_cpp` hands llama-cpp-python's server its own `Llama` replaced by the greedy-first class."
+    pytest.importorskip("llama_cpp.server.__main__")
+    import llama_cpp
+    import llama_cpp.server.__main__ as server_main
+
+    from indicipr.llm.servers import SERVER_PROGRAM, serve_llama_cpp
+
+    seen = []
+    monkeypatch.setattr(llama_cpp, "Llama", llama_cpp.Llama)  # restored after the test
+    monkeypatch.setattr(server_main, "main", lambda: seen.append(llama_cpp.Llama))
+    exec(SERVER_PROGRAM.replace("serve_llama_cpp()", "pass"))  # the program's import works
+    serve_llama_cpp()
+    assert [c.__name__ for c in seen] == ["GreedyFirstLlama"] and issubclass(seen[0], llama_cpp.Llama.__mro__[1])
