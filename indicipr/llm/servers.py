@@ -324,11 +324,16 @@ def greedy_first_llama() -> type:
        own `sample`, the whole chain.
 
     Every reply is the one llama-cpp-python's `Llama` gives (tests/llm/test_llm.py); `greedy_first` counts the
-    tokens taken each way."""
+    tokens taken each way. A llama-cpp-python without the sampler functions this needs (another version than the
+    pinned one) gets its own `Llama` back."""
     import ctypes
 
     import llama_cpp
     import numpy as np
+
+    needed = ("llama_sampler_chain_get", "llama_sampler_chain_n", "llama_sampler_name", "llama_sampler_apply")
+    if not all(hasattr(llama_cpp, f) for f in (*needed, "llama_sampler_accept", "llama_get_logits_ith")):
+        return llama_cpp.Llama
 
     candidate = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
     assert candidate.itemsize == ctypes.sizeof(llama_cpp.llama_token_data)

@@ -585,3 +585,13 @@ def test_the_server_program_loads_the_greedy_first_class(monkeypatch):
     exec(SERVER_PROGRAM.replace("serve_llama_cpp()", "pass"))  # the program's import works
     serve_llama_cpp()
     assert [c.__name__ for c in seen] == ["GreedyFirstLlama"] and issubclass(seen[0], llama_cpp.Llama.__mro__[1])
+
+
+def test_greedy_first_needs_the_sampler_functions_else_gives_the_library_class(monkeypatch):
+    "A llama-cpp-python without the sampler functions the greedy-first class calls serves with its own `Llama`."
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from indicipr.llm.servers import greedy_first_llama
+
+    assert greedy_first_llama() is not llama_cpp.Llama
+    monkeypatch.delattr(llama_cpp, "llama_sampler_chain_get")
+    assert greedy_first_llama() is llama_cpp.Llama
