@@ -331,8 +331,8 @@ def greedy_first_llama() -> type:
     import llama_cpp
     import numpy as np
 
-    needed = ("llama_sampler_chain_get", "llama_sampler_chain_n", "llama_sampler_name", "llama_sampler_apply")
-    if not all(hasattr(llama_cpp, f) for f in (*needed, "llama_sampler_accept", "llama_get_logits_ith")):
+    needed = ("chain_get", "chain_n", "name", "apply", "accept")
+    if not all(hasattr(llama_cpp, f) for f in (*(f"llama_sampler_{f}" for f in needed), "llama_get_logits_ith")):
         return llama_cpp.Llama
 
     candidate = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
@@ -344,6 +344,7 @@ def greedy_first_llama() -> type:
             self.greedy_first = {"taken": 0, "refused": 0, "whole chain": 0}
             self._candidates = np.zeros(self._n_vocab, dtype=candidate)
             self._candidates["id"] = np.arange(self._n_vocab)
+            self._chain_seen = (None, None)  # (the sampler `generate` built, where its grammar is): asked once a reply
 
         def _grammar_at(self, chain) -> int | None:
             """Where the one grammar sampler of a greedy `chain` is: after the penalties (`?penalties`: llama.cpp's stand-in when
@@ -359,7 +360,10 @@ def greedy_first_llama() -> type:
 
         def sample(self, *args, idx=None, **kw):
             plain = kw.get("grammar") is None or kw.get("temp") != 0.0 or kw.get("logits_processor") is not None
-            at = None if plain or args or self._sampler is None else self._grammar_at(self._sampler.sampler)
+            greedy = not (plain or args or self._sampler is None)
+            if greedy and self._chain_seen[0] is not self._sampler:
+                self._chain_seen = (self._sampler, self._grammar_at(self._sampler.sampler))
+            at = self._chain_seen[1] if greedy else None
             if at is None:
                 self.greedy_first["whole chain"] += 1
                 return super().sample(*args, idx=idx, **kw)
@@ -368,8 +372,7 @@ def greedy_first_llama() -> type:
             ridx = idx - self.n_tokens if idx is not None else -1
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx.ctx, ridx), shape=(self._n_vocab,))
             cands = self._candidates
-            cands["logit"] = logits
-            cands["p"] = 0.0
+            cands["logit"] = logits  # ids and p stay as built: the penalties change logits only
             data = cands.ctypes.data_as(llama_cpp.llama_token_data_p)
             for i in range(at):
                 array = llama_cpp.llama_token_data_array(data, self._n_vocab, -1, False)
