@@ -4,6 +4,7 @@ the matrix products it must compute (its arithmetic floor).
 
     .venv/bin/python benchmarks/train_profile.py                 # 40 steps of the offline recipe on one thread
     .venv/bin/python benchmarks/train_profile.py --steps 80 --threads 1 --top 25
+    .venv/bin/python benchmarks/train_profile.py --fast-paths --rounds 3  # the step with and without `fast_paths`
 
 The step is the offline profile's (notebook 08: MiniLM-L6, its batch size, learning rate, frozen embeddings, the pinned
 numerics) on windows of the sample's training split, trained by the project's own loop (`training.fit`, the same call
@@ -29,11 +30,21 @@ Last, one layer's attention (forward and backward, `scaled_dot_product_attention
 batch and mean window) is timed with the model's attention dropout and without it: with dropout, PyTorch's CPU attention
 takes its unfused path (the scores, a random mask and the softmax materialised), without it the fused kernel. The
 difference, over the layers, is what the recipe's attention dropout costs a step.
+
+The profile is of the step as `fit` runs it by default, in `fast_paths` (notebook 06b: large tensors kept on glibc's
+heap, dropout's mask compiled). `--fast-paths` instead times the same steps both ways, side by side: in each round, one
+fresh process trains the steps as torch runs them (`cpu_fast_paths=False`) and one in `fast_paths`, in alternating
+order; it prints each run's milliseconds a step (the first two steps left out), its multiple of the floor, its peak
+memory and the SHA-256 of its final weights, which must be the same for the two.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,6 +171,92 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
     return window.prof, window.wall
 
 
+def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
+    """Train `steps` steps of the offline recipe (fresh weights, seed 0), with or without `fast_paths`: milliseconds a
+    step (the first two left out), the final weights' SHA-256 and the process's peak memory."""
+    import torch
+    from transformers import TrainerCallback
+
+    from indicipr.systems.training import TrainConfig, fit
+
+    ends = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            ends.append(time.perf_counter())
+
+    cfg = TrainConfig(
+        max_steps=steps,
+        batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        seed=0,
+        save_checkpoints=False,
+        logging_steps=steps,
+        freeze_embeddings=settings.freeze_embeddings,
+        cpu_bf16=settings.cpu_bf16,
+        cpu_fast_paths=fast,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.manual_seed(0)
+        fit(model, packed, cfg, Path(tmp) / "train", callbacks=[Clock()], disable_tqdm=True)
+    digest = hashlib.sha256()
+    for _, tensor in sorted(model.state_dict().items()):
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    gaps = [b - a for a, b in zip(ends, ends[1:])][1:]
+    return {
+        "ms": 1e3 * sum(gaps) / len(gaps),
+        "sha256": digest.hexdigest(),
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def compare_fast_paths(args, threads: int) -> int:
+    "`--fast-paths`: rounds of a run as torch runs it and one in `fast_paths`, each in a fresh process; a table."
+    import torch
+
+    settings, model, packed = step_setup()
+    cfg = model.config
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from main_job import matmul_throughput, training_flops
+
+    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
+    flops = training_flops(rows, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
+    torch.set_num_threads(threads)
+    floor_ms = 1e3 * flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, args.repeats)
+    print(f"# A phase-2 step of the offline recipe, as torch runs it and in `fast_paths`: {args.steps} steps a run")
+    print(numerics.status_line(numerics.numerics_status()))
+    print(
+        f"{threads} thread(s); the floor (the step's matrix products at this machine's best throughput): "
+        f"{floor_ms:.0f} ms a step\n"
+    )
+    print("| round | run | ms a step | × floor | peak memory | final weights (SHA-256) |")
+    print("|---|---|---|---|---|---|")
+    results = {"torch": [], "fast": []}
+    for r in range(args.rounds):
+        for kind in ("torch", "fast") if r % 2 == 0 else ("fast", "torch"):
+            cmd = [sys.executable, __file__, "--one-run", kind, "--steps", str(args.steps), "--threads", str(threads)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode:
+                sys.stderr.write(done.stderr[-2000:])
+                return done.returncode
+            res = json.loads(done.stdout.strip().splitlines()[-1])
+            results[kind].append(res)
+            label = "as torch runs it" if kind == "torch" else "`fast_paths`"
+            print(
+                f"| {r + 1} | {label} | {res['ms']:.0f} | {res['ms'] / floor_ms:.2f} | {res['peak_mb']:.0f} MB | "
+                f"`{res['sha256'][:16]}…` |"
+            )
+    mean = {k: sum(x["ms"] for x in v) / len(v) for k, v in results.items()}
+    same = len({x["sha256"] for v in results.values() for x in v}) == 1
+    print(
+        f"\nmean: {mean['torch']:.0f} ms as torch runs it ({mean['torch'] / floor_ms:.2f} × the floor), "
+        f"{mean['fast']:.0f} ms in `fast_paths` ({mean['fast'] / floor_ms:.2f} ×): "
+        f"{100 * (1 - mean['fast'] / mean['torch']):.1f} % less; the final weights "
+        f"{'the same in every run' if same else 'DIFFER'}"
+    )
+    return 0 if same else 1
+
+
 def attention_ms(
     batch: int,
     heads: int,
@@ -204,10 +301,20 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: a phase-2 worker's)")
     ap.add_argument("--top", type=int, default=15, help="operators listed by own CPU time (default 15)")
     ap.add_argument("--repeats", type=int, default=5, help="rounds of the matmul floor measurement (default 5)")
+    ap.add_argument(
+        "--fast-paths", action="store_true", help="time the steps as torch runs them and in `fast_paths`, side by side"
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="--fast-paths: rounds of the two runs (default 3)")
+    ap.add_argument("--one-run", choices=("torch", "fast"), help=argparse.SUPPRESS)  # one run of --fast-paths
     args = ap.parse_args(argv)
-    for name in ("steps", "top", "repeats"):
+    for name in ("steps", "top", "repeats", "rounds"):
         if getattr(args, name) < 1:
             ap.exit(2, f"train_profile.py: --{name} must be at least 1, got {getattr(args, name)}\n")
+    if (args.fast_paths or args.one_run) and args.steps < 3:
+        ap.exit(
+            2,
+            f"train_profile.py: --steps must be at least 3 with --fast-paths (the first two are left out), got {args.steps}\n",
+        )
     if args.warmup < 1:
         ap.exit(2, f"train_profile.py: --warmup must be at least 1, got {args.warmup}\n")
     numerics.pin()
@@ -215,7 +322,12 @@ def main(argv=None) -> int:
 
     threads = args.threads or numerics.WORKER_THREADS
     torch.set_num_threads(threads)
+    if args.fast_paths:
+        return compare_fast_paths(args, threads)
     settings, model, packed = step_setup()
+    if args.one_run:
+        print(json.dumps(timed_run(settings, model, packed, args.steps, args.one_run == "fast")))
+        return 0
     prof, wall = profile_steps(settings, model, packed, args.steps, args.warmup)
     if wall is None:
         ap.exit(2, f"train_profile.py: the run ended before {args.warmup + args.steps} steps (too few windows?)\n")

@@ -371,6 +371,19 @@ def test_train_profile_groups_operators():
     assert bench.group_of("aten::something_new") == "other operators"
 
 
+def test_train_profile_side_by_side_names_a_short_run(capsys):
+    "`--fast-paths` leaves each run's first two steps out, so fewer than three is refused in a sentence (exit 2)."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--fast-paths", "--steps", "2"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--steps must be at least 3 with --fast-paths" in err and "Traceback" not in err
+
+
 def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
     """`benchmarks/llm_floor.py`'s floor evaluates each prompt after the prefix it shares with the request before (its
     prompt and reply), at least one token of it, then the reply token by token without the last (sampled, never fed)."""

@@ -19,6 +19,7 @@ from transformers import Trainer, TrainingArguments
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from ..data import numerics
+from .fast_paths import fast_paths, train_dropout
 from .qa_model import Windows, round_up
 from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
 
@@ -123,7 +124,7 @@ TRAIN_ENGINES = ("loop", "trainer")
 
 @dataclass
 class TrainConfig:
-    "Fine-tuning hyper-parameters, and how a run is executed (`engine`, `cuda_graphs`: speed, not the recipe)."
+    "Fine-tuning hyper-parameters, and how a run is executed (`engine`, `cuda_graphs`, `cpu_fast_paths`: speed, not the recipe)."
 
     epochs: float = 2.0
     learning_rate: float = 3e-5
@@ -145,12 +146,14 @@ class TrainConfig:
     cpu_bf16: bool = (
         False  # the recipe on a CPU: bf16 autocast where the CPU computes bf16 natively (AVX-512 BF16, AMX)
     )
+    cpu_fast_paths: bool = True  # a CPU step in `fast_paths` (the heap reused, dropout's mask compiled): the same bits
 
 # %% ../../notebooks/07b_systems.training.ipynb #244027ef
 SPEED_SETTINGS = (
     "pad_multiple",
     "engine",
     "cuda_graphs",
+    "cpu_fast_paths",
 )  # how a run is executed; a finished run is reused across them
 
 
@@ -632,7 +635,7 @@ def sdpa_dropout_attention(
     add = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf"))
     scores = torch.matmul(query * root, key.transpose(-2, -1) * root)
     scores.add_(add)
-    probs = torch.nn.functional.dropout(torch.softmax(scores, -1), dropout, True)
+    probs = train_dropout(torch.softmax(scores, -1), dropout)
     return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
 
 # %% ../../notebooks/07b_systems.training.ipynb #914995cf
@@ -678,7 +681,7 @@ def fit(model, train: PackedWindows, cfg: TrainConfig, output_dir, callbacks=Non
         freeze_embeddings(model)
     args = _training_arguments(cfg, output_dir, len(train), **overrides)
     resume = last_checkpoint(output_dir)
-    with dropout_attention(model):
+    with dropout_attention(model), fast_paths(model, cfg.cpu_fast_paths):
         if cfg.engine == "trainer":
             if resume and (Path(resume) / _LOOP_STATE).exists():
                 resume = None

@@ -5,7 +5,8 @@
 * an interrupted run resumed from its checkpoint is the uninterrupted run;
 * a run in the pool is the same run as alone (same loss curve, same predictions);
 * `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch;
-* training with dropout through `dropout_attention` gives the bits of PyTorch's own attention.
+* training with dropout through `dropout_attention` gives the bits of PyTorch's own attention;
+* training in `fast_paths` (the heap reused, dropout's mask compiled) gives the bits of torch's own step.
 """
 
 import json
@@ -24,6 +25,7 @@ from helpers import QA_SMALL, ROOT, tiny_bert_config  # noqa: E402
 
 from indicipr.systems import encoders as E  # noqa: E402
 from indicipr.systems import finetune as FT
+from indicipr.systems import fast_paths as FP
 from indicipr.systems import pool as P
 from indicipr.scoring import predictions
 from indicipr.systems import qa_model as QM
@@ -150,9 +152,70 @@ def test_dropout_attention_trains_the_bits_of_pytorchs_attention(
         assert torch.equal(a, b), name
 
 
+def test_fast_paths_train_the_bits_of_torchs_own_step(tiny_dirs, packed, tmp_path, one_thread, monkeypatch):
+    """A run in `fast_paths` (the heap reused, dropout's mask compiled: `fit`'s default) and one as torch runs it end
+    with the same weights, bit for bit; the compiled mask drew the run's dropouts, the attention's among them, and the
+    model's layers are plain `Dropout` again afterwards."""
+    assert FP.mt_dropout_matches()  # probed before the count starts
+    drawn = []
+    real = FP.mt_dropout_noise
+
+    def counting(x, p):
+        drawn.append(x.dim())
+        return real(x, p)
+
+    monkeypatch.setattr(FP, "mt_dropout_noise", counting)
+    fast = _model(tiny_dirs["dropout"])
+    TR.fit(fast, packed, _cfg(epochs=1), tmp_path / "fast", disable_tqdm=True)
+    n = len(drawn)
+    assert 4 in drawn and 3 in drawn  # the attention's probabilities (batch, heads, query, key), the hidden states
+    assert not any(isinstance(m, FP._MTDropout) for m in fast.modules())
+    plain = _model(tiny_dirs["dropout"])
+    TR.fit(plain, packed, _cfg(epochs=1, cpu_fast_paths=False), tmp_path / "plain", disable_tqdm=True)
+    assert len(drawn) == n  # torch drew every mask of this one
+    for (name, a), b in zip(fast.state_dict().items(), plain.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+@pytest.fixture
+def fresh_probe():
+    "`mt_dropout_matches` asked again in the test, and again after it."
+    FP.mt_dropout_matches.cache_clear()
+    yield
+    FP.mt_dropout_matches.cache_clear()
+
+
+def test_where_the_compiled_mask_is_not_torchs_dropout_stays_torchs(fresh_probe, monkeypatch):
+    """A kernel that draws one element otherwise (as another torch might) fails the probe, with a warning, and dropout
+    inside `fast_paths` is then torch's own; so it is without numba."""
+    kernel = FP._mt_kernel()
+
+    def one_flipped(mt, left, nxt, out, thresh, scale):
+        counters = kernel(mt, left, nxt, out, thresh, scale)
+        out[0] = scale - out[0]
+        return counters
+
+    monkeypatch.setattr(FP, "_mt_kernel", lambda: one_flipped)
+    with pytest.warns(UserWarning, match="draws dropout's mask otherwise"):
+        assert not FP.mt_dropout_matches()
+    net = torch.nn.Sequential(torch.nn.Dropout(0.5)).train()
+    x = torch.ones(1000)
+    with FP.fast_paths(net):
+        assert type(net[0]) is torch.nn.Dropout
+        torch.manual_seed(0)
+        got = net(x), FP.train_dropout(x, 0.5)
+    torch.manual_seed(0)
+    assert all(torch.equal(a, torch.nn.functional.dropout(x, 0.5)) for a in got)
+    monkeypatch.setattr(FP, "_mt_kernel", lambda: None)
+    FP.mt_dropout_matches.cache_clear()
+    with pytest.warns(UserWarning, match="numba is not installed"):
+        assert not FP.mt_dropout_matches()
+
+
 def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_path, one_thread, monkeypatch):
     """No `.item()`, `bool(tensor)`, `.tolist()` ... from the loop or the model code between the first and the last step
-    (on a GPU each is a host sync). transformers' own check `mask.all()` is one such call; the 4-D mask avoids it."""
+    (on a GPU each is a host sync). transformers' own check `mask.all()` is one such call; the 4-D mask avoids it.
+    `fast_paths`' compiled dropout reads its CPU tensors on the host, which is where they are: those reads are not syncs."""
     from transformers import TrainerCallback
 
     calls = []
@@ -162,7 +225,8 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
 
         def wrapper(self, *a, **kw):
             caller = sys._getframe(1).f_code.co_filename
-            if counting[0] and ("transformers" in caller or "indicipr" in caller):
+            host = caller.endswith("fast_paths.py") and self.device.type == "cpu"  # the CPU path's own reads: no sync
+            if counting[0] and ("transformers" in caller or "indicipr" in caller) and not host:
                 calls.append((name, caller))
             return orig(self, *a, **kw)
 
