@@ -268,10 +268,11 @@ def attention_ms(
     project: bool = False,
 ) -> float:
     """Milliseconds of one layer's attention, forward and backward, at the step's shape through PyTorch's
-    `scaled_dot_product_attention` with a padding mask (`project`: through `training.sdpa_dropout_attention`, as the
-    project's training runs call it): the best of `repeats` rounds."""
+    `scaled_dot_product_attention` with a padding mask (`project`: through `training.sdpa_dropout_attention` in
+    `fast_paths`, as the project's training runs call it): the best of `repeats` rounds."""
     import torch
 
+    from indicipr.systems.fast_paths import fast_paths
     from indicipr.systems.training import sdpa_dropout_attention
 
     torch.set_num_threads(threads)
@@ -284,7 +285,8 @@ def attention_ms(
     for _ in range(repeats + 1):  # the first round warms up
         t0 = time.perf_counter()
         if project:
-            out = sdpa_dropout_attention(layer, q, k, v, keep, dropout=dropout)[0]
+            with fast_paths(layer):  # as `fit` runs it: the compiled mask, the reused heap
+                out = sdpa_dropout_attention(layer, q, k, v, keep, dropout=dropout)[0]
         else:
             out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=dropout)
         out.sum().backward()
