@@ -115,7 +115,7 @@ def group_of(name: str) -> str:
 
 
 def step_setup():
-    "The offline recipe's model, tokenizer-made windows of the sample's training split, and its `TrainConfig`."
+    "The offline recipe's settings, its model, and the packed windows of the sample's training split."
     from indicipr.data.benchmark import load_benchmark
     from indicipr.data.config import settings_for
     from indicipr.data.core import seed_everything
@@ -132,13 +132,30 @@ def step_setup():
     return settings, model, packed
 
 
+def step_config(settings, steps: int, fast: bool = True):
+    "The offline recipe's `TrainConfig` for `steps` optimiser steps (seed 0, no checkpoints), in `fast_paths` or not."
+    from indicipr.systems.training import TrainConfig
+
+    return TrainConfig(
+        max_steps=steps,
+        batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        seed=0,
+        save_checkpoints=False,
+        logging_steps=steps,
+        freeze_embeddings=settings.freeze_embeddings,
+        cpu_bf16=settings.cpu_bf16,
+        cpu_fast_paths=fast,
+    )
+
+
 def profile_steps(settings, model, packed, steps: int, warmup: int):
     "Train `warmup` steps, then `steps` more under torch's profiler; (profiler, wall seconds of the profiled steps)."
     import torch
     from torch.profiler import ProfilerActivity, profile
     from transformers import TrainerCallback
 
-    from indicipr.systems.training import TrainConfig, fit
+    from indicipr.systems.training import fit
 
     class Window(TrainerCallback):
         "Starts the profiler after the warm-up steps and stops it after the profiled ones."
@@ -154,16 +171,7 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
                 self.wall = time.perf_counter() - self.t0
                 self.prof.__exit__(None, None, None)
 
-    cfg = TrainConfig(
-        max_steps=warmup + steps,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        seed=0,
-        save_checkpoints=False,
-        logging_steps=warmup + steps,
-        freeze_embeddings=settings.freeze_embeddings,
-        cpu_bf16=settings.cpu_bf16,
-    )
+    cfg = step_config(settings, warmup + steps)
     window = Window()
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
@@ -177,7 +185,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     import torch
     from transformers import TrainerCallback
 
-    from indicipr.systems.training import TrainConfig, fit
+    from indicipr.systems.training import fit
 
     ends = []
 
@@ -185,17 +193,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
         def on_step_end(self, args, state, control, **kw):
             ends.append(time.perf_counter())
 
-    cfg = TrainConfig(
-        max_steps=steps,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        seed=0,
-        save_checkpoints=False,
-        logging_steps=steps,
-        freeze_embeddings=settings.freeze_embeddings,
-        cpu_bf16=settings.cpu_bf16,
-        cpu_fast_paths=fast,
-    )
+    cfg = step_config(settings, steps, fast)
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         fit(model, packed, cfg, Path(tmp) / "train", callbacks=[Clock()], disable_tqdm=True)
