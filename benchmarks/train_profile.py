@@ -41,7 +41,6 @@ memory and the SHA-256 of its final weights, which must be the same for the two.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import resource
 import subprocess
@@ -149,6 +148,18 @@ def step_config(settings, steps: int, fast: bool = True):
     )
 
 
+def step_floor(settings, model, packed, threads: int, repeats: int) -> float:
+    """Seconds of one step's matrix products (at the mean batch of tokens) at this machine's best matmul throughput
+    on `threads` threads: the step's floor."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from main_job import matmul_throughput, training_flops
+
+    cfg = model.config
+    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
+    flops = training_flops(rows, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
+    return flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, repeats)
+
+
 def profile_steps(settings, model, packed, steps: int, warmup: int):
     "Train `warmup` steps, then `steps` more under torch's profiler; (profiler, wall seconds of the profiled steps)."
     import torch
@@ -185,6 +196,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     import torch
     from transformers import TrainerCallback
 
+    from indicipr.run.doctor import digest_arrays
     from indicipr.systems.training import fit
 
     ends = []
@@ -197,30 +209,18 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         fit(model, packed, cfg, Path(tmp) / "train", callbacks=[Clock()], disable_tqdm=True)
-    digest = hashlib.sha256()
-    for _, tensor in sorted(model.state_dict().items()):
-        digest.update(tensor.detach().contiguous().numpy().tobytes())
     gaps = [b - a for a, b in zip(ends, ends[1:])][1:]
     return {
         "ms": 1e3 * sum(gaps) / len(gaps),
-        "sha256": digest.hexdigest(),
+        "sha256": digest_arrays(t for _, t in sorted(model.state_dict().items())),
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
 def compare_fast_paths(args, threads: int) -> int:
     "`--fast-paths`: rounds of a run as torch runs it and one in `fast_paths`, each in a fresh process; a table."
-    import torch
-
     settings, model, packed = step_setup()
-    cfg = model.config
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from main_job import matmul_throughput, training_flops
-
-    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
-    flops = training_flops(rows, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
-    torch.set_num_threads(threads)
-    floor_ms = 1e3 * flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, args.repeats)
+    floor_ms = 1e3 * step_floor(settings, model, packed, threads, args.repeats)
     print(f"# A phase-2 step of the offline recipe, as torch runs it and in `fast_paths`: {args.steps} steps a run")
     print(numerics.status_line(numerics.numerics_status()))
     print(
@@ -344,15 +344,8 @@ def main(argv=None) -> int:
     accounted = sum(by_group.values())
     by_group["Python and the rest"] = max(wall - accounted, 0.0)
 
-    # the floor: the step's matrix products at the mean batch of tokens, on `threads` threads
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from main_job import matmul_throughput, training_flops
-
     cfg = model.config
-    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
-    tokens = rows * args.steps
-    flops = training_flops(tokens, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
-    floor = flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, args.repeats)
+    floor = args.steps * step_floor(settings, model, packed, threads, args.repeats)
 
     print(f"# A phase-2 step of the offline recipe, {args.steps} steps profiled on {threads} thread(s)")
     print(numerics.status_line(numerics.numerics_status()))

@@ -24,8 +24,9 @@ _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameter numbers (glibc's 
 _MMAP_MAX_DEFAULT, _TRIM_THRESHOLD_DEFAULT = 65536, 128 * 1024  # glibc's defaults
 
 
+@functools.cache
 def _glibc():
-    "The C library through ctypes where it is glibc (for `mallopt`, `malloc_trim`), else None."
+    "The C library through ctypes where it is glibc (for `mallopt`, `malloc_trim`), else None; loaded once."
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return None
