@@ -59,51 +59,53 @@ _MT_N, _MT_M = 624, 397  # MT19937's state words and its shift
 _MT_LEFT, _MT_NEXT, _MT_WORDS = slice(8, 12), slice(16, 24), slice(24, 24 + 8 * _MT_N)
 
 
+_MT_CHUNK = 64 * _MT_N  # draws tempered before their elements are written: 156 KB, in the core's L2 cache
+
+
 def _mt_fill(mt, left, nxt, out, thresh, scale):
     """Dropout's noise into `out`, drawn as torch's CPU generator draws (compiled by numba: `_mt_kernel`). `mt` holds
     the generator's 624 words, `left` and `nxt` its counters; each element takes two draws `hi`, `lo` and is `scale`
-    where the low 53 bits of `hi << 32 | lo` fall below `thresh`, else 0. Returns the counters after the last draw."""
+    where the low 53 bits of `hi << 32 | lo` fall below `thresh`, else 0. Returns the counters after the last draw.
+    The draws are tempered a chunk at a time into `buf` and its pairs then read as 64-bit words (little-endian: the
+    first draw in the low half); each loop runs over slices, which the compiler vectorises."""
     n = out.shape[0]
-    words = np.empty(_MT_N, np.uint32)  # tempered draws, one twist's worth at most
-    upper, lower, matrix, one = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x9908B0DF), np.uint32(1)
-    bits53, shift, zero = np.uint64(0x1FFFFFFFFFFFFF), np.uint64(32), np.float32(0.0)
-    k, pending, hi = 0, False, np.uint32(0)
+    buf = np.empty(_MT_CHUNK + 1, np.uint32)  # an element's first draw carried over, then a chunk of draws
+    upper, lower, matrix = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x9908B0DF)
+    bits53, zero = np.uint64(0x1FFFFFFFFFFFFF), np.float32(0.0)
+    k, carried = 0, 0
     while k < n:
-        if left == 1:  # every word drawn: twist (torch then has 624 left, from word 0)
-            for i in range(_MT_N - _MT_M):
-                y = (mt[i] & upper) | (mt[i + 1] & lower)
-                mt[i] = mt[i + _MT_M] ^ (y >> one) ^ (matrix * (y & one))
-            for i in range(_MT_N - _MT_M, _MT_N - 1):
-                y = (mt[i] & upper) | (mt[i + 1] & lower)
-                mt[i] = mt[i + _MT_M - _MT_N] ^ (y >> one) ^ (matrix * (y & one))
-            y = (mt[_MT_N - 1] & upper) | (mt[0] & lower)
-            mt[_MT_N - 1] = mt[_MT_M - 1] ^ (y >> one) ^ (matrix * (y & one))
-            left, nxt = _MT_N + 1, 0
-        w = min(left - 1, 2 * (n - k) - (1 if pending else 0))  # draws to take from these words
-        for j in range(w):  # tempering
-            y = mt[nxt + j]
-            y ^= y >> np.uint32(11)
-            y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
-            y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
-            y ^= y >> np.uint32(18)
-            words[j] = y
-        left -= w
-        nxt += w
-        s = 0
-        if pending:  # the element whose first draw was the last of the words before
-            x = ((np.uint64(hi) << shift) | np.uint64(words[0])) & bits53
-            out[k] = scale if x < thresh else zero
-            k += 1
-            s = 1
-        pairs = (w - s) // 2
-        o, d = out[k : k + pairs], words[s : s + 2 * pairs]
+        need, t = 2 * (n - k) - carried, carried  # draws still to take; draws in `buf`
+        while t < _MT_CHUNK and need > 0:
+            if left == 1:  # every word drawn: twist (torch then has 624 left, from word 0)
+                for i in range(_MT_N - _MT_M):
+                    y = (mt[i] & upper) | (mt[i + 1] & lower)
+                    mt[i] = mt[i + _MT_M] ^ (y >> np.uint32(1)) ^ ((np.uint32(0) - (y & np.uint32(1))) & matrix)
+                for i in range(_MT_N - _MT_M, _MT_N - 1):
+                    y = (mt[i] & upper) | (mt[i + 1] & lower)
+                    mt[i] = mt[i + _MT_M - _MT_N] ^ (y >> np.uint32(1)) ^ ((np.uint32(0) - (y & np.uint32(1))) & matrix)
+                y = (mt[_MT_N - 1] & upper) | (mt[0] & lower)
+                mt[_MT_N - 1] = mt[_MT_M - 1] ^ (y >> np.uint32(1)) ^ ((np.uint32(0) - (y & np.uint32(1))) & matrix)
+                left, nxt = _MT_N + 1, 0
+            w = min(left - 1, need, _MT_CHUNK - t)
+            words, tempered = mt[nxt : nxt + w], buf[t : t + w]
+            for j in range(w):
+                y = words[j]
+                y ^= y >> np.uint32(11)
+                y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+                y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+                y ^= y >> np.uint32(18)
+                tempered[j] = y
+            left, nxt, t, need = left - w, nxt + w, t + w, need - w
+        pairs = t // 2
+        draws, noise = buf[: 2 * pairs].view(np.uint64), out[k : k + pairs]
         for j in range(pairs):
-            x = ((np.uint64(d[2 * j]) << shift) | np.uint64(d[2 * j + 1])) & bits53
-            o[j] = scale if x < thresh else zero
+            v = draws[j]
+            x = ((v << np.uint64(32)) | (v >> np.uint64(32))) & bits53
+            noise[j] = scale if x < thresh else zero
         k += pairs
-        pending = (w - s) % 2 == 1
-        if pending:
-            hi = words[w - 1]
+        carried = t % 2
+        if carried:  # the element whose first draw is the chunk's last
+            buf[0] = buf[t - 1]
     return left, nxt
 
 
