@@ -67,14 +67,15 @@ def _mt_fill(mt, left, nxt, out, thresh, scale):
     the generator's 624 words, `left` and `nxt` its counters; each element takes two draws `hi`, `lo` and is `scale`
     where the low 53 bits of `hi << 32 | lo` fall below `thresh`, else 0. Returns the counters after the last draw.
     The draws are tempered a chunk at a time into `buf` and its pairs then read as 64-bit words (little-endian: the
-    first draw in the low half); each loop runs over slices, which the compiler vectorises."""
+    first draw in the low half); a chunk holds whole elements (an even count of draws, across twists), and each loop
+    runs over slices, which the compiler vectorises."""
     n = out.shape[0]
-    buf = np.empty(_MT_CHUNK + 1, np.uint32)  # an element's first draw carried over, then a chunk of draws
+    buf = np.empty(_MT_CHUNK, np.uint32)  # a chunk of tempered draws
     upper, lower, matrix = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x9908B0DF)
     bits53, zero = np.uint64(0x1FFFFFFFFFFFFF), np.float32(0.0)
-    k, carried = 0, 0
+    k = 0
     while k < n:
-        need, t = 2 * (n - k) - carried, carried  # draws still to take; draws in `buf`
+        need, t = 2 * (n - k), 0  # draws still to take; draws in `buf`
         while t < _MT_CHUNK and need > 0:
             if left == 1:  # every word drawn: twist (torch then has 624 left, from word 0)
                 for i in range(_MT_N - _MT_M):
@@ -103,9 +104,6 @@ def _mt_fill(mt, left, nxt, out, thresh, scale):
             x = ((v << np.uint64(32)) | (v >> np.uint64(32))) & bits53
             noise[j] = scale if x < thresh else zero
         k += pairs
-        carried = t % 2
-        if carried:  # the element whose first draw is the chunk's last
-            buf[0] = buf[t - 1]
     return left, nxt
 
 
