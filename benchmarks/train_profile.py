@@ -131,23 +131,6 @@ def step_setup():
     return settings, model, packed
 
 
-def step_config(settings, steps: int, fast: bool = True):
-    "The offline recipe's `TrainConfig` for `steps` optimiser steps (seed 0, no checkpoints), in `fast_paths` or not."
-    from indicipr.systems.training import TrainConfig
-
-    return TrainConfig(
-        max_steps=steps,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        seed=0,
-        save_checkpoints=False,
-        logging_steps=steps,
-        freeze_embeddings=settings.freeze_embeddings,
-        cpu_bf16=settings.cpu_bf16,
-        cpu_fast_paths=fast,
-    )
-
-
 def step_floor(settings, model, packed, threads: int, repeats: int) -> float:
     """Seconds of one step's matrix products (at the mean batch of tokens) at this machine's best matmul throughput
     on `threads` threads: the step's floor."""
@@ -166,7 +149,7 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
     from torch.profiler import ProfilerActivity, profile
     from transformers import TrainerCallback
 
-    from indicipr.systems.training import fit
+    from indicipr.systems.training import fit, fixed_steps_config
 
     class Window(TrainerCallback):
         "Starts the profiler after the warm-up steps and stops it after the profiled ones."
@@ -182,7 +165,7 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
                 self.wall = time.perf_counter() - self.t0
                 self.prof.__exit__(None, None, None)
 
-    cfg = step_config(settings, warmup + steps)
+    cfg = fixed_steps_config(settings, warmup + steps)
     window = Window()
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
@@ -197,7 +180,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     from transformers import TrainerCallback
 
     from indicipr.run.doctor import digest_arrays
-    from indicipr.systems.training import fit
+    from indicipr.systems.training import fit, fixed_steps_config
 
     ends = []
 
@@ -205,7 +188,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
         def on_step_end(self, args, state, control, **kw):
             ends.append(time.perf_counter())
 
-    cfg = step_config(settings, steps, fast)
+    cfg = fixed_steps_config(settings, steps, cpu_fast_paths=fast)
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         fit(model, packed, cfg, Path(tmp) / "train", callbacks=[Clock()], disable_tqdm=True)

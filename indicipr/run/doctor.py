@@ -18,7 +18,7 @@ from ..data.core import OFFICIAL_FILES, InputError, project_root, seed_everythin
 from ..data.qa_files import load_qa_file, training_records
 from ..data.config import settings_for
 from ..systems.qa_model import encode_windows, load_qa_model, load_tokenizer, window_logits
-from ..systems.training import PackedWindows, TrainConfig, fit
+from ..systems.training import PackedWindows, fit, fixed_steps_config
 from ..llm.client import chat_json
 from ..llm.servers import local_llm_server
 
@@ -98,16 +98,7 @@ def encoder_canary(train: list[dict], evalset: list[dict], workdir: Path) -> dic
     seed_everything(0)
     tok, model = load_tokenizer(model_name), load_qa_model(model_name)
     windows = encode_windows(train, tok, settings.window, labels=True)
-    cfg = TrainConfig(
-        max_steps=CANARY_STEPS,
-        batch_size=CANARY_BATCH,
-        learning_rate=settings.learning_rate,
-        seed=0,
-        save_checkpoints=False,
-        logging_steps=CANARY_STEPS,
-        freeze_embeddings=settings.freeze_embeddings,
-        cpu_bf16=settings.cpu_bf16,
-    )
+    cfg = fixed_steps_config(settings, CANARY_STEPS, batch_size=CANARY_BATCH)
     fit(model, PackedWindows(windows, tok.pad_token_id or 0), cfg, workdir / "train", disable_tqdm=True)
     params = sorted(model.state_dict().items())
     logits = window_logits(model.eval(), tok, evalset, settings.window)

@@ -75,8 +75,8 @@ def _mt_fill(mt, left, nxt, out, thresh, scale):
     bits53, zero = np.uint64(0x1FFFFFFFFFFFFF), np.float32(0.0)
     k = 0
     while k < n:
-        need, t = 2 * (n - k), 0  # draws still to take; draws in `buf`
-        while t < _MT_CHUNK and need > 0:
+        end, t = min(_MT_CHUNK, 2 * (n - k)), 0  # draws this chunk takes; draws in `buf`
+        while t < end:
             if left == 1:  # every word drawn: twist (torch then has 624 left, from word 0)
                 for i in range(_MT_N - _MT_M):
                     y = (mt[i] & upper) | (mt[i + 1] & lower)
@@ -87,7 +87,7 @@ def _mt_fill(mt, left, nxt, out, thresh, scale):
                 y = (mt[_MT_N - 1] & upper) | (mt[0] & lower)
                 mt[_MT_N - 1] = mt[_MT_M - 1] ^ (y >> np.uint32(1)) ^ ((np.uint32(0) - (y & np.uint32(1))) & matrix)
                 left, nxt = _MT_N + 1, 0
-            w = min(left - 1, need, _MT_CHUNK - t)
+            w = min(left - 1, end - t)
             words, tempered = mt[nxt : nxt + w], buf[t : t + w]
             for j in range(w):
                 y = words[j]
@@ -96,9 +96,9 @@ def _mt_fill(mt, left, nxt, out, thresh, scale):
                 y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
                 y ^= y >> np.uint32(18)
                 tempered[j] = y
-            left, nxt, t, need = left - w, nxt + w, t + w, need - w
+            left, nxt, t = left - w, nxt + w, t + w
         pairs = t // 2
-        draws, noise = buf[: 2 * pairs].view(np.uint64), out[k : k + pairs]
+        draws, noise = buf[:t].view(np.uint64), out[k : k + pairs]
         for j in range(pairs):
             v = draws[j]
             x = ((v << np.uint64(32)) | (v >> np.uint64(32))) & bits53

@@ -28,8 +28,8 @@ TRAIN_ATTENTION = "indicipr_sdpa_dropout"
 
 # %% auto #0
 __all__ = ['TRAIN_ATTENTION', 'TRAIN_ENGINES', 'SPEED_SETTINGS', 'PackedWindows', 'TrainConfig', 'resolved_pad_multiple',
-           'resolved_cuda_graphs', 'planned_steps', 'cpu_bf16_native', 'last_checkpoint', 'sdpa_dropout_attention',
-           'dropout_attention', 'freeze_embeddings', 'fit']
+           'resolved_cuda_graphs', 'planned_steps', 'fixed_steps_config', 'cpu_bf16_native', 'last_checkpoint',
+           'sdpa_dropout_attention', 'dropout_attention', 'freeze_embeddings', 'fit']
 
 # %% ../../notebooks/07b_systems.training.ipynb #e1a06d1f
 class PackedWindows(torch.utils.data.Dataset):
@@ -171,6 +171,23 @@ def planned_steps(cfg: TrainConfig, n_windows: int, world: int = 1) -> int:
     if cfg.max_steps:
         return int(cfg.max_steps)
     return math.ceil(cfg.epochs * math.ceil(n_windows / (cfg.batch_size * world)))
+
+# %% ../../notebooks/07b_systems.training.ipynb #c7a1e002
+def fixed_steps_config(settings, steps: int, batch_size: int | None = None, **options) -> TrainConfig:
+    """The recipe of `settings` (an `EncodersSettings`: learning rate, batch size, frozen embeddings, bf16 on the CPU) as
+    a `TrainConfig` of `steps` optimiser steps from seed 0, logged once and without checkpoints; `batch_size`, if given,
+    replaces the recipe's, and `options` are further `TrainConfig` fields."""
+    return TrainConfig(
+        max_steps=steps,
+        batch_size=batch_size or settings.batch_size,
+        learning_rate=settings.learning_rate,
+        seed=0,
+        save_checkpoints=False,
+        logging_steps=steps,
+        freeze_embeddings=settings.freeze_embeddings,
+        cpu_bf16=settings.cpu_bf16,
+        **options,
+    )
 
 # %% ../../notebooks/07b_systems.training.ipynb #e52de4c0
 def cpu_bf16_native() -> bool:
