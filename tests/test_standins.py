@@ -362,3 +362,27 @@ def test_openai_standin_broken_json_and_no_repeat_after_resume(tmp_path):
         assert 0 < len(srv.fault_log) <= broken < 30  # (a few replies are plain text by design)
         run()  # the resumed run: all from the cache
         assert sum(srv.calls.values()) == 30 and srv.repeated() == {}
+
+
+def test_openai_standin_drops_a_request_cut_off_mid_body_and_refuses_broken_json():
+    "A client killed while sending leaves a short body: the stand-in neither answers nor records it, like a server."
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with OpenAIStandIn(["fake-model"]) as srv:
+        host, port = srv.base_url.split("//")[1].split("/")[0].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 400\r\n\r\n{"model": "fake-model", "messa'
+            )
+            s.shutdown(socket.SHUT_WR)
+            assert s.recv(1024) == b""  # closed without a reply
+        request = urllib.request.Request(
+            srv.base_url + "/chat/completions", data=b"{not json", headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=5)
+        assert err.value.code == 400 and "parse the JSON" in err.value.read().decode()
+        assert srv.requests == [] and sum(srv.calls.values()) == 0

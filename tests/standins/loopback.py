@@ -16,6 +16,16 @@ class JSONHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output clean
         pass
 
+    def _read_body(self) -> bytes | None:
+        """The request's body, or None when the client went away before sending all of it (a killed client): a server
+        neither answers nor counts such a request, and the connection is closed."""
+        length = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(length) if length else b""
+        if len(data) < length:
+            self.close_connection = True
+            return None
+        return data
+
     def _send(self, code, payload, headers=None):
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:

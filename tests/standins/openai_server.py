@@ -33,7 +33,8 @@ a retry of the same request succeeds. An unknown model is a 404 like OpenAI's (l
 `calls` counts requests per `(model, prompt hash)` and `served` counts successful replies, so a test can
 assert that a resumed run made no repeated call (`repeated()`). Every chat request is also kept in `requests`
 (path, body, Authorization header, arrival time) and every GET path in `gets`; the most requests handled at
-once is `max_in_flight`.
+once is `max_in_flight`. A request whose body is cut off (its client killed mid-send) is dropped unanswered and
+unrecorded, as a real server drops it; a body that is not JSON gets OpenAI's 400.
 """
 
 from __future__ import annotations
@@ -438,7 +439,13 @@ class OpenAIStandIn(LoopbackServer):
                 )
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                raw = self._read_body()
+                if raw is None:
+                    return  # cut off mid-request: never seen, like a real server
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    return self._send(400, error_body("We could not parse the JSON body of your request."))
                 with srv._lock:
                     action = srv.script.pop(0) if srv.script else "ok"
                     if srv.keep_requests:
