@@ -31,7 +31,7 @@ $(STAMP): settings.ini setup.py constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,lm-eval,openvino]"
 	$(BIN)/python -c "from indicipr.run.runner import ensure_kernel; ensure_kernel()"
 	# JupyterLab started from this venv opens the notebooks unmodified and saves them as nbdev_clean leaves them
-	# (indicipr.run.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12e_run.jupyter.ipynb)
+	# (indicipr.run.jupyter.ContentsManager and nbdev's pre-save hook; see notebooks/12f_run.jupyter.ipynb)
 	mkdir -p $(VENV)/etc/jupyter
 	cp jupyter-config/jupyter_server_config.json $(VENV)/etc/jupyter/jupyter_server_config.json
 	touch $(STAMP)

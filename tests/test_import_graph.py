@@ -330,12 +330,13 @@ def test_the_foundation_holds_no_runner_report_or_cli():
         "normalize_notebooks",
         "write_back_outputs",
     }
-    assert {"run_pipeline", "run_notebook", "ensure_kernel", "NOTEBOOKS"} <= _defined(trees["run.runner"])
+    assert {"run_pipeline", "run_notebook", "ensure_kernel"} <= _defined(trees["run.runner"])
+    assert {"NOTEBOOKS", "STAGE_NEEDS", "check_parameters"} <= _defined(trees["run.stages"])
     assert {"normalize_notebooks", "write_back_outputs", "NOTEBOOK_METADATA"} <= _defined(trees["run.notebook_files"])
     assert {"main", "build_parser", "COMMANDS"} <= _defined(trees["run.cli"])
     assert {"write_report", "REPORT_SECTIONS"} <= _defined(trees["run.report"])
     graph = import_graph()
-    assert not {"run.cli", "run.runner", "run.notebook_files", "run.report"} & graph["data.core"]
+    assert not {"run.cli", "run.runner", "run.stages", "run.notebook_files", "run.report"} & graph["data.core"]
     assert (
         "run.cli" not in graph["run.runner"] | graph["run.notebook_files"]
     )  # the command line is the front, nothing imports it

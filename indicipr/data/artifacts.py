@@ -16,8 +16,8 @@ from .core import figures_path, tables_path
 from .qa_files import append_jsonl, read_jsonl
 
 # %% auto #0
-__all__ = ['RUN_DIR_ENV', 'TIMINGS_FILE', 'SKIPPED_FILE', 'timing_columns', 'save_table', 'number_text', 'save_figure',
-           'record_timings', 'read_timings', 'record_skipped', 'read_skipped']
+__all__ = ['RUN_DIR_ENV', 'NOTEBOOK_ENV', 'TIMINGS_FILE', 'SKIPPED_FILE', 'timing_columns', 'save_table', 'number_text',
+           'save_figure', 'record_timings', 'read_timings', 'record_skipped', 'read_skipped']
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #aabcd99a
 _TIMING_COLUMN = re.compile(
@@ -110,17 +110,22 @@ def save_figure(fig, name: str, figures_dir: str | os.PathLike | None = None, dp
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #c33317a7
 RUN_DIR_ENV = "INDICIPR_RUN_DIR"  # the runner's run folder, in its kernels' environment; read by `config.run_context`
+NOTEBOOK_ENV = "INDICIPR_NOTEBOOK"  # the notebook a kernel runs (read by `config.run_context`): its records name it
 TIMINGS_FILE = "timings.jsonl"
 
 
-def record_timings(run_dir: str | os.PathLike | None, stage: str, **seconds: float | None) -> Path | None:
-    "Append `{stage, name, seconds}` lines to the run folder's `timings.jsonl` (no-op without one; `None` values skipped)."
+def record_timings(
+    run_dir: str | os.PathLike | None, stage: str, *, notebook: str | None = None, **seconds: float | None
+) -> Path | None:
+    """Append `{stage, name, seconds}` lines to the run folder's `timings.jsonl` (no-op without one; `None` values
+    skipped), each with the `notebook` that recorded it when given (stages run at once write to one run folder)."""
     if not run_dir:
         return None
     path = Path(run_dir) / TIMINGS_FILE
     for name, s in seconds.items():
         if s is not None:
-            append_jsonl(path, {"stage": stage, "name": name, "seconds": round(float(s), 3)})
+            line = {"stage": stage, "name": name, "seconds": round(float(s), 3)}
+            append_jsonl(path, {**line, "notebook": notebook} if notebook else line)
     return path
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #eb3611d0
@@ -133,13 +138,16 @@ def read_timings(run_dir: str | os.PathLike) -> list[dict]:
 SKIPPED_FILE = "skipped.jsonl"
 
 
-def record_skipped(run_dir: str | os.PathLike | None, stage: str, reason: str) -> Path | None:
-    "Say that `stage` skipped every input it was given: a line of the run folder's `skipped.jsonl`, else `reason` on stderr."
+def record_skipped(
+    run_dir: str | os.PathLike | None, stage: str, reason: str, notebook: str | None = None
+) -> Path | None:
+    """Say that `stage` skipped every input it was given: a line of the run folder's `skipped.jsonl` (with the
+    `notebook` that says so, when given), else `reason` on stderr."""
     if not run_dir:
         print(f"{stage}: skipped every input it was given: {reason}", file=sys.stderr)
         return None
     path = Path(run_dir) / SKIPPED_FILE
-    append_jsonl(path, {"stage": stage, "reason": reason})
+    append_jsonl(path, {"stage": stage, "reason": reason, **({"notebook": notebook} if notebook else {})})
     return path
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #0cab38e7

@@ -21,7 +21,7 @@ from .core import BASE_URL_ENV, ENDPOINTS_ENV, TIMEOUT_ENV, YES_ENV
 from .core import endpoint_problem, model_names_problem, routes_problem
 from .benchmark import ACT_MAP_ENV, STRICT_ENV, load_benchmark, source_tag, strict_switch
 from .benchmark import parse_act_mapping
-from .artifacts import RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
+from .artifacts import NOTEBOOK_ENV, RUN_DIR_ENV, record_skipped, record_timings, save_figure, save_table
 from .basics import PARAMETER_RANGES, check_parameter_ranges, json_digest
 
 _log = logging.getLogger("indicipr.data.config")
@@ -544,6 +544,7 @@ class RunContext:
         False  # the main job (`indicipr reproduce`): it alone writes figures/, data/sample/, data/predictions/
     )
     run_dir: Path | None = None  # the runner's run folder (timings, skipped stages, predictions); None: run by hand
+    notebook: str | None = None  # the notebook the runner runs (`NOTEBOOK_ENV`): named in what it records in `run_dir`
     strict: bool = False  # any problem record of the data source is an error (`indicipr reproduce --strict`)
     act_map: str | None = None  # 'prefix=act_key,…' over the Acts inferred from a release's ids (`attach_acts`)
     llm_base_url: str | None = None  # the server of the model names no route names (None: Ollama)
@@ -579,11 +580,11 @@ class RunContext:
 
     def record_timings(self, stage: str, **seconds: float | None) -> Path | None:
         "`artifacts.record_timings` into this run's folder (nothing when run by hand)."
-        return record_timings(self.run_dir, stage, **seconds)
+        return record_timings(self.run_dir, stage, notebook=self.notebook, **seconds)
 
     def record_skipped(self, stage: str, reason: str) -> Path | None:
         "`artifacts.record_skipped` into this run's folder (stderr when run by hand)."
-        return record_skipped(self.run_dir, stage, reason)
+        return record_skipped(self.run_dir, stage, reason, self.notebook)
 
     def benchmark(self, merged: bool = False):
         "`benchmark.load_benchmark(data_source, merged)` with this run's `strict` and `act_map`, loaded once per context."
@@ -608,12 +609,14 @@ class RunContext:
 # %% ../../notebooks/00g_data.config.ipynb #c71580d8
 def run_switches(environ: Mapping | None = None) -> dict:
     """The runner's run variables of `environ` (default: this process's): `main_job` (`core.check_main_job_env`: a value
-    that proves nothing is refused) and `run_dir` (`RUN_DIR_ENV`; a committed folder is refused)."""
+    that proves nothing is refused), `run_dir` (`RUN_DIR_ENV`; a committed folder is refused) and `notebook`
+    (`NOTEBOOK_ENV`: the notebook it runs)."""
     environ = os.environ if environ is None else environ
     raw = environ.get(RUN_DIR_ENV) or None
     return {
         "main_job": check_main_job_env(environ),
         "run_dir": str(check_not_protected(raw, option=RUN_DIR_ENV, folder=True)) if raw else None,
+        "notebook": environ.get(NOTEBOOK_ENV) or None,
     }
 
 # %% ../../notebooks/00g_data.config.ipynb #5a1e0c7d
@@ -699,4 +702,5 @@ def run_context(
         act_map=env["act_map"],
         llm_base_url=env["llm_base_url"],
         llm_timeout=env["llm_timeout"],
+        notebook=env["notebook"],
     )

@@ -127,7 +127,7 @@ def test_bad_sheets_exit_2_naming_sheet_and_row(tmp_path, capsys, edit, expect):
 
 
 def test_indicipr_cli_dispatches_audit(tmp_path, capsys):
-    from indicipr.run.cli import main  # the console script's module (12g_run.cli)
+    from indicipr.run.cli import main  # the console script's module (12h_run.cli)
 
     kit = tmp_path / "kit"
     assert main(["audit", "export", "--data-source", str(FIXTURE), "-n", "5", "--out", str(kit)]) == 0

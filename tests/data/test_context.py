@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from indicipr.run.runner import STAGE_FUNCTIONS
+from indicipr.run.stages import STAGE_FUNCTIONS
 
 # the data a stage receives from earlier stages or cells of its run section: records, scored runs, result rows
 DATA_NAMES = {"rows", "runs", "gold_records", "test_records", "records"}

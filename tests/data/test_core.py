@@ -14,7 +14,7 @@ from helpers import QA_SMALL as FIXTURE
 
 from indicipr.data import artifacts, benchmark, core, qa_files
 from indicipr.analysis import error_analysis, error_taxonomy
-from indicipr.run import report, runner
+from indicipr.run import report, runner, stages
 
 
 @pytest.fixture
@@ -661,7 +661,7 @@ def test_no_parameter_shadows_a_name_its_notebook_defines():
         tree = ast.parse((ROOT / "indicipr" / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        params = set(runner.notebook_parameters(nb))
+        params = set(stages.notebook_parameters(nb))
         assert not params & defined, (
             f"{nb.name}: parameter(s) {sorted(params & defined)} shadow the notebook's own definitions"
         )

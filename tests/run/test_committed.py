@@ -195,7 +195,7 @@ DIRECT_WRITES = {
     "llm.client._drop_incomplete_tail": "cuts a torn last line off the LLM cache, which `append_jsonl` wrote",
     "llm.servers._one_llama_server": "the server's log: a fresh `mkstemp` file in the system's temporary folder",
     "run.report._copy_explorers": "into the run's report folder, which the runner checks before the run",
-    "run.runner._kernel_manager_logging_to": "a kernel's log in the run folder, which the runner checks before the run",
+    "run.runner._kernel_manager_for": "a kernel's log in the run folder, which the runner checks before the run",
     "run.runner._async_launch_kernel": "a kernel's log in the run folder, which the runner checks before the run",
     "systems.training._save_loop_checkpoint": "into the checkpoint folder `train_encoder` passed through the guard",
     "systems.training.save_model": "into the checkpoint folder `train_encoder` passed through the guard",

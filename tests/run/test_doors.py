@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from helpers import BIN, QA_SMALL, ROOT, sync_check_repo, user_env
 
-from indicipr.run import cli, notebook_files, runner
+from indicipr.run import cli, notebook_files, runner, stages
 
 
 def git_status(repo=ROOT) -> str:
@@ -47,7 +47,7 @@ def test_papermill_help_notebook_lists_every_parameter_with_its_type():
     for name in ("06_scoring.metrics", "08_systems.encoders", "12_analysis.quality"):
         nb = ROOT / "notebooks" / f"{name}.ipynb"
         out = run_as_user(BIN / "papermill", "--help-notebook", nb, timeout=120)
-        for param in runner.notebook_parameters(nb):
+        for param in stages.notebook_parameters(nb):
             assert f"  {param}: " in out.stdout, (name, param, out.stdout)
         assert "  data_source: str " in out.stdout, (name, out.stdout)
         assert "  figures_dir: Optional[str] " in out.stdout, (name, out.stdout)
@@ -62,8 +62,8 @@ def test_every_notebook_names_the_one_kernel():
 def test_a_parameter_without_a_type_is_a_door_problem(tmp_path):
     "`reader_k = None` was listed by papermill as 'Unknown type' and let through by the runner's type check."
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert None not in runner.notebook_parameter_types(nb).values(), nb.name  # each parameter has a type
-    grounded = runner.notebook_parameter_types(ROOT / "notebooks" / "09a_systems.grounded.ipynb")
+        assert None not in stages.notebook_parameter_types(nb).values(), nb.name  # each parameter has a type
+    grounded = stages.notebook_parameter_types(ROOT / "notebooks" / "09a_systems.grounded.ipynb")
     assert grounded["reader_k"] == (int, type(None)) and grounded["llm_endpoints"] == (str, dict, type(None))
     folder = tmp_path / "nbs"
     folder.mkdir()

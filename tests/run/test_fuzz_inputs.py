@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indicipr.data import basics, core, qa_files
-from indicipr.run import cli, runner
+from indicipr.run import cli, stages
 from indicipr.scoring import predictions
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -222,10 +222,10 @@ def test_reproduce_parameters_are_checked_before_anything_runs(name, value):
         }.get(name, "06_scoring.metrics")
         parsed = cli.parse_parameter_value(value)
         types = {
-            **runner.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),
-            **runner.COMMON_PARAMETER_TYPES,
+            **stages.notebook_parameter_types(core.project_root() / "notebooks" / f"{only}.ipynb"),
+            **stages.COMMON_PARAMETER_TYPES,
         }
-        if name in types and runner.types_admit(types[name], parsed):
+        if name in types and stages.types_admit(types[name], parsed):
             return  # a valid value would start the notebook: not here
         rc, _, stderr = _main(["reproduce", "--only", only, "-p", name, value, "--run-dir", run])
         assert rc == 2 and stderr.strip() and "Traceback" not in stderr, (rc, stderr)
