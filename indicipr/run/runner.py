@@ -488,7 +488,7 @@ def _run_stages(
         running = {}
         while True:
             while failure is None and len(running) < STAGES_AT_ONCE:
-                ready = ready_stages(needs, set(results), set(results) | set(running.values()))
+                ready = ready_stages(needs, set(results), set(running.values()))
                 if not ready:
                     break
                 nb = find_notebook(ready[0], nbs_dir)

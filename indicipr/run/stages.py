@@ -16,10 +16,10 @@ from ..scoring import predictions
 from ..data.core import InputError
 
 # %% auto #0
-__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'STAGE_NEEDS', 'STAGES_AT_ONCE', 'COMMON_PARAMETER_TYPES',
-           'NOTEBOOK_STAGES', 'GOLD_PARAMETERS', 'RunnerUsageError', 'select_notebooks', 'find_notebook', 'stage_needs',
-           'ready_stages', 'notebook_parameter_types', 'notebook_parameters', 'types_admit', 'parameters_for',
-           'check_parameters']
+__all__ = ['NOTEBOOKS', 'COMMON_PARAMETERS', 'STAGE_FUNCTIONS', 'STAGE_NEEDS', 'STAGES_AT_ONCE', 'STAGES_ALONE',
+           'COMMON_PARAMETER_TYPES', 'NOTEBOOK_STAGES', 'GOLD_PARAMETERS', 'RunnerUsageError', 'select_notebooks',
+           'find_notebook', 'stage_needs', 'ready_stages', 'notebook_parameter_types', 'notebook_parameters',
+           'types_admit', 'parameters_for', 'check_parameters']
 
 # %% ../../notebooks/12c_run.stages.ipynb #5a1e0c06
 NOTEBOOKS = [
@@ -109,6 +109,9 @@ STAGE_NEEDS = {  # the stages whose files a stage reads; a stage not named here 
     "12_analysis.quality": ("04_build.split",),
 }
 STAGES_AT_ONCE = 2  # notebooks running at once in `indicipr reproduce`
+# stages whose kernel keeps both cores busy with torch's threads (which spin while they wait for each other): another
+# process beside them stalls those threads, so they run alone
+STAGES_ALONE = frozenset({"08_systems.encoders", "09a_systems.grounded"})
 
 
 def stage_needs(names: list[str], known: list[str] = NOTEBOOKS) -> dict[str, set[str]]:
@@ -126,10 +129,19 @@ def stage_needs(names: list[str], known: list[str] = NOTEBOOKS) -> dict[str, set
     return {n: upstream(n, set()) & set(names) for n in names}
 
 # %% ../../notebooks/12c_run.stages.ipynb #5a1e0c09
-def ready_stages(needs: dict[str, set[str]], done: set[str], started: set[str]) -> list[str]:
-    "The stages of `needs` that may start now (not started, all they wait for done): those more stages wait for first."
+def ready_stages(needs: dict[str, set[str]], done: set[str], running: set[str] = frozenset()) -> list[str]:
+    """The stages of `needs` that may start now beside `running` (not started, all they wait for done), those more
+    stages wait for first; nothing beside a stage of `STAGES_ALONE`, and such a stage, when it comes first, waits for
+    the running ones to end (nothing else starts before it)."""
     waited_for = {n: sum(n in w for w in needs.values()) for n in needs}
-    return sorted((n for n in needs if n not in started and needs[n] <= done), key=lambda n: -waited_for[n])
+    ready = sorted(
+        (n for n in needs if n not in done and n not in running and needs[n] <= done), key=lambda n: -waited_for[n]
+    )
+    if not running:
+        return ready
+    if STAGES_ALONE & set(running) or (ready and ready[0] in STAGES_ALONE):
+        return []
+    return [n for n in ready if n not in STAGES_ALONE]
 
 # %% ../../notebooks/12c_run.stages.ipynb #467a0b03
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "tuple": (list, tuple)}
