@@ -2,6 +2,7 @@
 """Benchmark: where the main job's time goes, stage by stage, against the arithmetic floor of its fine-tuning.
 
     .venv/bin/python benchmarks/main_job.py --run            # one fresh main job in a temporary clone, then the table
+    .venv/bin/python benchmarks/main_job.py --run --at-once 1   # the same with one notebook at a time (the peer)
     .venv/bin/python benchmarks/main_job.py --from-run runs/20261202-102524   # the table of a finished main job
 
 For every stage notebook of the run: its wall time and CPU time (the kernel's, with the training workers and the
@@ -57,15 +58,17 @@ def positive_int(text: str) -> int:
     return value
 
 
-def run_fresh() -> Path:
-    "Run the main job in a temporary clone of HEAD; the clone's root (its `runs/` holds the run)."
+def run_fresh(at_once: int | None = None) -> Path:
+    """Run the main job in a temporary clone of HEAD (`at_once`: `indicipr reproduce --at-once`, else its default); the
+    clone's root (its `runs/` holds the run)."""
     tmp = Path(tempfile.mkdtemp(prefix="indicipr-mainjob-"))
     clone = tmp / "indicipr"
     subprocess.run(["git", "clone", "-q", "--local", str(ROOT), str(clone)], check=True)
     shared = os.environ.get("INDICIPR_SHARED") or str(ROOT.parent / "shared")
     env = {**os.environ, "PYTHONPATH": str(clone), "INDICIPR_ROOT": str(clone), "INDICIPR_SHARED": shared}
     t0 = time.perf_counter()
-    subprocess.run([str(ROOT / ".venv" / "bin" / "indicipr"), "reproduce"], cwd=clone, env=env, check=True)
+    more = ["--at-once", str(at_once)] if at_once else []
+    subprocess.run([str(ROOT / ".venv" / "bin" / "indicipr"), "reproduce", *more], cwd=clone, env=env, check=True)
     print(f"main job in {clone}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return clone
 
@@ -198,6 +201,11 @@ def main(argv=None) -> int:
     src.add_argument("--run", action="store_true", help="run a fresh main job in a temporary clone first")
     src.add_argument("--from-run", type=Path, help="a finished main job's run folder (default: the latest under runs/)")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose runs/ and data/models/ are read")
+    ap.add_argument(
+        "--at-once",
+        type=positive_int,
+        help="with --run: notebooks at once (1: one after another; default: the runner's)",
+    )
     ap.add_argument("--repeats", type=positive_int, default=5, help="rounds of each matmul measurement (default 5)")
     ap.add_argument(
         "--quiet-wait",
@@ -213,7 +221,7 @@ def main(argv=None) -> int:
         before = grid_throughputs(
             model_shape(), tuple(sorted({numerics.THREADS, numerics.WORKER_THREADS})), args.repeats
         )
-    root = run_fresh() if args.run else args.root
+    root = run_fresh(args.at_once) if args.run else args.root
     run_dir = args.from_run or latest_run(root)
     run_json = run_dir / "report" / "run.json"
     if not run_json.is_file():

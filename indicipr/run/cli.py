@@ -23,7 +23,7 @@ from ..data.basics import parse_parameter_value
 from .notebook_files import write_back_outputs
 from .runner import PipelineError, StagesSkipped, is_main_job, run_pipeline
 from .runner import check_path_lengths, main_job_run, temporary_environ
-from .stages import NOTEBOOKS, RunnerUsageError, select_notebooks
+from .stages import NOTEBOOKS, STAGES_AT_ONCE, RunnerUsageError, select_notebooks
 from .. import __version__
 
 # %% auto #0
@@ -75,17 +75,16 @@ def _add_reproduce(sub) -> None:
     r = _command(
         sub,
         "reproduce",
-        "run notebooks 00-12 in order with papermill and write the HTML report",
+        "run notebooks 00-12 with papermill, each after the stages it reads, and write the HTML report",
         "indicipr reproduce                                  # the main job: all notebooks, offline, on the sample",
         "indicipr reproduce --only 06_scoring.metrics,10 --run-dir runs/metrics",
         "indicipr reproduce --profile paper --data-source hub -p llm_endpoints '*=http://gpu1:8000/v1'",
     )
     _data_source_option(r)
     _profile_option(r, "offline (default): everything local, on the embedded sample; paper: the card's models and data")
-    r.add_argument(
-        "--figures-dir", help="where figures/tables go (default: figures/ for the main job, else the run folder)"
-    )
+    r.add_argument("--figures-dir", help="where figures/tables go (default: figures/ in the main job, else the run's)")
     r.add_argument("--run-dir", help="where executed notebooks and the report go (default: runs/<time>)")
+    r.add_argument("--at-once", type=int, default=STAGES_AT_ONCE, help="notebooks run at once (default 2; 1: in order)")
     r.add_argument(
         "--only",
         help=f"comma-separated notebook names (or unique prefixes) to run, in pipeline "
@@ -405,6 +404,7 @@ def reproduce_command(args) -> int:
     params = {"data_source": args.data_source, "profile": args.profile, "figures_dir": args.figures_dir}
     params = user_paths({**params, **{k: parse_parameter_value(v) for k, v in args.parameter}})
     check_path_lengths(params, args.run_dir)
+    check_count("--at-once", args.at_once)
     notebooks = select_notebooks(args.only)
     main_job = is_main_job(params, notebooks, args.run_dir)
     try:
@@ -414,7 +414,7 @@ def reproduce_command(args) -> int:
             if main_job
             else contextlib.nullcontext(user_path(basics.check_folder_name(args.run_dir, "--run-dir"))) as run_dir,
         ):
-            results = run_pipeline(params, run_dir=run_dir, notebooks=notebooks, echo=echo_result_or_progress)
+            results = run_pipeline(params, run_dir, notebooks, echo=echo_result_or_progress, at_once=args.at_once)
             missing = [r.name for r in results if r.status == "missing"]
             if missing:
                 print(f"indicipr reproduce: notebook(s) not found: {', '.join(missing)}", file=sys.stderr)

@@ -403,8 +403,9 @@ def run_pipeline(
     nbs_dir: str | os.PathLike | None = None,
     report: bool = True,
     echo=print,
+    at_once: int = STAGES_AT_ONCE,
 ) -> list[StageResult]:
-    """Run the notebooks, each once the stages it reads have ended (`stages.stage_needs`, up to `STAGES_AT_ONCE` at once);
+    """Run the notebooks, each once the stages it reads have ended (`stages.stage_needs`), up to `at_once` at once;
     write executed copies, `timings.jsonl` and the HTML report to `run_dir`."""
     # the report imports pandas: the command line starts without it
     from indicipr.run.report import format_seconds, write_report
@@ -447,7 +448,7 @@ def run_pipeline(
             + ("" if main_job else f", predictions in {run_dir / 'predictions'}")
         )
     )
-    results, failure = _run_stages(names, nbs_dir, run_dir, parameters, kernel, echo, start)
+    results, failure = _run_stages(names, nbs_dir, run_dir, parameters, kernel, echo, start, at_once)
     duration = time.time() - start
     tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"], main_job), committed, since=start - 1)
     run_record = {"numerics": kernels, "verdict": tables}
@@ -473,9 +474,9 @@ def run_pipeline(
 
 
 def _run_stages(
-    names: list[str], nbs_dir: Path, run_dir: Path, parameters: dict, kernel: str, echo, start: float
+    names: list[str], nbs_dir: Path, run_dir: Path, parameters: dict, kernel: str, echo, start: float, at_once: int
 ) -> tuple[list[StageResult], str | None]:
-    """Run `names` in threads, each when the stages it waits for have ended, up to `STAGES_AT_ONCE` at once; after a
+    """Run `names` in threads, each when the stages it waits for have ended, up to `at_once` at once; after a
     failure nothing more starts (the running ones end, the rest are `not run`). The results in `names`' order, and
     the first failure's message."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -484,10 +485,10 @@ def _run_stages(
 
     needs, results, failure = stage_needs(names), {}, None
     tag = {name: f"[{i}/{len(names)}] {name}" for i, name in enumerate(names, 1)}
-    with ThreadPoolExecutor(STAGES_AT_ONCE, thread_name_prefix="stage") as pool:
+    with ThreadPoolExecutor(at_once, thread_name_prefix="stage") as pool:
         running = {}
         while True:
-            while failure is None and len(running) < STAGES_AT_ONCE:
+            while failure is None and len(running) < at_once:
                 ready = ready_stages(needs, set(results), set(running.values()))
                 if not ready:
                     break

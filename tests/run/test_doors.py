@@ -323,6 +323,7 @@ REFUSED_BEFORE_ANY_KERNEL = [  # (command line, variables, the sentence's start 
     (["--only", "06_scoring.metrics"], {"INDICIPR_LLM_BASE_URL": "h:1"}, "INDICIPR_LLM_BASE_URL: 'h:1' names no LLM"),
     (["--only", "06_scoring.metrics"], {"INDICIPR_ACT_MAP": "garbage"}, "INDICIPR_ACT_MAP item 'garbage'"),
     (["--only", "06_scoring.metrics"], {"INDICIPR_YES": "maybe"}, "INDICIPR_YES='maybe': use 1/0"),
+    (["--only", "06_scoring.metrics", "--at-once", "0"], {}, "--at-once 0: give a number at least 1"),
 ]
 
 
