@@ -109,9 +109,9 @@ STAGE_NEEDS = {  # the stages whose files a stage reads; a stage not named here 
     "12_analysis.quality": ("04_build.split",),
 }
 STAGES_AT_ONCE = 2  # notebooks running at once in `indicipr reproduce`
-# stages whose kernel keeps both cores busy with torch's threads (which spin while they wait for each other): another
-# process beside them stalls those threads, so they run alone
-STAGES_ALONE = frozenset({"08_systems.encoders", "09a_systems.grounded"})
+# stages that keep both cores busy (torch's threads in 08 and 09a, which spin while they wait for each other; two
+# llama.cpp servers in 09 and 12): a stage beside them takes its cores from them, so they run alone
+STAGES_ALONE = frozenset({"08_systems.encoders", "09_systems.llm_qa", "09a_systems.grounded", "12_analysis.quality"})
 
 
 def stage_needs(names: list[str], known: list[str] = NOTEBOOKS) -> dict[str, set[str]]:
