@@ -13,19 +13,8 @@ from helpers import ROOT
 from indicipr.run import cli
 from indicipr.data import config, core
 from indicipr.data.core import InputError
+from indicipr.run.stages import NOTEBOOK_STAGES  # the notebooks that build a stage's settings
 
-STAGE_OF_NOTEBOOK = {
-    "01_build.corpus": "corpus",
-    "02_build.generate": "generate",
-    "04_build.split": "split",
-    "07_systems.bm25": "bm25",
-    "08_systems.encoders": "encoders",
-    "09_systems.llm_qa": "llm_qa",
-    "09a_systems.grounded": "grounded",
-    "10_analysis.significance": "significance",
-    "11_analysis.error_analysis": "significance",
-    "12_analysis.quality": "quality",
-}
 RUN = {"data_source", "profile", "figures_dir"}  # every notebook's: the run context
 PLAN = {"rebuild", "build_tag", "builds", "publish_replay"}  # core.construction_plan: which builds, whether to publish
 LOCATIONS = {"predictions_from"}  # where inputs are
@@ -54,7 +43,7 @@ def field_names(stage: str) -> set[str]:
 
 
 def test_every_stage_parameter_is_a_setting_or_named_here():
-    for notebook, stage in STAGE_OF_NOTEBOOK.items():
+    for notebook, stage in NOTEBOOK_STAGES.items():
         others = RUN | PLAN | LOCATIONS | NOT_SETTINGS.get(notebook, set())
         unknown = [p for p in parameter_names(notebook) if p not in field_names(stage) | others]
         assert not unknown, f"{notebook}: parameters that are not fields of {stage}'s settings: {unknown}"
