@@ -114,6 +114,11 @@ NOTEBOOK_ENV = "INDICIPR_NOTEBOOK"  # the notebook a kernel runs (read by `confi
 TIMINGS_FILE = "timings.jsonl"
 
 
+def _named(notebook: str | None) -> dict:
+    "`{notebook: …}` for a record of the run folder when the notebook is known, else nothing."
+    return {"notebook": notebook} if notebook else {}
+
+
 def record_timings(
     run_dir: str | os.PathLike | None, stage: str, *, notebook: str | None = None, **seconds: float | None
 ) -> Path | None:
@@ -124,8 +129,7 @@ def record_timings(
     path = Path(run_dir) / TIMINGS_FILE
     for name, s in seconds.items():
         if s is not None:
-            line = {"stage": stage, "name": name, "seconds": round(float(s), 3)}
-            append_jsonl(path, {**line, "notebook": notebook} if notebook else line)
+            append_jsonl(path, {"stage": stage, "name": name, "seconds": round(float(s), 3), **_named(notebook)})
     return path
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #eb3611d0
@@ -147,7 +151,7 @@ def record_skipped(
         print(f"{stage}: skipped every input it was given: {reason}", file=sys.stderr)
         return None
     path = Path(run_dir) / SKIPPED_FILE
-    append_jsonl(path, {"stage": stage, "reason": reason, **({"notebook": notebook} if notebook else {})})
+    append_jsonl(path, {"stage": stage, "reason": reason, **_named(notebook)})
     return path
 
 # %% ../../notebooks/00f_data.artifacts.ipynb #0cab38e7

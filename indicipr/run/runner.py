@@ -348,7 +348,7 @@ def _process_cpu_seconds(pid: int | None) -> float | None:
         t = psutil.Process(pid).cpu_times()
     except (psutil.Error, TypeError, ValueError):
         return None
-    return round(t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0), 1)
+    return round(t.user + t.system + t.children_user + t.children_system, 1)
 
 
 def _committed_for(parameters: dict) -> dict | None:
@@ -448,7 +448,8 @@ def run_pipeline(
             + ("" if main_job else f", predictions in {run_dir / 'predictions'}")
         )
     )
-    results, failure = _run_stages(names, nbs_dir, run_dir, parameters, kernel, echo, start, at_once)
+    results = _run_stages(names, nbs_dir, run_dir, parameters, kernel, echo, start, at_once)
+    failure = next((r.error for r in results if r.status == "failed"), None)
     duration = time.time() - start
     tables = verdict.table_verdict(core.tables_path(parameters["figures_dir"], main_job), committed, since=start - 1)
     run_record = {"numerics": kernels, "verdict": tables}
@@ -475,20 +476,19 @@ def run_pipeline(
 
 def _run_stages(
     names: list[str], nbs_dir: Path, run_dir: Path, parameters: dict, kernel: str, echo, start: float, at_once: int
-) -> tuple[list[StageResult], str | None]:
+) -> list[StageResult]:
     """Run `names` in threads, each when the stages it waits for have ended, up to `at_once` at once; after a
-    failure nothing more starts (the running ones end, the rest are `not run`). The results in `names`' order, and
-    the first failure's message."""
+    failure nothing more starts (the running ones end, the rest are `not run`). The results in `names`' order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from indicipr.run.report import StageResult  # the report imports pandas: the command line starts without it
 
-    needs, results, failure = stage_needs(names), {}, None
+    needs, results, failed = stage_needs(names), {}, False
     tag = {name: f"[{i}/{len(names)}] {name}" for i, name in enumerate(names, 1)}
     with ThreadPoolExecutor(at_once, thread_name_prefix="stage") as pool:
         running = {}
         while True:
-            while failure is None and len(running) < at_once:
+            while not failed and len(running) < at_once:
                 ready = ready_stages(needs, set(results), set(running.values()))
                 if not ready:
                     break
@@ -504,10 +504,9 @@ def _run_stages(
             for future in wait(running, return_when=FIRST_COMPLETED)[0]:
                 name = running.pop(future)
                 results[name] = future.result()
-                if results[name].status == "failed" and failure is None:
-                    failure = results[name].error
+                failed = failed or results[name].status == "failed"
                 echo(_stage_line(tag[name], results[name], nbs_dir, time.time() - start))
-    return [results.get(n) or StageResult(n, "not run") for n in names], failure
+    return [results.get(n) or StageResult(n, "not run") for n in names]
 
 # %% ../../notebooks/12d_run.runner.ipynb #37a09cc0
 SECRET_PARAMETER_ENV = "INDICIPR_PARAMETER_"  # + the parameter's name: its real value, as JSON, for the kernel only
