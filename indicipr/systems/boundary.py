@@ -15,7 +15,7 @@ import torch
 from ..build.clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, snap_targets
 from ..data.core import best_ties, simplest_best, tie_note
 from ..scoring.metrics import token_f1
-from .qa_model import answer_token_lengths, best_spans, encode_windows, window_logits
+from .qa_model import ModelPass, answer_token_lengths, best_spans, encode_windows, window_logits
 from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
@@ -137,11 +137,15 @@ def span_candidates(
     batch_size: int | None = None,
     device: str | None = None,
     engine: str = "auto",
+    computed: ModelPass | None = None,
 ) -> list[Candidates]:
-    "Step 1-4 for every record: one model pass, then the candidates of all its windows."
+    """Step 1-4 for every record: one model pass (`computed`: the records' `qa_model.model_pass`, read instead), then
+    the candidates of all its windows."""
     records = list(records)
-    windows = encode_windows(records, tokenizer, window)
-    logits = window_logits(model, tokenizer, records, window, batch_size, device=device, engine=engine, windows=windows)
+    windows = computed.windows if computed is not None else encode_windows(records, tokenizer, window)
+    logits = window_logits(
+        model, tokenizer, records, window, batch_size, device=device, engine=engine, windows=windows, computed=computed
+    )
     per = [[] for _ in records]
     bounds = {}
     for w, (s, e) in enumerate(logits):

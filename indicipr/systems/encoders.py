@@ -27,7 +27,7 @@ from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_s
 from .finetune import train_encoder, trained_window
 from .qa_model import CARD_NAMES, MODEL_REGISTRY, answer_length_profile, answer_token_lengths
 from .qa_model import load_tokenizer, model_short_name, predict_answers, suggest_max_answer_length
-from .qa_model import encode_windows
+from .qa_model import encode_windows, model_pass
 from ..build import clauses
 from . import boundary, finetune
 from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
@@ -506,11 +506,15 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
             "window": trained_window(cfg),
             "max_answer_length": r["max_answer_length"],
         }
-        tune_c, eval_c = (boundary.span_candidates(model, tok, recs, prior, **kw) for recs in (tune_set, evalset))
+        sets = (tune_set, evalset)
+        passes = [model_pass(model, tok, recs, kw["window"]) for recs in sets]  # each decoded twice, run once
+        tune_c, eval_c = (
+            boundary.span_candidates(model, tok, s, prior, **kw, computed=p) for s, p in zip(sets, passes)
+        )
         params, grid = boundary.tune_boundary_weights(tune_set, tune_c)
         preds = boundary.boundary_decode(evalset, eval_c, params)
         zero_differs = [
-            _zero_weight_differences(model, tok, recs, c, kw) for recs, c in ((tune_set, tune_c), (evalset, eval_c))
+            _zero_weight_differences(model, tok, s, c, kw, p) for s, c, p in zip(sets, (tune_c, eval_c), passes)
         ]
         system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": run_settings.boundary_tune_split}
@@ -582,9 +586,10 @@ def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") 
     )
 
 # %% ../../notebooks/08_systems.encoders.ipynb #4c319dc5
-def _zero_weight_differences(model, tok, records, candidates, kw: dict) -> int:
-    "Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than `predict_answers`."
-    plain = predict_answers(model, tok, records, kw["window"], kw["max_answer_length"])
+def _zero_weight_differences(model, tok, records, candidates, kw: dict, computed=None) -> int:
+    """Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than
+    `predict_answers` (decoding the logits of `computed`, the pass the candidates came from, when given)."""
+    plain = predict_answers(model, tok, records, kw["window"], kw["max_answer_length"], computed=computed)
     zero = boundary.boundary_decode(records, candidates, boundary.BoundaryParams())
     return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))
 

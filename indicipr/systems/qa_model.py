@@ -24,7 +24,7 @@ __all__ = ['MODEL_REGISTRY', 'CARD_NAMES', 'ENGINES', 'SPAN_SCORES', 'package_mo
            'answer_token_lengths', 'suggest_max_answer_length', 'answer_length_profile', 'best_spans', 'pick_device',
            'check_device', 'round_up', 'default_eval_batch_size', 'model_json', 'check_model_reachable',
            'openvino_available', 'OpenVINOQA', 'openvino_model', 'resolve_engine', 'Answer', 'window_logits',
-           'predict_answers']
+           'ModelPass', 'model_pass', 'predict_answers']
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #f2029620
 MODEL_REGISTRY = {
@@ -534,12 +534,17 @@ def window_logits(
     device: str | None = None,
     engine: str = "auto",
     windows: Windows | None = None,
+    computed: ModelPass | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(start_logits, end_logits) of every window of `records` (`encode_windows` order, unpadded): what `predict_answers` decodes.
-    `windows`: the records' `encode_windows(records, tokenizer, window)`, when the caller has them already."""
-    windows, batches, _, logits = _window_batches(
-        model, tokenizer, list(records), window, batch_size, pad_multiple, device, engine, windows=windows
-    )
+    `windows`: the records' `encode_windows(records, tokenizer, window)`, when the caller has them already; `computed`:
+    the records' `model_pass`, read instead of running the model (its windows and batches, not the arguments', count)."""
+    if computed is not None:
+        windows, batches, logits = computed.windows, computed.batches, computed.outputs
+    else:
+        windows, batches, _, logits = _window_batches(
+            model, tokenizer, list(records), window, batch_size, pad_multiple, device, engine, windows=windows
+        )
     out = [None] * len(windows)
     for idx, (_, s, e) in zip(batches, logits):
         s, e = s.float().cpu().numpy(), e.float().cpu().numpy()
@@ -547,6 +552,35 @@ def window_logits(
             n = len(windows.input_ids[w])
             out[w] = (s[r, :n], e[r, :n])
     return out
+
+# %% ../../notebooks/07a_systems.qa_model.ipynb #a1c0e7f2
+@dataclass
+class ModelPass:
+    "One model pass over the windows of some records, as `predict_answers` and `window_logits` decode it."
+
+    windows: Windows
+    batches: list  # the window indices of each padded batch
+    device: torch.device
+    outputs: list  # each batch's (padded batch, start_logits, end_logits)
+
+# %% ../../notebooks/07a_systems.qa_model.ipynb #a1c0e7f3
+@torch.inference_mode()
+def model_pass(
+    model,
+    tokenizer,
+    records,
+    window: Window = WINDOW,
+    batch_size: int | None = None,
+    pad_multiple: int = 8,
+    device: str | None = None,
+    engine: str = "auto",
+) -> ModelPass:
+    "The model's pass over the windows of `records` (arguments as `predict_answers`'), kept for `computed=`."
+    windows, batches, dev, logits = _window_batches(
+        model, tokenizer, list(records), window, batch_size, pad_multiple, device, engine
+    )
+    batches = list(batches)
+    return ModelPass(windows, batches, dev, [out for _, out in zip(batches, logits)])
 
 # %% ../../notebooks/07a_systems.qa_model.ipynb #07d299a3
 @torch.inference_mode()
@@ -563,16 +597,22 @@ def predict_answers(
     progress: bool = False,
     span_score: str = "logits",
     engine: str = "auto",
+    computed: ModelPass | None = None,
 ) -> list[Answer]:
     """Best answer span for each record by batched sliding-window inference.
     `span_score`: "logits" (`run_qa.py`: start + end logit) or "window_probs" (the QA pipeline: per-window probabilities).
-    `engine`: "torch", "openvino" (CPU, fp32) or "auto" (OpenVINO on the CPU when installed and worth it; see above)."""
+    `engine`: "torch", "openvino" (CPU, fp32) or "auto" (OpenVINO on the CPU when installed and worth it; see above).
+    `computed`: the records' `model_pass`, decoded instead of running the model again (its window, batches and engine
+    count, not the arguments')."""
     if span_score not in SPAN_SCORES:
         raise ValueError(f"span_score must be one of {SPAN_SCORES}, not {span_score!r}")
     records = list(records)
-    windows, batches, dev, logits = _window_batches(
-        model, tokenizer, records, window, batch_size, pad_multiple, device, engine, progress
-    )
+    if computed is not None:
+        windows, batches, dev, logits = computed.windows, computed.batches, computed.device, computed.outputs
+    else:
+        windows, batches, dev, logits = _window_batches(
+            model, tokenizer, records, window, batch_size, pad_multiple, device, engine, progress
+        )
     best = [[] for _ in records]  # per example: (score, start_char, end_char)
     for idx, (batch, start_logits, end_logits) in zip(batches, logits):
         ctx = batch["context_mask"].to(dev)
