@@ -365,7 +365,8 @@ def test_train_profile_groups_operators():
     spec.loader.exec_module(bench)
     assert bench.group_of("aten::addmm") == bench.group_of("aten::bmm") == "matmul"
     assert bench.group_of("aten::bernoulli_") == bench.group_of("aten::gelu_backward") == "elementwise"
-    assert bench.group_of("aten::_foreach_lerp_") == "optimiser"
+    assert bench.group_of("aten::_foreach_lerp_") == bench.group_of("aten::linalg_vector_norm") == "optimiser"
+    assert bench.group_of("aten::native_layer_norm_backward") == "elementwise"  # a layer norm, not the clipping's norm
     assert bench.group_of("aten::nll_loss_backward") == "loss"
     assert bench.group_of("aten::_softmax") == "attention (rest)"
     assert bench.group_of("aten::something_new") == "other operators"
