@@ -15,13 +15,14 @@ import torch
 from ..build.clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, snap_targets
 from ..data.core import best_ties, simplest_best, tie_note
 from ..scoring.metrics import token_f1
-from .qa_model import ModelPass, answer_token_lengths, best_spans, encode_windows, window_logits
+from .qa_model import ModelPass, answer_token_lengths, best_spans, encode_windows, predict_answers
+from .qa_model import window_logits
 from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
 __all__ = ['GRID', 'token_boundary_flags', 'LengthPrior', 'fit_length_prior', 'BoundaryParams', 'Candidates', 'window_candidates',
-           'span_candidates', 'rescore', 'pick_boundary_span', 'boundary_decode', 'tune_boundary_weights',
-           'weights_simplicity', 'boundary_tie']
+           'span_candidates', 'rescore', 'pick_boundary_span', 'boundary_decode', 'zero_weight_differences',
+           'tune_boundary_weights', 'weights_simplicity', 'boundary_tie']
 
 # %% ../../notebooks/07c_systems.boundary.ipynb #3c5af050
 def token_boundary_flags(
@@ -197,6 +198,16 @@ def boundary_decode(records, candidates: list[Candidates], params: BoundaryParam
         a, b = pick_boundary_span(c, params)
         out[r["id"]] = r["context"][a:b]
     return out
+
+# %% ../../notebooks/07c_systems.boundary.ipynb #b7c0e7a2
+def zero_weight_differences(
+    model, tokenizer, records, candidates: list[Candidates], window: Window, max_answer_length: int, computed=None
+) -> int:
+    """Questions of `records` where boundary-aware decoding at weights 0 (their `candidates`) answers otherwise than
+    `predict_answers` (decoding the logits of `computed`, the `model_pass` the candidates came from, when given)."""
+    plain = predict_answers(model, tokenizer, records, window, max_answer_length, computed=computed)
+    zero = boundary_decode(records, candidates, BoundaryParams())
+    return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))
 
 # %% ../../notebooks/07c_systems.boundary.ipynb #2e589d6a
 GRID = {

@@ -5,6 +5,8 @@
 # %% ../../notebooks/08_systems.encoders.ipynb #2318716c
 from __future__ import annotations
 
+import concurrent.futures
+import copy
 import json
 import os
 import shutil
@@ -148,31 +150,35 @@ CURVE_FILE = "learning_curve.json"
 
 
 class F1Curve(TrainerCallback):
-    "Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em, f1}]` to `path`."
+    """Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em,
+    f1}]` to `path`. `aside`: on a CPU, each point but the last is scored on a copy of the model in a thread of its own
+    while training goes on (the same weights, kernels and threads: the same points), on a core its neighbours leave."""
 
-    def __init__(
-        self,
-        records,
-        tokenizer,
-        every: int,
-        max_answer_length: int,
-        path,
-        window: Window = WINDOW,
-    ):
-        self.records, self.tok, self.every, self.answer_cap = (
-            list(records),
-            tokenizer,
-            max(1, int(every)),
-            int(max_answer_length),
-        )
-        self.path, self.window, self.points = Path(path), window, []
+    def __init__(self, records, tokenizer, every: int, max_answer_length: int, path, window=WINDOW, aside=False):
+        self.records, self.tok, self.every = list(records), tokenizer, max(1, int(every))
+        self.answer_cap, self.path, self.window, self.points = int(max_answer_length), Path(path), window, []
+        self.aside, self._aside, self._pending = aside, None, None
 
-    def _score(self, step: int, model) -> None:
-        was_training = model.training
+    def _point(self, step: int, model) -> None:
         answers = predict_answers(model, self.tok, self.records, self.window, self.answer_cap)
-        model.train(was_training)
         _, s = metrics.score_predictions(self.records, {r["id"]: a.text for r, a in zip(self.records, answers)})
         self.points.append({"step": int(step), "em": round(s["em"], 2), "f1": round(s["f1"], 2)})
+
+    def _collect(self) -> None:
+        "The point being scored aside, if any, in `points` (its error raised here, in the training thread)."
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _score(self, step: int, model, last: bool = False) -> None:
+        self._collect()  # one point aside at a time, in step order
+        if self.aside and not last and next(model.parameters()).device.type == "cpu":
+            self._aside = self._aside or concurrent.futures.ThreadPoolExecutor(1, "f1-curve")
+            self._pending = self._aside.submit(self._point, step, copy.deepcopy(model))  # this step's weights
+            return
+        was_training = model.training
+        self._point(step, model)
+        model.train(was_training)
 
     def on_train_begin(self, args, state, control, model=None, **kw):
         if not self.points and state.global_step == 0:
@@ -183,8 +189,12 @@ class F1Curve(TrainerCallback):
             self._score(state.global_step, model)
 
     def on_train_end(self, args, state, control, model=None, **kw):
+        self._collect()
+        if self._aside is not None:
+            self._aside.shutdown()
+            self._aside = None
         if not self.points or self.points[-1]["step"] != state.global_step:
-            self._score(state.global_step, model)
+            self._score(state.global_step, model, last=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         basics.write_text_atomic(self.path, json.dumps(self.points) + "\n")
 
@@ -235,11 +245,9 @@ def shrink_note(settings: EncodersSettings, profile: str) -> str:
     "The shrink parameters that differ from the profile's defaults, e.g. `epochs 0.25 (profile 2.0)`; `none` if none."
     base = settings_for("encoders", profile)
     diff = [
-        f"{k} {getattr(settings, k):g} (profile {getattr(base, k)})"
-        if isinstance(getattr(settings, k), float)
-        else f"{k} {getattr(settings, k)} (profile {getattr(base, k)})"
+        f"{k} {v:g} (profile {b})" if isinstance(v, float) else f"{k} {v} (profile {b})"
         for k in _SHRINK_PARAMETERS
-        if getattr(settings, k) != getattr(base, k)
+        if (v := getattr(settings, k)) != (b := getattr(base, k))
     ]
     return "; ".join(diff) or "none"
 
@@ -323,11 +331,11 @@ def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
         answer_cap = caps[model]
         tok = load_tokenizer(model) if curve_set else None
 
-        def curve(folder, tok=tok, answer_cap=answer_cap):
+        def curve(folder, aside=False, tok=tok, answer_cap=answer_cap):
             if not curve_set:
                 return None
             path = Path(folder) / CURVE_FILE
-            return [F1Curve(curve_set, tok, run_settings.curve_every, answer_cap, path, run_settings.window)]
+            return [F1Curve(curve_set, tok, run_settings.curve_every, answer_cap, path, run_settings.window, aside)]
 
         start, inter, synthetic = model, None, []  # the two-phase recipe: phase 1 once per model, every seed from it
         if run_settings.intermediate:
@@ -376,7 +384,8 @@ def run_encoders(ctx: RunContext) -> tuple[list[dict], dict]:
                         **({"intermediate": inter} if inter else {}),
                         **({"rehearsal": rehearsal} if rehearsal else {}),
                     },
-                    "callbacks": curve(out_dir) if first else None,
+                    # aside: a pool worker trains on one thread, and the curve's run has more work than its neighbours
+                    "callbacks": curve(out_dir, aside=True) if first else None,
                     "start": str(start),
                     "inter": inter,
                     "first": first,
@@ -514,7 +523,8 @@ def boundary_runs(ctx: RunContext, rows) -> list[dict]:
         params, grid = boundary.tune_boundary_weights(tune_set, tune_c)
         preds = boundary.boundary_decode(evalset, eval_c, params)
         zero_differs = [
-            _zero_weight_differences(model, tok, s, c, kw, p) for s, c, p in zip(sets, (tune_c, eval_c), passes)
+            boundary.zero_weight_differences(model, tok, s, c, **kw, computed=p)
+            for s, c, p in zip(sets, (tune_c, eval_c), passes)
         ]
         system = f"{model_short_name(r['model'])}_boundary_seed{r['seed']}"
         decoding = {**asdict(params), "length_prior": asdict(prior), "tuned_on": run_settings.boundary_tune_split}
@@ -584,14 +594,6 @@ def boundary_table(b_rows, tune_split: str = "validation", split: str = "test") 
             for r in b_rows
         ]
     )
-
-# %% ../../notebooks/08_systems.encoders.ipynb #4c319dc5
-def _zero_weight_differences(model, tok, records, candidates, kw: dict, computed=None) -> int:
-    """Questions of `records` where boundary-aware decoding at weights 0 (its `candidates`) answers otherwise than
-    `predict_answers` (decoding the logits of `computed`, the pass the candidates came from, when given)."""
-    plain = predict_answers(model, tok, records, kw["window"], kw["max_answer_length"], computed=computed)
-    zero = boundary.boundary_decode(records, candidates, boundary.BoundaryParams())
-    return sum(zero[r["id"]] != a.text for r, a in zip(records, plain))
 
 # %% ../../notebooks/08_systems.encoders.ipynb #ff83aeeb
 def compare_recipes(ctx: RunContext) -> list[dict]:

@@ -517,6 +517,12 @@ def test_boundary_decoding_at_zero_weights_is_the_plain_decoding(tiny_model_dir,
     )
     zero = boundary.boundary_decode(recs, cands, boundary.BoundaryParams())
     assert zero == {r["id"]: a.text for r, a in zip(recs, plain)}
+    kept = QM.model_pass(model, tok, recs, Window(64, 16), batch_size=4, engine="torch")  # one pass, decoded both ways
+    again = boundary.span_candidates(
+        model, tok, recs, boundary.LengthPrior(2.0, 1.0), Window(64, 16), 30, computed=kept
+    )
+    assert boundary.boundary_decode(recs, again, boundary.BoundaryParams()) == zero
+    assert boundary.zero_weight_differences(model, tok, recs, again, Window(64, 16), 30, computed=kept) == 0
     moved = boundary.boundary_decode(
         recs, cands, boundary.BoundaryParams(start_weight=4.0, end_weight=4.0, length_weight=2.0)
     )
