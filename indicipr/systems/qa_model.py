@@ -566,14 +566,7 @@ class ModelPass:
 # %% ../../notebooks/07a_systems.qa_model.ipynb #a1c0e7f3
 @torch.inference_mode()
 def model_pass(
-    model,
-    tokenizer,
-    records,
-    window: Window = WINDOW,
-    batch_size: int | None = None,
-    pad_multiple: int = 8,
-    device: str | None = None,
-    engine: str = "auto",
+    model, tokenizer, records, window: Window = WINDOW, batch_size=None, pad_multiple=8, device=None, engine="auto"
 ) -> ModelPass:
     "The model's pass over the windows of `records` (arguments as `predict_answers`'), kept for `computed=`."
     windows, batches, dev, logits = _window_batches(
