@@ -15,8 +15,8 @@ import torch
 from ..build.clauses import SNAP_REACH_TOKENS, boundary_offsets, ends_clause, snap_targets
 from ..data.core import best_ties, simplest_best, tie_note
 from ..scoring.metrics import token_f1
-from .qa_model import ModelPass, answer_token_lengths, best_spans, encode_windows, predict_answers
-from .qa_model import window_logits
+from .qa_model import ModelPass, answer_token_lengths, best_spans, model_pass
+from .qa_model import predict_answers, window_logits
 from ..data.config import WINDOW, Window  # the QA window: 384 tokens, stride 128
 
 # %% auto #0
@@ -143,10 +143,8 @@ def span_candidates(
     """Step 1-4 for every record: one model pass (`computed`: the records' `qa_model.model_pass`, read instead), then
     the candidates of all its windows."""
     records = list(records)
-    windows = computed.windows if computed is not None else encode_windows(records, tokenizer, window)
-    logits = window_logits(
-        model, tokenizer, records, window, batch_size, device=device, engine=engine, windows=windows, computed=computed
-    )
+    computed = computed or model_pass(model, tokenizer, records, window, batch_size, device=device, engine=engine)
+    windows, logits = computed.windows, window_logits(model, tokenizer, records, computed=computed)
     per = [[] for _ in records]
     bounds = {}
     for w, (s, e) in enumerate(logits):

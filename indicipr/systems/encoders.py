@@ -157,7 +157,7 @@ class F1Curve(TrainerCallback):
     def __init__(self, records, tokenizer, every: int, max_answer_length: int, path, window=WINDOW, aside=False):
         self.records, self.tok, self.every = list(records), tokenizer, max(1, int(every))
         self.answer_cap, self.path, self.window, self.points = int(max_answer_length), Path(path), window, []
-        self.aside, self._aside, self._pending = aside, None, None
+        self.aside, self._scorer, self._pending = aside, None, None
 
     def _point(self, step: int, model) -> None:
         answers = predict_answers(model, self.tok, self.records, self.window, self.answer_cap)
@@ -173,8 +173,8 @@ class F1Curve(TrainerCallback):
     def _score(self, step: int, model, last: bool = False) -> None:
         self._collect()  # one point aside at a time, in step order
         if self.aside and not last and next(model.parameters()).device.type == "cpu":
-            self._aside = self._aside or concurrent.futures.ThreadPoolExecutor(1, "f1-curve")
-            self._pending = self._aside.submit(self._point, step, copy.deepcopy(model))  # this step's weights
+            self._scorer = self._scorer or concurrent.futures.ThreadPoolExecutor(1, "f1-curve")
+            self._pending = self._scorer.submit(self._point, step, copy.deepcopy(model))  # this step's weights
             return
         was_training = model.training
         self._point(step, model)
@@ -190,9 +190,9 @@ class F1Curve(TrainerCallback):
 
     def on_train_end(self, args, state, control, model=None, **kw):
         self._collect()
-        if self._aside is not None:
-            self._aside.shutdown()
-            self._aside = None
+        if self._scorer is not None:
+            self._scorer.shutdown()
+            self._scorer = None
         if not self.points or self.points[-1]["step"] != state.global_step:
             self._score(state.global_step, model, last=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
