@@ -340,15 +340,22 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
 
 
 def _process_cpu_seconds(pid: int | None) -> float | None:
-    """CPU seconds of process `pid` and of the children it waited for (a kernel: the training workers and llama.cpp
-    servers it started and stopped); None when they cannot be read."""
+    """CPU seconds of process `pid` and of its descendants: the children it waited for (a kernel: the llama.cpp servers
+    it started and stopped, spawned training workers) and those still running, with the children they waited for (the
+    training pool's forkserver, which reaps the workers it forked); None when they cannot be read."""
     import psutil
 
     try:
-        t = psutil.Process(pid).cpu_times()
+        proc = psutil.Process(pid)
+        times = [proc.cpu_times()]
+        for child in proc.children(recursive=True):
+            try:
+                times.append(child.cpu_times())
+            except psutil.Error:  # ended meanwhile: its time is its parent's once waited for, or lost with it
+                pass
     except (psutil.Error, TypeError, ValueError):
         return None
-    return round(t.user + t.system + t.children_user + t.children_system, 1)
+    return round(sum(t.user + t.system + t.children_user + t.children_system for t in times), 1)
 
 
 def _committed_for(parameters: dict) -> dict | None:
