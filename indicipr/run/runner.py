@@ -340,9 +340,9 @@ def _run_one(nb: Path, run_dir: Path, parameters: dict, kernel: str) -> StageRes
 
 
 def _process_cpu_seconds(pid: int | None) -> float | None:
-    """CPU seconds of process `pid` and of its descendants: the children it waited for (a kernel: the llama.cpp servers
-    it started and stopped, spawned training workers) and those still running, with the children they waited for (the
-    training pool's forkserver, which reaps the workers it forked); None when they cannot be read."""
+    """CPU seconds of process `pid` and of its descendants: the children it waited for (a kernel: the training workers
+    and llama.cpp servers it started and stopped) and those still running at the end, with the children they waited
+    for; None when they cannot be read."""
     import psutil
 
     try:

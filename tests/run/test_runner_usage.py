@@ -2,9 +2,8 @@
 
 
 def test_a_stages_cpu_counts_the_work_of_a_descendant_still_running_and_of_what_it_reaped():
-    """A kernel's CPU seconds include a process it started that is still running at shutdown (the training pool's
-    forkserver) with the children that process waited for (the workers it forked), not only the children the kernel
-    itself waited for."""
+    """A kernel's CPU seconds include a process it started that is still running at shutdown, with the children that
+    process waited for, not only the children the kernel itself waited for."""
     import subprocess
     import sys
 
