@@ -11,9 +11,11 @@ the job's own time (stages that read nothing of each other run at once, so their
 the encoder stage (notebook 08), phase 1 and every phase-2 seed on a line of their own, from each checkpoint's
 `qa_config.json`: windows, tokens stepped through, tokens per second, and beside them the **floor**: the matrix
 products of the training steps (forward and backward: three times the forward's `2·m·k·n` of every linear layer and
-the two attention products, at the mean window length) divided by this machine's own matmul throughput at those
-shapes, measured here with the thread count the run used (one thread per training worker, the kernel's count for
-phase 1). No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the
+of the two attention products, at the mean window length), each kind at this machine's own throughput at its shapes,
+measured here with the thread count the run used (one thread per training worker, the kernel's count for phase 1):
+the linear layers' products at the step's batch of tokens, the attention's six batched products (scores and weighted
+values, and the four of their backward) at the step's windows, heads and mean window length. The attention's products
+are narrow (a head's width) and run at about half the linear layers' throughput, so each kind is timed at its own. No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the
 factor a faster loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
 cores they shared.
 
@@ -106,13 +108,25 @@ def model_shape(meta: dict | None = None) -> dict:
         "layers": cfg.num_hidden_layers,
         "hidden": cfg.hidden_size,
         "intermediate": cfg.intermediate_size,
+        "heads": cfg.num_attention_heads,
     }
 
 
-def training_flops(tokens: int, mean_len: float, layers: int, hidden: int, intermediate: int) -> float:
-    "Forward and backward matrix products of `tokens` tokens in windows of `mean_len` (3 × the forward)."
-    per_token = layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 2 * 2 * mean_len * hidden)
-    return 3.0 * per_token * tokens
+def linear_flops(tokens: int, layers: int, hidden: int, intermediate: int) -> float:
+    "The linear layers' forward and backward products for `tokens` tokens (3 × the forward's `2·m·k·n`)."
+    return 3.0 * layers * 2 * (4 * hidden * hidden + 2 * hidden * intermediate) * tokens
+
+
+def attention_flops(tokens: int, mean_len: float, layers: int, hidden: int) -> float:
+    """The attention's forward and backward products for `tokens` tokens in windows of `mean_len` tokens: the scores
+    (`q·kᵀ`) and the weighted values (`p·v`), `2·L·L·width` each a window, and twice as much backward."""
+    return 3.0 * layers * 2 * 2 * mean_len * hidden * tokens
+
+
+def floor_seconds(tokens: int, mean_len: float, shape: dict, linear_tp: float, attention_tp: float) -> float:
+    "The training's floor: each kind of product at this machine's throughput for its shapes (FLOP/s)."
+    linear = linear_flops(tokens, shape["layers"], shape["hidden"], shape["intermediate"])
+    return linear / linear_tp + attention_flops(tokens, mean_len, shape["layers"], shape["hidden"]) / attention_tp
 
 
 def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, repeats: int) -> float:
@@ -134,6 +148,38 @@ def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, r
         times.append((time.perf_counter() - t0) / 3)
     torch.set_num_threads(numerics.THREADS)
     return flops / min(times)  # anything slower than the best round is the machine's noise, not the arithmetic
+
+
+def attention_throughput(windows: int, length: float, hidden: int, heads: int, threads: int, repeats: int) -> float:
+    """FLOP/s of the attention's batched products for `windows` windows of `length` tokens with `heads` heads of
+    `hidden / heads` each, forward and backward as autograd runs them, on `threads` threads: the best of `repeats`
+    rounds."""
+    import torch
+
+    torch.set_num_threads(threads)
+    bh, n, d = windows * heads, max(int(round(length)), 1), hidden // heads
+    q, k, v, g = (torch.randn(bh, n, d) for _ in range(4))
+    p, ds = torch.randn(bh, n, n), torch.randn(bh, n, n)
+    products = [
+        lambda: torch.bmm(q, k.transpose(1, 2)),  # the scores
+        lambda: torch.bmm(p, v),  # the weighted values
+        lambda: torch.bmm(g, v.transpose(1, 2)),  # backward of the weighted values: to the probabilities
+        lambda: torch.bmm(p.transpose(1, 2), g),  # ... and to the values
+        lambda: torch.bmm(ds, k),  # backward of the scores: to the queries
+        lambda: torch.bmm(ds.transpose(1, 2), q),  # ... and to the keys
+    ]
+    flops = len(products) * 2 * bh * n * n * d
+    for f in products:  # warm-up
+        f()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(3):
+            for f in products:
+                f()
+        times.append((time.perf_counter() - t0) / 3)
+    torch.set_num_threads(numerics.THREADS)
+    return flops / min(times)
 
 
 def load_per_core() -> float:
@@ -160,18 +206,26 @@ GRID_ROWS = (
     4096,
     8192,
 )  # tokens in one step's batch, measured before a fresh run (the shapes are not known yet)
+GRID_LENGTHS = (64, 128, 256, 384)  # mean window lengths, the same
+GRID_WINDOWS = 8  # windows a step for the attention's grid (its throughput hardly depends on them)
 
 
-def grid_throughputs(shape: dict, threads: tuple[int, ...], repeats: int) -> dict[int, list[tuple[int, float]]]:
-    "Per thread count, the (rows, FLOP/s) of `GRID_ROWS`."
+def grid_throughputs(shape: dict, threads: tuple[int, ...], repeats: int) -> dict[int, dict[str, list]]:
+    "Per thread count, `{'linear': [(rows, FLOP/s) of GRID_ROWS], 'attention': [(length, FLOP/s) of GRID_LENGTHS]}`."
+    h = shape["hidden"]
     return {
-        t: [(r, matmul_throughput(r, shape["hidden"], shape["intermediate"], t, repeats)) for r in GRID_ROWS]
+        t: {
+            "linear": [(r, matmul_throughput(r, h, shape["intermediate"], t, repeats)) for r in GRID_ROWS],
+            "attention": [
+                (n, attention_throughput(GRID_WINDOWS, n, h, shape["heads"], t, repeats)) for n in GRID_LENGTHS
+            ],
+        }
         for t in threads
     }
 
 
 def from_grid(grid: list[tuple[int, float]], rows: int) -> float:
-    "The throughput at `rows` from the grid: linear in log(rows) between its points, the end points outside them."
+    "The throughput at `rows` (or a length) from the grid: linear in log(rows) between its points, the end points outside."
     import math
 
     if rows <= grid[0][0]:
@@ -255,23 +309,23 @@ def main(argv=None) -> int:
     print("\n## Notebook 08, phase by phase and seed by seed (training only)\n")
     print("| run | threads | windows | steps | tokens | wall | CPU | tokens/s | floor | wall / floor |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    seeds_flops, seeds_wall, tp1, phase1_floor = 0.0, [], None, 0.0
+    seeds_floor, seeds_wall, phase1_floor = 0.0, [], 0.0
     for m in metas:
         phase1 = Path(m["path"]).parent.name.endswith("_intermediate")  # encoders.intermediate_dir
         threads = numerics.THREADS if phase1 else numerics.WORKER_THREADS
         rows = max(int(m["train_tokens"] / max(m["global_steps"], 1)), 1)  # tokens of one step's batch
         mean_len = rows / m["batch_size"]
         tp = matmul_throughput(rows, shape["hidden"], shape["intermediate"], threads, args.repeats)
+        tp_att = attention_throughput(m["batch_size"], mean_len, shape["hidden"], shape["heads"], threads, args.repeats)
         if threads in before:  # the better of the measurement before the job and this one
-            tp = max(tp, from_grid(before[threads], rows))
-        flops = training_flops(m["train_tokens"], mean_len, **shape)
-        floor = flops / tp
+            tp = max(tp, from_grid(before[threads]["linear"], rows))
+            tp_att = max(tp_att, from_grid(before[threads]["attention"], mean_len))
+        floor = floor_seconds(m["train_tokens"], mean_len, shape, tp, tp_att)
         if phase1:
             phase1_floor += floor
         else:
-            seeds_flops += flops
+            seeds_floor += floor
             seeds_wall.append(m["train_seconds"])
-            tp1 = tp
         name = "phase 1" if phase1 else f"phase 2, seed {m['seed']}"
         print(
             f"| {name} | {threads} | {m['train_windows']} | {m['global_steps']} | {m['train_tokens']:,} | "
@@ -279,8 +333,8 @@ def main(argv=None) -> int:
             f"{m['train_tokens'] / max(m['train_seconds'], 1e-9):,.0f} | {fmt_s(floor)} | "
             f"{ratio_text(m['train_seconds'], floor)} |"
         )
-    if seeds_wall and tp1:
-        group_floor = seeds_flops / (min(cores, len(seeds_wall)) * tp1)
+    if seeds_wall:
+        group_floor = seeds_floor / min(cores, len(seeds_wall))
         print(
             f"| phase 2, the {len(seeds_wall)} seeds at once | {numerics.WORKER_THREADS} each | | | | "
             f"{fmt_s(max(seeds_wall))} | | | {fmt_s(group_floor)} | {ratio_text(max(seeds_wall), group_floor)} |"
@@ -296,7 +350,8 @@ def main(argv=None) -> int:
     busy = max(loads) >= QUIET_LOAD
     print(
         f"\nfloor: {shape['layers']} layers of width {shape['hidden']} (feed-forward {shape['intermediate']}), fp32, "
-        f"this machine's matmul throughput at each run's batch of tokens, the best of {args.repeats} rounds, measured "
+        f"{shape['heads']} heads; this machine's throughput for the linear layers' products at each run's batch of "
+        f"tokens and for the attention's at its windows and mean length, the best of {args.repeats} rounds, measured "
         f"{when}; load per core when measured: {', '.join(f'{x:.2f}' for x in loads)}"
         + (" (a busy machine: the floor is too high and the ratios too low)" if busy else "")
     )

@@ -22,9 +22,11 @@ operator's own CPU time (its children's excluded) is put in one group:
 | batch assembly | slicing the packed windows, the mask, index and copy work of the loop |
 | Python and the rest | the step's wall time that no operator accounts for: the interpreter, autograd's engine, the callbacks |
 
-The floor is the step's matrix products (as `benchmarks/main_job.py` counts them) divided by this machine's best matmul
-throughput at the step's shapes on the same thread count, so `step / floor` is what a faster loop could win at most;
-the matmul group's own time against the floor says how close the products themselves run to the BLAS.
+The floor is the step's matrix products (as `benchmarks/main_job.py` counts them), each kind at this machine's best
+throughput for its shapes on the same thread count: the linear layers' products at the step's batch of tokens, the
+attention's batched products at its windows, heads and mean window length. So `step / floor` is what a faster loop
+could win at most; the matmul group's own time against the floor says how close the products themselves run to the
+BLAS.
 
 Last, one layer's attention (forward and backward, `scaled_dot_product_attention` with the padding mask, at the step's
 batch and mean window) is timed with the model's attention dropout and without it: with dropout, PyTorch's CPU attention
@@ -143,15 +145,20 @@ def step_setup():
 
 
 def step_floor(settings, model, packed, threads: int, repeats: int) -> float:
-    """Seconds of one step's matrix products (at the mean batch of tokens) at this machine's best matmul throughput
-    on `threads` threads: the step's floor."""
+    """Seconds of one step's matrix products (at the mean batch of tokens) on `threads` threads, each kind at this
+    machine's best throughput for its shapes (`main_job.floor_seconds`): the step's floor."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from main_job import matmul_throughput, training_flops
+    from main_job import attention_throughput, floor_seconds, matmul_throughput
 
     cfg = model.config
-    rows = max(int(packed.lengths.mean() * settings.batch_size), 1)
-    flops = training_flops(rows, packed.lengths.mean(), cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size)
-    return flops / matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, repeats)
+    mean_len = float(packed.lengths.mean())
+    rows = max(int(mean_len * settings.batch_size), 1)
+    shape = {"layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "intermediate": cfg.intermediate_size}
+    linear_tp = matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, repeats)
+    attention_tp = attention_throughput(
+        settings.batch_size, mean_len, cfg.hidden_size, cfg.num_attention_heads, threads, repeats
+    )
+    return floor_seconds(rows, mean_len, shape, linear_tp, attention_tp)
 
 
 def profile_steps(settings, model, packed, steps: int, warmup: int):

@@ -356,6 +356,18 @@ def test_main_job_floor_is_a_best_case():
     assert tp > 0
 
 
+def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
+    """The floor adds the linear layers' products at their throughput and the attention's at its own: 3 × the forward's
+    `2·m·k·n`, the attention's two products `2·L·L·width` a window each."""
+    bench = _main_job_bench()
+    shape = {"layers": 2, "hidden": 8, "intermediate": 32}
+    assert bench.linear_flops(10, **shape) == 3 * 2 * 2 * (4 * 8 * 8 + 2 * 8 * 32) * 10
+    assert bench.attention_flops(10, 5.0, 1, 4) == 3 * 2 * 2 * 5 * 4 * 10  # 2 windows of 5 tokens: 2·(2·5·5·4)·2 ×3
+    lin, att = bench.linear_flops(100, **shape), bench.attention_flops(100, 10.0, 2, 8)
+    assert bench.floor_seconds(100, 10.0, shape, linear_tp=lin, attention_tp=att / 2) == 3.0  # 1 s + 2 s
+    assert bench.attention_throughput(2, 16, 32, 4, threads=1, repeats=2) > 0
+
+
 def test_train_profile_groups_operators():
     "`benchmarks/train_profile.py` puts each operator in its group: products, dropout's masks, AdamW, the loss."
     import importlib.util
