@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -18,7 +19,7 @@ from transformers import TrainerCallback
 from ..data import numerics
 
 # %% auto #0
-__all__ = ['plan_pool', 'PoolRun', 'run_pool']
+__all__ = ['plan_pool', 'warm_pool', 'PoolRun', 'run_pool']
 
 # %% ../../notebooks/07d_systems.pool.ipynb #010e7a5f
 def _mps_active() -> bool:
@@ -113,31 +114,57 @@ _PR_SET_PDEATHSIG = 1  # prctl's option (<linux/prctl.h>): the signal this proce
 
 
 def _die_with_parent(parent: int) -> None:
-    """Have the kernel kill this worker when `parent`, the process that started the pool, ends in any way (`kill -9`
-    too): Linux's parent-death signal, asked for through `prctl`. A parent that ended before the request took effect is
-    seen at once (this process's parent is another one then) and ends the worker too. Elsewhere than on Linux: nothing."""
+    """Have this worker killed when `parent`, the process that started the pool, ends in any way (`kill -9` too). A
+    spawned worker is `parent`'s child: Linux's parent-death signal, asked for through `prctl`. A worker forked by the
+    pool's forkserver (`warm_pool`) is the server's child: a thread of its own waits on a pidfd of `parent` and kills the
+    worker when `parent` ends. A parent that ended before either took effect is seen at once and ends the worker too.
+    Elsewhere than on Linux: nothing."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
     import signal
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed in a training worker")
-    if os.getppid() != parent:
+    if os.getppid() == parent:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed in a training worker")
+        if os.getppid() != parent:
+            os._exit(1)
+        return
+    import select
+    import threading
+
+    try:
+        watch = os.pidfd_open(parent)
+    except OSError:  # ended already
         os._exit(1)
 
+    def end_with_parent():
+        select.select([watch], [], [])  # readable once `parent` has ended
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=end_with_parent, name="pool-parent", daemon=True).start()
+
 # %% ../../notebooks/07d_systems.pool.ipynb #2b8f8dfa
-def _pool_worker(fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None, parent=None):
+def _pool_worker(
+    fn, shared, device, threads: int, tasks, results, slot, plan_ready, first=None, parent=None, origin=None
+):
     """A pool process (its `CUDA_VISIBLE_DEVICES` names its `device`): run `fn(job, *shared, callbacks=...)` for its jobs;
     it ends with `parent`, the process that started it (`_die_with_parent`). Ctrl-C is ignored here: it is the pool's
     process that stops, and it ends its workers with SIGTERM, on which a worker ends through its own exit
-    (`_exit_on_sigterm`)."""
+    (`_exit_on_sigterm`). `origin`: the file `fn`'s module came from in the pool's process; a worker whose module came
+    from another one (a forkserver that found another copy of the package) fails its runs with a sentence instead."""
     import signal
     import traceback
 
     if parent is not None:
         _die_with_parent(parent)
+    found = getattr(sys.modules.get(getattr(fn, "__module__", "")), "__file__", None)
+    if origin and found != origin:
+        other = f"the worker imported {fn.__module__} from {found}, the pool's process from {origin}"
+        results.put(("error", -1, other, os.getpid()))
+        raise SystemExit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held since the start (`_sigint_held`) is dropped with it
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -253,6 +280,68 @@ def _device_free_memory(n: int) -> list | None:
     except Exception:
         return None
 
+# %% ../../notebooks/07d_systems.pool.ipynb #f0a1c7e2
+@functools.cache
+def _pidfd_works() -> bool:
+    "Whether this system can watch another process through a pidfd (`_die_with_parent`; Linux 5.3 and later)."
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+def _server_environment() -> dict | None:
+    """The environment multiprocessing's forkserver for this process started with, read from the server process itself
+    (`/proc/<pid>/environ`), less `PYTHONPATH` (`warm_pool` sets it for the start); None when no server runs."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)  # set by the server's start, None before it
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:  # ended, or no /proc
+        return None
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    env = {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+    env.pop("PYTHONPATH", None)
+    return env or None  # a server that has ended and not been reaped shows no environment
+
+
+def warm_pool(fn, n_runs: int, workers=None) -> bool:
+    """Start now, in the background, the forkserver that `run_pool(fn, jobs, workers=workers)` with `n_runs` jobs forks
+    its workers from, with `fn`'s module imported; whether the pool will fork them (a CPU pool of several workers under
+    Linux, while this process's environment is the one the server started with). Idempotent; `run_pool` calls it too."""
+    if _pool_size(n_runs, workers) == 1 or not _importable(fn) or torch.cuda.is_available():
+        return False
+    if not (sys.platform.startswith("linux") and _pidfd_works()):
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    running = _server_environment()
+    if running is None:
+        import multiprocessing as mp
+        from multiprocessing import forkserver
+
+        # preloaded: fn's module (a script's function: each worker runs the script's file, as a spawned one does)
+        if fn.__module__ != "__main__":
+            mp.get_context("forkserver").set_forkserver_preload([fn.__module__])
+        # the server imports from this process's path (Python 3.11 starts it with its own) and starts with Ctrl-C held,
+        # which the workers it forks inherit until they ignore it (`_pool_worker`)
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        try:
+            with _sigint_held():
+                forkserver.ensure_running()
+        finally:
+            if before is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = before
+        running = _server_environment()
+    return running == env
+
 # %% ../../notebooks/07d_systems.pool.ipynb #5ae867d5
 class PoolRun:
     """The runs of `run_pool`. Iterating runs them and yields `(i, fn(jobs[i], *shared, callbacks=...))` as each one
@@ -310,7 +399,8 @@ def _pool_runs(pool: PoolRun):
     import multiprocessing as mp
     import queue as queue_mod
 
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("forkserver" if warm_pool(fn, n, workers) else "spawn")
+    origin = getattr(sys.modules.get(getattr(fn, "__module__", "")), "__file__", None)
     cuda = torch.cuda.is_available()
     n_dev = torch.cuda.device_count() if cuda else 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -330,6 +420,7 @@ def _pool_runs(pool: PoolRun):
                 target=_pool_worker,
                 daemon=True,
                 args=(fn, shared, devices[k], threads, tasks, results, slots[devices[k] or 0], plan_ready, first, me),
+                kwargs={"origin": origin},
             )
         )
     for i in range(1 if size == "auto" else 0, n):
@@ -376,6 +467,8 @@ def _pool_runs(pool: PoolRun):
                     ) from None
                 continue
             if kind == "error":
+                if i < 0:
+                    raise RuntimeError(f"a worker process (pid {pid}) could not run: {payload}")
                 raise RuntimeError(f"run {i} of {n} failed in a worker process (pid {pid}):\n{payload}")
             if kind == "probe" or (kind == "done" and not planned):
                 if not planned:
