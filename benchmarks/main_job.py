@@ -15,8 +15,9 @@ of the two attention products, at the mean window length), each kind at this mac
 measured here with the thread count the run used (one thread per training worker, the kernel's count for phase 1):
 the linear layers' products at the step's batch of tokens, the attention's six batched products (scores and weighted
 values, and the four of their backward) at the step's windows, heads and mean window length. The attention's products
-are narrow (a head's width) and run at about half the linear layers' throughput, so each kind is timed at its own. No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the
-factor a faster loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
+are narrow (a head's width) and run at about half the linear layers' throughput, so each kind is timed at its own.
+No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the factor a faster
+loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
 cores they shared.
 
 The LLM stages get no floor here: llama.cpp's quantised kernels are not torch's matmul, and the run does not record
@@ -129,25 +130,35 @@ def floor_seconds(tokens: int, mean_len: float, shape: dict, linear_tp: float, a
     return linear / linear_tp + attention_flops(tokens, mean_len, shape["layers"], shape["hidden"]) / attention_tp
 
 
-def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, repeats: int) -> float:
-    "FLOP/s of the layer's linear products at `rows` tokens a batch on `threads` threads: the best of `repeats` rounds."
+def best_rate(products: list, flops: float, threads: int, repeats: int) -> float:
+    "FLOP/s of calling every one of `products` (`flops` in all) on `threads` threads: the best of `repeats` rounds."
     import torch
 
     torch.set_num_threads(threads)
-    shapes = [(hidden, hidden)] * 4 + [(hidden, intermediate), (intermediate, hidden)]
-    mats = [(torch.randn(rows, k), torch.randn(n, k)) for k, n in shapes]
-    flops = sum(2 * rows * k * n for k, n in shapes)
-    for a, w in mats:  # warm-up
-        torch.nn.functional.linear(a, w)
+    for f in products:  # warm-up
+        f()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(3):
-            for a, w in mats:
-                torch.nn.functional.linear(a, w)
+            for f in products:
+                f()
         times.append((time.perf_counter() - t0) / 3)
     torch.set_num_threads(numerics.THREADS)
     return flops / min(times)  # anything slower than the best round is the machine's noise, not the arithmetic
+
+
+def matmul_throughput(rows: int, hidden: int, intermediate: int, threads: int, repeats: int) -> float:
+    "FLOP/s of the layer's linear products at `rows` tokens a batch on `threads` threads: the best of `repeats` rounds."
+    import functools
+
+    import torch
+
+    shapes = [(hidden, hidden)] * 4 + [(hidden, intermediate), (intermediate, hidden)]
+    products = [
+        functools.partial(torch.nn.functional.linear, torch.randn(rows, k), torch.randn(n, k)) for k, n in shapes
+    ]
+    return best_rate(products, sum(2 * rows * k * n for k, n in shapes), threads, repeats)
 
 
 def attention_throughput(windows: int, length: float, hidden: int, heads: int, threads: int, repeats: int) -> float:
@@ -156,7 +167,6 @@ def attention_throughput(windows: int, length: float, hidden: int, heads: int, t
     rounds."""
     import torch
 
-    torch.set_num_threads(threads)
     bh, n, d = windows * heads, max(int(round(length)), 1), hidden // heads
     q, k, v, g = (torch.randn(bh, n, d) for _ in range(4))
     p, ds = torch.randn(bh, n, n), torch.randn(bh, n, n)
@@ -168,18 +178,7 @@ def attention_throughput(windows: int, length: float, hidden: int, heads: int, t
         lambda: torch.bmm(ds, k),  # backward of the scores: to the queries
         lambda: torch.bmm(ds.transpose(1, 2), q),  # ... and to the keys
     ]
-    flops = len(products) * 2 * bh * n * n * d
-    for f in products:  # warm-up
-        f()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(3):
-            for f in products:
-                f()
-        times.append((time.perf_counter() - t0) / 3)
-    torch.set_num_threads(numerics.THREADS)
-    return flops / min(times)
+    return best_rate(products, len(products) * 2 * bh * n * n * d, threads, repeats)
 
 
 def load_per_core() -> float:
@@ -225,7 +224,7 @@ def grid_throughputs(shape: dict, threads: tuple[int, ...], repeats: int) -> dic
 
 
 def from_grid(grid: list[tuple[int, float]], rows: int) -> float:
-    "The throughput at `rows` (or a length) from the grid: linear in log(rows) between its points, the end points outside."
+    "The throughput at `rows` (or a length) from the grid: linear in the log between its points, the end points outside."
     import math
 
     if rows <= grid[0][0]:
