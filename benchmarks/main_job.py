@@ -18,7 +18,10 @@ values, and the four of their backward) at the step's windows, heads and mean wi
 are narrow (a head's width) and run at about half the linear layers' throughput, so each kind is timed at its own.
 No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the factor a faster
 loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
-cores they shared.
+cores they shared, and each seed's own line sets its CPU time against its floor (`CPU / floor`): three one-thread
+seeds on two cores each take longer than their CPU time. Seed 0 also scores the learning curve in a thread of its own
+while it trains; that scoring is evaluation, not training, so its CPU time (`of it scoring`, from the run's
+`scoring_cpu_seconds`) is left out of the seed's `CPU / floor`.
 
 The LLM stages get no floor here: llama.cpp's quantised kernels are not torch's matmul, and the run does not record
 their token counts. `benchmarks/llm_floor.py` sets notebook 09's requests against the llama.cpp build evaluating
@@ -306,8 +309,10 @@ def main(argv=None) -> int:
     shape = model_shape(metas[0])
     loads.append(wait_until_quiet(args.quiet_wait))
     print("\n## Notebook 08, phase by phase and seed by seed (training only)\n")
-    print("| run | threads | windows | steps | tokens | wall | CPU | tokens/s | floor | wall / floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| run | threads | windows | steps | tokens | wall | CPU | of it scoring | tokens/s | floor | wall / floor | CPU / floor |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     seeds_floor, seeds_wall, phase1_floor = 0.0, [], 0.0
     for m in metas:
         phase1 = Path(m["path"]).parent.name.endswith("_intermediate")  # encoders.intermediate_dir
@@ -326,17 +331,20 @@ def main(argv=None) -> int:
             seeds_floor += floor
             seeds_wall.append(m["train_seconds"])
         name = "phase 1" if phase1 else f"phase 2, seed {m['seed']}"
+        cpu, scoring = m.get("train_cpu_seconds"), m.get("scoring_cpu_seconds") or 0.0
+        # a one-thread seed shares the cores with its neighbours: its training's own CPU time is what it took
+        per_cpu = ratio_text(cpu - scoring, floor) if cpu and not phase1 and threads == 1 else "—"
         print(
             f"| {name} | {threads} | {m['train_windows']} | {m['global_steps']} | {m['train_tokens']:,} | "
-            f"{fmt_s(m['train_seconds'])} | {fmt_s(m.get('train_cpu_seconds'))} | "
+            f"{fmt_s(m['train_seconds'])} | {fmt_s(cpu)} | {fmt_s(scoring) if scoring else '—'} | "
             f"{m['train_tokens'] / max(m['train_seconds'], 1e-9):,.0f} | {fmt_s(floor)} | "
-            f"{ratio_text(m['train_seconds'], floor)} |"
+            f"{ratio_text(m['train_seconds'], floor)} | {per_cpu} |"
         )
     if seeds_wall:
         group_floor = seeds_floor / min(cores, len(seeds_wall))
         print(
             f"| phase 2, the {len(seeds_wall)} seeds at once | {numerics.WORKER_THREADS} each | | | | "
-            f"{fmt_s(max(seeds_wall))} | | | {fmt_s(group_floor)} | {ratio_text(max(seeds_wall), group_floor)} |"
+            f"{fmt_s(max(seeds_wall))} | | | | {fmt_s(group_floor)} | {ratio_text(max(seeds_wall), group_floor)} | |"
         )
         stage = next((r.get("seconds") for r in run["results"] if r["name"].startswith("08_")), None)
         if stage:

@@ -368,6 +368,44 @@ def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
     assert bench.attention_throughput(2, 16, 32, 4, threads=1, repeats=2) > 0
 
 
+def test_main_job_sets_a_seeds_training_against_its_floor_without_the_curves_scoring(tmp_path, monkeypatch, capsys):
+    """Each phase-2 seed's line sets its CPU time, less the learning curve's scoring (`scoring_cpu_seconds`), against
+    its floor; phase 1 (two threads) gets no CPU ratio; the group line sets the last seed's end against the seeds' floor
+    on the cores they shared."""
+    bench = _main_job_bench()
+    run = tmp_path / "runs" / "20261205-000000"
+    (run / "report").mkdir(parents=True)
+    stages = [{"name": "08_systems.encoders", "seconds": 600.0, "cpu_seconds": 1100.0}]
+    (run / "report" / "run.json").write_text(json.dumps({"duration_s": 600.0, "results": stages}))
+    config = {"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 8, "intermediate_size": 32}
+    config["num_attention_heads"] = 2
+    shape = {"layers": 2, "hidden": 8, "intermediate": 32, "heads": 2}
+    floor = bench.floor_seconds(1_000_000, 100.0, shape, 1e9, 1e9)  # every run below: 10,000 steps of 100 tokens
+    runs = {  # folder: (seed, wall, CPU, of it scoring)
+        "minilm_intermediate": (0, 2.0 * floor, 3.5 * floor, 0.0),
+        "minilm_seed0": (0, 2.0 * floor, 1.5 * floor, 0.3 * floor),
+        "minilm_seed1": (1, 1.8 * floor, 1.2 * floor, 0.0),
+    }
+    for folder, (seed, wall, cpu, scoring) in runs.items():
+        (tmp_path / "data" / "models" / folder).mkdir(parents=True)
+        (tmp_path / "data" / "models" / folder / "config.json").write_text(json.dumps(config))
+        meta = {"seed": seed, "train_tokens": 1_000_000, "global_steps": 10_000, "batch_size": 1, "train_windows": 50}
+        meta.update(train_seconds=wall, train_cpu_seconds=cpu, scoring_cpu_seconds=scoring)
+        (tmp_path / "data" / "models" / folder / "qa_config.json").write_text(json.dumps(meta))
+    monkeypatch.setattr(bench.numerics, "pin", lambda *a, **k: [])
+    monkeypatch.setattr(bench, "wait_until_quiet", lambda *a, **k: 0.0)
+    monkeypatch.setattr(bench, "matmul_throughput", lambda *a, **k: 1e9)
+    monkeypatch.setattr(bench, "attention_throughput", lambda *a, **k: 1e9)
+    assert bench.main(["--from-run", str(run), "--root", str(tmp_path), "--repeats", "1"]) == 0
+    lines = {line.split(" | ")[0]: line.split(" | ") for line in capsys.readouterr().out.splitlines()}
+    phase1, seed0, seed1 = lines["| phase 1"], lines["| phase 2, seed 0"], lines["| phase 2, seed 1"]
+    assert phase1[-2:] == ["2.00", "— |"]  # wall against the two threads' floor; no CPU ratio
+    assert seed0[-2:] == ["2.00", "1.20 |"]  # (1.5 - 0.3) × the floor: the curve's scoring left out
+    assert seed1[-2:] == ["1.80", "1.20 |"]
+    group = lines["| phase 2, the 2 seeds at once"]
+    assert group[-2] == "2.00"  # the last seed's end against two seeds' floor on the two cores they shared
+
+
 def test_train_profile_groups_operators():
     "`benchmarks/train_profile.py` puts each operator in its group: products, dropout's masks, AdamW, the loss."
     import importlib.util

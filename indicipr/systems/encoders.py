@@ -22,7 +22,7 @@ from transformers import TrainerCallback
 from ..data import basics, core, qa_files
 from ..data.artifacts import number_text
 from ..scoring import metrics, predictions
-from ..data.config import WINDOW, IntermediateTraining, RunContext, Window
+from ..data.config import WINDOW, EncodersSettings, IntermediateTraining, RunContext, Window, settings_for
 from .pool import run_pool
 from .training import TrainConfig
 from .finetune import checkpoint_dir, is_main_process, load_finetuned, predict_split, qa_config
@@ -34,7 +34,6 @@ from ..build import clauses
 from . import boundary, finetune
 from .recipe_choice import RECIPE_CANDIDATES, group_tag, run_cost, run_key, runs_path
 from .recipe_choice import cached_run, cost_note, cv_cost, cv_dir, cv_plan, cv_records, cv_table, run_cv
-from ..data.config import EncodersSettings, settings_for  # the stage's settings (config.ENCODERS)
 
 if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
     import pandas as pd
@@ -68,8 +67,7 @@ def _table_run(job: dict, train_records, eval_records, eval_batch_size=None, cal
 
 # %% ../../notebooks/08_systems.encoders.ipynb #93364f31
 def intermediate_dir(models, model: str) -> Path:
-    """Where phase 1 of the two-phase recipe saves its checkpoint: `<models>/<model>_intermediate/` (`models`: the run's
-    checkpoints folder, `ctx.models`)."""
+    """Phase 1's checkpoint folder: `<models>/<model>_intermediate/` (`models`: the run's checkpoints, `ctx.models`)."""
     return Path(models) / f"{model_short_name(model)}_intermediate"
 
 # %% ../../notebooks/08_systems.encoders.ipynb #62093cc2
@@ -150,19 +148,21 @@ CURVE_FILE = "learning_curve.json"
 
 
 class F1Curve(TrainerCallback):
-    """Scores the model on `records` every `every` steps (and at the start and end of training); writes `[{step, em,
-    f1}]` to `path`. `aside`: on a CPU, each point but the last is scored on a copy of the model in a thread of its own
-    while training goes on (the same weights, kernels and threads: the same points), on a core its neighbours leave."""
+    """Scores the model on `records` every `every` steps, at the start and the end; writes `[{step, em, f1}]` to `path`
+    and the points' CPU time to `cpu_seconds`. `aside`: on a CPU, each point but the last is scored on a copy of the
+    model in a thread of its own while training goes on (the same weights, kernels and threads: the same points)."""
 
     def __init__(self, records, tokenizer, every: int, max_answer_length: int, path, window=WINDOW, aside=False):
         self.records, self.tok, self.every = list(records), tokenizer, max(1, int(every))
         self.answer_cap, self.path, self.window, self.points = int(max_answer_length), Path(path), window, []
-        self.aside, self._scorer, self._pending = aside, None, None
+        self.aside, self._scorer, self._pending, self.cpu_seconds = aside, None, None, 0.0
 
     def _point(self, step: int, model) -> None:
+        cpu0 = time.thread_time()
         answers = predict_answers(model, self.tok, self.records, self.window, self.answer_cap)
         _, s = metrics.score_predictions(self.records, {r["id"]: a.text for r, a in zip(self.records, answers)})
         self.points.append({"step": int(step), "em": round(s["em"], 2), "f1": round(s["f1"], 2)})
+        self.cpu_seconds += time.thread_time() - cpu0
 
     def _collect(self) -> None:
         "The point being scored aside, if any, in `points` (its error raised here, in the training thread)."

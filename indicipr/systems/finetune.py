@@ -128,6 +128,8 @@ def train_encoder(
         train_windows=len(packed),
         train_seconds=round(time.perf_counter() - t0, 1),
         train_cpu_seconds=round(time.process_time() - cpu0, 1),  # this process's threads (benchmarks/main_job.py)
+        # of which the callbacks' scoring (a learning curve's points): evaluation, not training
+        scoring_cpu_seconds=round(sum(float(getattr(c, "cpu_seconds", 0.0)) for c in callbacks or []), 1),
         # tokens of the windows stepped through (their mean length × windows per step × steps): the work done
         train_tokens=int(packed.lengths.sum() * trainer.state.global_step * cfg.batch_size / max(len(packed), 1)),
         resumed_from=Path(resume).name if resume else None,

@@ -220,6 +220,7 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     out = _train(tiny_model_dir, recs, tmp_path / "run")
     cfg = json.loads((out / "qa_config.json").read_text())
     assert cfg["max_answer_length"] == 32 and cfg["train_windows"] >= 24 and cfg["resumed_from"] is None
+    assert cfg["scoring_cpu_seconds"] == 0.0  # no callback scored anything
     assert not (out / "checkpoints").exists() and (out / "config.json").exists()
     first_loss = cfg["final_loss"]
     mtime = (out / "qa_config.json").stat().st_mtime
@@ -240,8 +241,15 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
         cli.main(["predict", "--model", str(out), "--split", "nope", "--data-source", str(FIXTURE)])
     assert stop.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err  # argparse names the option
     # other settings: trained again
-    out2 = _train(tiny_model_dir, recs, out, epochs=1)
-    assert json.loads((out2 / "qa_config.json").read_text())["epochs"] == 1 and first_loss is not None
+    from transformers import TrainerCallback
+
+    class Scored(TrainerCallback):
+        cpu_seconds = 1.5  # the CPU time its points took, as `F1Curve` reports it
+
+    out2 = _train(tiny_model_dir, recs, out, epochs=1, callbacks=[Scored()])
+    cfg2 = json.loads((out2 / "qa_config.json").read_text())
+    assert cfg2["epochs"] == 1 and first_loss is not None
+    assert cfg2["scoring_cpu_seconds"] == 1.5 and cfg2["train_cpu_seconds"] >= 0  # recorded apart from training's
 
 
 def test_predict_names_what_is_wrong_with_a_model_folder_or_a_source(tiny_model_dir, tmp_path, capsys):

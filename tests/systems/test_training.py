@@ -158,13 +158,13 @@ def test_fast_paths_train_the_bits_of_torchs_own_step(tiny_dirs, packed, tmp_pat
     model's layers are plain `Dropout` again afterwards."""
     assert FP.mt_dropout_matches()  # probed before the count starts
     drawn = []
-    real = FP.mt_dropout_noise
+    real = FP.mt_dropout
 
     def counting(x, p):
         drawn.append(x.dim())
         return real(x, p)
 
-    monkeypatch.setattr(FP, "mt_dropout_noise", counting)
+    monkeypatch.setattr(FP, "mt_dropout", counting)
     fast = _model(tiny_dirs["dropout"])
     TR.fit(fast, packed, _cfg(epochs=1), tmp_path / "fast", disable_tqdm=True)
     n = len(drawn)
@@ -190,9 +190,10 @@ def test_where_the_compiled_mask_is_not_torchs_dropout_stays_torchs(fresh_probe,
     inside `fast_paths` is then torch's own; so it is without numba."""
     kernel = FP._mt_kernel()
 
-    def one_flipped(mt, left, nxt, out, thresh, scale):
-        counters = kernel(mt, left, nxt, out, thresh, scale)
-        out[0] = scale - out[0]
+    def one_flipped(mt, left, nxt, x, out, keep, thresh, scale):
+        counters = kernel(mt, left, nxt, x, out, keep, thresh, scale)
+        keep[0] = not keep[0]
+        out[0] = x[0] * (scale if keep[0] else 0)
         return counters
 
     monkeypatch.setattr(FP, "_mt_kernel", lambda: one_flipped)
