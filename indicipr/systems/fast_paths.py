@@ -190,18 +190,19 @@ def mt_dropout_matches() -> bool:
     gen = torch.default_generator
     saved = gen.get_state()
     try:
-        gen.manual_seed(1970)
-        torch.randint(2**31, (1,), dtype=torch.int32)  # one word drawn: the next element straddles two words
-        start, runs = gen.get_state(), []
-        for ours in (False, True):
-            gen.set_state(start)
-            out = []
-            for n in (1, 700, 313):  # 2,028 words: across a twist
-                x = torch.linspace(-1, 1, n).requires_grad_()  # a negative element times a dropped one is -0.0
-                y = _MTDropoutFn.apply(x, 0.1) if ours else torch.nn.functional.dropout(x, 0.1)
-                y.backward(torch.linspace(3, -2, n))
-                out += [y.detach(), x.grad]
-            runs.append([*out, torch.randint(2**62, (3,))])
+        with torch.enable_grad():  # the backward is probed too, wherever the probe is asked from
+            gen.manual_seed(1970)
+            torch.randint(2**31, (1,), dtype=torch.int32)  # one word drawn: the next element straddles two words
+            start, runs = gen.get_state(), []
+            for ours in (False, True):
+                gen.set_state(start)
+                out = []
+                for n in (1, 700, 313):  # 2,028 words: across a twist
+                    x = torch.linspace(-1, 1, n).requires_grad_()  # a negative element times a dropped one is -0.0
+                    y = _MTDropoutFn.apply(x, 0.1) if ours else torch.nn.functional.dropout(x, 0.1)
+                    y.backward(torch.linspace(3, -2, n))
+                    out += [y.detach(), x.grad]
+                runs.append([*out, torch.randint(2**62, (3,))])
     finally:
         gen.set_state(saved)
     same = all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(runs[0][:-1], runs[1][:-1]))

@@ -185,6 +185,13 @@ def fresh_probe():
     FP.mt_dropout_matches.cache_clear()
 
 
+def test_the_probe_checks_the_backward_from_a_block_without_gradients(fresh_probe):
+    "The probe runs a backward pass, so it computes gradients even when it is first asked under `torch.no_grad()`."
+    with torch.no_grad():
+        assert FP.mt_dropout_matches()
+        assert not torch.is_grad_enabled()  # and leaves the block as it was
+
+
 def test_where_the_compiled_mask_is_not_torchs_dropout_stays_torchs(fresh_probe, monkeypatch):
     """A kernel that draws one element otherwise (as another torch might) fails the probe, with a warning, and dropout
     inside `fast_paths` is then torch's own; so it is without numba."""
