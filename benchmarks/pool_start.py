@@ -65,9 +65,10 @@ def main(argv=None) -> int:
     ap.add_argument("--settle", type=float, default=10.0, help="seconds the warm server gets to import (default 10)")
     ap.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)  # one round of one way, in a fresh process
     args = ap.parse_args(argv)
-    for name in ("workers", "rounds"):
-        if getattr(args, name) < (2 if name == "workers" else 1):
-            ap.exit(2, f"pool_start.py: --{name} must be at least {2 if name == 'workers' else 1}\n")
+    if args.workers < 2:
+        ap.exit(2, "pool_start.py: --workers must be at least 2\n")
+    if args.rounds < 1:
+        ap.exit(2, "pool_start.py: --rounds must be at least 1\n")
     if args.settle < 0:
         ap.exit(2, f"pool_start.py: --settle must not be negative, got {args.settle}\n")
     if args.one:

@@ -160,7 +160,7 @@ def _pool_worker(
 
     if parent is not None:
         _die_with_parent(parent)
-    found = getattr(sys.modules.get(getattr(fn, "__module__", "")), "__file__", None)
+    found = _module_file(fn)
     if origin and found != origin:
         other = f"the worker imported {fn.__module__} from {found}, the pool's process from {origin}"
         results.put(("error", -1, other, os.getpid()))
@@ -244,11 +244,14 @@ def _end_workers(procs: list, tasks, results, timeout: float = 10.0) -> None:
         q.cancel_join_thread()
 
 
+def _module_file(fn) -> str | None:
+    "The file `fn`'s module came from in this process (None: no module, or one without a file)."
+    return getattr(sys.modules.get(getattr(fn, "__module__", None) or ""), "__file__", None)
+
+
 def _importable(fn) -> bool:
     "Whether a spawned process can import `fn` by name: anything but a function of an interactive `__main__` (no file to run again)."
-    if getattr(fn, "__module__", None) != "__main__":
-        return True
-    return bool(getattr(sys.modules.get("__main__"), "__file__", None))
+    return getattr(fn, "__module__", None) != "__main__" or bool(_module_file(fn))
 
 
 def _pool_size(n_runs: int, workers) -> int | str:
@@ -400,7 +403,7 @@ def _pool_runs(pool: PoolRun):
     import queue as queue_mod
 
     ctx = mp.get_context("forkserver" if warm_pool(fn, n, workers) else "spawn")
-    origin = getattr(sys.modules.get(getattr(fn, "__module__", "")), "__file__", None)
+    origin = _module_file(fn)
     cuda = torch.cuda.is_available()
     n_dev = torch.cuda.device_count() if cuda else 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
