@@ -11,11 +11,15 @@ the job's own time (stages that read nothing of each other run at once, so their
 the encoder stage (notebook 08), phase 1 and every phase-2 seed on a line of their own, from each checkpoint's
 `qa_config.json`: windows, tokens stepped through, tokens per second, and beside them the **floor**: the matrix
 products of the training steps (forward and backward: three times the forward's `2·m·k·n` of every linear layer and
-of the two attention products, at the mean window length), each kind at this machine's own throughput at its shapes,
-measured here with the thread count the run used (one thread per training worker, the kernel's count for phase 1):
-the linear layers' products at the step's batch of tokens, the attention's six batched products (scores and weighted
-values, and the four of their backward) at the step's windows, heads and mean window length. The attention's products
-are narrow (a head's width) and run at about half the linear layers' throughput, so each kind is timed at its own.
+of the two attention products, `2·L·L·width` each for a window of `L` tokens), each kind at this machine's own
+throughput at its shapes, measured here with the thread count the run used (one thread per training worker, the
+kernel's count for phase 1): the linear layers' products at the step's batch of tokens, the attention's six batched
+products (scores and weighted values, and the four of their backward) for a batch of windows at each length of a grid,
+read between its points. The attention's products are narrow (a head's width) and run at about half the linear layers'
+throughput, so each kind is timed at its own. They grow with the square of a window's length, so each window of the
+training data (the checkpoint's `train_window_lengths`) is counted at its own length: at the mean length, the sample's
+windows (90 to 384 tokens) would be counted about 15 % short. A checkpoint without the lengths is counted at the
+mean.
 No fp32 implementation with this BLAS on this CPU trains those tokens faster, so `wall / floor` is the factor a faster
 loop could win at most. The seeds ran at once, so their group line divides the seeds' floor by the
 cores they shared, and each seed's own line sets its CPU time against its floor (`CPU / floor`): three one-thread
@@ -40,6 +44,7 @@ line says instead that the floor was measured on a busy machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -127,10 +132,22 @@ def attention_flops(tokens: int, mean_len: float, layers: int, hidden: int) -> f
     return 3.0 * layers * 2 * 2 * mean_len * hidden * tokens
 
 
-def floor_seconds(tokens: int, mean_len: float, shape: dict, linear_tp: float, attention_tp: float) -> float:
-    "The training's floor: each kind of product at this machine's throughput for its shapes (FLOP/s)."
-    linear = linear_flops(tokens, shape["layers"], shape["hidden"], shape["intermediate"])
-    return linear / linear_tp + attention_flops(tokens, mean_len, shape["layers"], shape["hidden"]) / attention_tp
+def floor_seconds(
+    tokens: int, mean_len: float, shape: dict, linear_tp: float, attention_tp, lengths: dict | None = None
+) -> float:
+    """The training's floor: each kind of product at this machine's throughput for its shapes (FLOP/s; the attention's,
+    `attention_tp`, a number or a function of the window length). With `lengths` (`{length: windows}` of the training
+    data, stepped through `tokens / Σ length·windows` times) each window's attention products are counted at its own
+    length and throughput: they grow with the square of the length, so at the mean length windows of unequal lengths
+    would be counted short (by E[L²] / E[L]²). Without, every window at `mean_len`."""
+    layers, hidden = shape["layers"], shape["hidden"]
+    linear = linear_flops(tokens, layers, hidden, shape["intermediate"]) / linear_tp
+    rate = attention_tp if callable(attention_tp) else lambda _: attention_tp
+    if not lengths:
+        return linear + attention_flops(tokens, mean_len, layers, hidden) / rate(mean_len)
+    counts = {int(n): w for n, w in lengths.items()}
+    times = tokens / sum(n * w for n, w in counts.items())  # the epochs
+    return linear + sum(times * w * attention_flops(n, n, layers, hidden) / rate(n) for n, w in counts.items())
 
 
 def best_rate(products: list, flops: float, threads: int, repeats: int) -> float:
@@ -208,8 +225,16 @@ GRID_ROWS = (
     4096,
     8192,
 )  # tokens in one step's batch, measured before a fresh run (the shapes are not known yet)
-GRID_LENGTHS = (64, 128, 256, 384)  # mean window lengths, the same
+GRID_LENGTHS = (64, 128, 256, 384)  # window lengths for the attention's products (read between them)
 GRID_WINDOWS = 8  # windows a step for the attention's grid (its throughput hardly depends on them)
+
+
+def attention_grid(shape: dict, threads: int, repeats: int) -> list[tuple[int, float]]:
+    "`[(length, FLOP/s)]`: the attention's products of `GRID_WINDOWS` windows at each of `GRID_LENGTHS`."
+    return [
+        (n, attention_throughput(GRID_WINDOWS, n, shape["hidden"], shape["heads"], threads, repeats))
+        for n in GRID_LENGTHS
+    ]
 
 
 def grid_throughputs(shape: dict, threads: tuple[int, ...], repeats: int) -> dict[int, dict[str, list]]:
@@ -218,9 +243,7 @@ def grid_throughputs(shape: dict, threads: tuple[int, ...], repeats: int) -> dic
     return {
         t: {
             "linear": [(r, matmul_throughput(r, h, shape["intermediate"], t, repeats)) for r in GRID_ROWS],
-            "attention": [
-                (n, attention_throughput(GRID_WINDOWS, n, h, shape["heads"], t, repeats)) for n in GRID_LENGTHS
-            ],
+            "attention": attention_grid(shape, t, repeats),
         }
         for t in threads
     }
@@ -237,6 +260,11 @@ def from_grid(grid: list[tuple[int, float]], rows: int) -> float:
             w = (math.log(rows) - math.log(r0)) / (math.log(r1) - math.log(r0))
             return t0 + w * (t1 - t0)
     return grid[-1][1]
+
+
+def best_of_grids(grids: list[list[tuple[int, float]]], n: float) -> float:
+    "The best throughput at `n` that any of `grids` (measured at different times) reads."
+    return max(from_grid(g, n) for g in grids)
 
 
 def ratio_text(wall: float, floor: float) -> str:
@@ -313,18 +341,27 @@ def main(argv=None) -> int:
         "| run | threads | windows | steps | tokens | wall | CPU | of it scoring | tokens/s | floor | wall / floor | CPU / floor |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    seeds_floor, seeds_wall, phase1_floor = 0.0, [], 0.0
+    seeds_floor, seeds_wall, phase1_floor, after = 0.0, [], 0.0, {}
     for m in metas:
         phase1 = Path(m["path"]).parent.name.endswith("_intermediate")  # encoders.intermediate_dir
         threads = numerics.THREADS if phase1 else numerics.WORKER_THREADS
         rows = max(int(m["train_tokens"] / max(m["global_steps"], 1)), 1)  # tokens of one step's batch
-        mean_len = rows / m["batch_size"]
+        mean_len, lengths = rows / m["batch_size"], m.get("train_window_lengths")
         tp = matmul_throughput(rows, shape["hidden"], shape["intermediate"], threads, args.repeats)
-        tp_att = attention_throughput(m["batch_size"], mean_len, shape["hidden"], shape["heads"], threads, args.repeats)
         if threads in before:  # the better of the measurement before the job and this one
             tp = max(tp, from_grid(before[threads]["linear"], rows))
-            tp_att = max(tp_att, from_grid(before[threads]["attention"], mean_len))
-        floor = floor_seconds(m["train_tokens"], mean_len, shape, tp, tp_att)
+        if lengths:  # each window's attention at its own length: the grid's lengths, measured again now
+            if threads not in after:
+                after[threads] = attention_grid(shape, threads, args.repeats)
+            grids = [after[threads]] + ([before[threads]["attention"]] if threads in before else [])
+            tp_att = functools.partial(best_of_grids, grids)
+        else:  # a checkpoint that does not record its windows' lengths: all at the mean length
+            tp_att = attention_throughput(
+                m["batch_size"], mean_len, shape["hidden"], shape["heads"], threads, args.repeats
+            )
+            if threads in before:
+                tp_att = max(tp_att, from_grid(before[threads]["attention"], mean_len))
+        floor = floor_seconds(m["train_tokens"], mean_len, shape, tp, tp_att, lengths)
         if phase1:
             phase1_floor += floor
         else:
@@ -358,7 +395,7 @@ def main(argv=None) -> int:
     print(
         f"\nfloor: {shape['layers']} layers of width {shape['hidden']} (feed-forward {shape['intermediate']}), fp32, "
         f"{shape['heads']} heads; this machine's throughput for the linear layers' products at each run's batch of "
-        f"tokens and for the attention's at its windows and mean length, the best of {args.repeats} rounds, measured "
+        f"tokens and for the attention's at each window's length, the best of {args.repeats} rounds, measured "
         f"{when}; load per core when measured: {', '.join(f'{x:.2f}' for x in loads)}"
         + (" (a busy machine: the floor is too high and the ratios too low)" if busy else "")
     )

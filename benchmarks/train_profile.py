@@ -24,7 +24,7 @@ operator's own CPU time (its children's excluded) is put in one group:
 
 The floor is the step's matrix products (as `benchmarks/main_job.py` counts them), each kind at this machine's best
 throughput for its shapes on the same thread count: the linear layers' products at the step's batch of tokens, the
-attention's batched products at its windows, heads and mean window length. So `step / floor` is what a faster loop
+attention's batched products of each training window at its own length (`main_job.floor_seconds`). So `step / floor` is what a faster loop
 could win at most; the matmul group's own time against the floor says how close the products themselves run to the
 BLAS.
 
@@ -43,6 +43,8 @@ memory and the SHA-256 of its final weights, which must be the same for the two.
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
 import resource
 import subprocess
@@ -148,17 +150,17 @@ def step_floor(settings, model, packed, threads: int, repeats: int) -> float:
     """Seconds of one step's matrix products (at the mean batch of tokens) on `threads` threads, each kind at this
     machine's best throughput for its shapes (`main_job.floor_seconds`): the step's floor."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from main_job import attention_throughput, floor_seconds, matmul_throughput
+    from main_job import attention_grid, floor_seconds, from_grid, matmul_throughput
 
     cfg = model.config
     mean_len = float(packed.lengths.mean())
     rows = max(int(mean_len * settings.batch_size), 1)
     shape = {"layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "intermediate": cfg.intermediate_size}
+    shape["heads"] = cfg.num_attention_heads
     linear_tp = matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, repeats)
-    attention_tp = attention_throughput(
-        settings.batch_size, mean_len, cfg.hidden_size, cfg.num_attention_heads, threads, repeats
-    )
-    return floor_seconds(rows, mean_len, shape, linear_tp, attention_tp)
+    grid = attention_grid(shape, threads, repeats)
+    lengths = collections.Counter(int(n) for n in packed.lengths)  # each window at its own length
+    return floor_seconds(rows, mean_len, shape, linear_tp, functools.partial(from_grid, grid), lengths)
 
 
 def profile_steps(settings, model, packed, steps: int, warmup: int):

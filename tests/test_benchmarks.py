@@ -368,6 +368,22 @@ def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
     assert bench.attention_throughput(2, 16, 32, 4, threads=1, repeats=2) > 0
 
 
+def test_main_job_floor_counts_each_windows_attention_at_its_own_length():
+    """Windows of 2 and 8 tokens, stepped through 5 times: the attention's products are `2·L·L·width` a window, so 68
+    token pairs an epoch, not the 50 of two windows at the mean length (5); each length at its own throughput."""
+    bench = _main_job_bench()
+    shape = {"layers": 1, "hidden": 4, "intermediate": 16}
+    lin = bench.linear_flops(50, **shape)
+    pair = bench.attention_flops(1, 1.0, 1, 4)  # the products of one token pair
+    exact = bench.floor_seconds(50, 5.0, shape, lin, pair, lengths={"2": 1, "8": 1})
+    assert exact == 1.0 + 5 * (4 + 64)
+    assert bench.floor_seconds(50, 5.0, shape, lin, pair) == 1.0 + 5 * 2 * 25  # at the mean: counted short
+    per_length = bench.floor_seconds(50, 5.0, shape, lin, lambda n: pair * n, lengths={"2": 1, "8": 1})
+    assert per_length == 1.0 + 5 * (4 / 2 + 64 / 8)
+    grids = [[(2, 1.0), (8, 4.0)], [(2, 3.0), (8, 2.0)]]  # measured before the job and after it
+    assert bench.best_of_grids(grids, 2) == 3.0 and bench.best_of_grids(grids, 8) == 4.0
+
+
 def test_main_job_sets_a_seeds_training_against_its_floor_without_the_curves_scoring(tmp_path, monkeypatch, capsys):
     """Each phase-2 seed's line sets its CPU time, less the learning curve's scoring (`scoring_cpu_seconds`), against
     its floor; phase 1 (two threads) gets no CPU ratio; the group line sets the last seed's end against the seeds' floor
@@ -391,11 +407,14 @@ def test_main_job_sets_a_seeds_training_against_its_floor_without_the_curves_sco
         (tmp_path / "data" / "models" / folder / "config.json").write_text(json.dumps(config))
         meta = {"seed": seed, "train_tokens": 1_000_000, "global_steps": 10_000, "batch_size": 1, "train_windows": 50}
         meta.update(train_seconds=wall, train_cpu_seconds=cpu, scoring_cpu_seconds=scoring)
+        if folder.endswith("seed1"):  # its windows' lengths recorded: all of 100 tokens, the floor as at the mean
+            meta["train_window_lengths"] = {"100": 50}
         (tmp_path / "data" / "models" / folder / "qa_config.json").write_text(json.dumps(meta))
     monkeypatch.setattr(bench.numerics, "pin", lambda *a, **k: [])
     monkeypatch.setattr(bench, "wait_until_quiet", lambda *a, **k: 0.0)
     monkeypatch.setattr(bench, "matmul_throughput", lambda *a, **k: 1e9)
     monkeypatch.setattr(bench, "attention_throughput", lambda *a, **k: 1e9)
+    monkeypatch.setattr(bench, "attention_grid", lambda *a, **k: [(64, 1e9), (384, 1e9)])
     assert bench.main(["--from-run", str(run), "--root", str(tmp_path), "--repeats", "1"]) == 0
     lines = {line.split(" | ")[0]: line.split(" | ") for line in capsys.readouterr().out.splitlines()}
     phase1, seed0, seed1 = lines["| phase 1"], lines["| phase 2, seed 0"], lines["| phase 2, seed 1"]

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -132,6 +133,9 @@ def train_encoder(
         scoring_cpu_seconds=round(sum(float(getattr(c, "cpu_seconds", 0.0)) for c in callbacks or []), 1),
         # tokens of the windows stepped through (their mean length × windows per step × steps): the work done
         train_tokens=int(packed.lengths.sum() * trainer.state.global_step * cfg.batch_size / max(len(packed), 1)),
+        # the training windows by length, each once (the epochs are train_tokens over their tokens): the attention's
+        # products grow with the square of a window's length, so the floor counts them length by length
+        train_window_lengths={str(n): c for n, c in sorted(Counter(map(int, packed.lengths)).items())},
         resumed_from=Path(resume).name if resume else None,
         global_steps=trainer.state.global_step,
         planned_steps=planned_steps(cfg, len(packed), world),

@@ -221,6 +221,8 @@ def test_train_save_reuse_and_predict_cli(splits, tiny_model_dir, tmp_path, monk
     cfg = json.loads((out / "qa_config.json").read_text())
     assert cfg["max_answer_length"] == 32 and cfg["train_windows"] >= 24 and cfg["resumed_from"] is None
     assert cfg["scoring_cpu_seconds"] == 0.0  # no callback scored anything
+    lengths = {int(n): c for n, c in cfg["train_window_lengths"].items()}  # the windows by length, each once
+    assert sum(lengths.values()) == cfg["train_windows"] and max(lengths) <= 128
     assert not (out / "checkpoints").exists() and (out / "config.json").exists()
     first_loss = cfg["final_loss"]
     mtime = (out / "qa_config.json").stat().st_mtime
