@@ -5,6 +5,7 @@ the matrix products it must compute (its arithmetic floor).
     .venv/bin/python benchmarks/train_profile.py                 # 40 steps of the offline recipe on one thread
     .venv/bin/python benchmarks/train_profile.py --steps 80 --threads 1 --top 25
     .venv/bin/python benchmarks/train_profile.py --fast-paths --rounds 3  # the step with and without `fast_paths`
+    .venv/bin/python benchmarks/train_profile.py --at-once 3 --rounds 2   # a step alone and beside two others
 
 The step is the offline profile's (notebook 08: MiniLM-L6, its batch size, learning rate, frozen embeddings, the pinned
 numerics) on windows of the sample's training split, trained by the project's own loop (`training.fit`, the same call
@@ -38,6 +39,12 @@ heap, dropout's mask compiled). `--fast-paths` instead times the same steps both
 fresh process trains the steps as torch runs them (`cpu_fast_paths=False`) and one in `fast_paths`, in alternating
 order; it prints each run's milliseconds a step (the first two steps left out), its multiple of the floor, its peak
 memory and the SHA-256 of its final weights, which must be the same for the two.
+
+`--at-once K` times what sharing the machine costs a step: in each round, one fresh process trains the steps in
+`fast_paths` alone, then K fresh processes train the same steps at once, as the main job's phase-2 seeds do (three on
+two cores); it prints each run's CPU milliseconds a step (the first two steps left out: a process's own CPU, which
+time slicing does not lengthen) and its multiple of the floor. The floor's products lose nothing when two run at once,
+so what the step gains beside its neighbours is the rest of its work, which shares the caches and the memory.
 """
 
 from __future__ import annotations
@@ -202,11 +209,12 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     from indicipr.run.doctor import digest_arrays
     from indicipr.systems.training import fit, fixed_steps_config
 
-    ends = []
+    ends, cpu = [], []
 
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
             ends.append(time.perf_counter())
+            cpu.append(time.process_time())
 
     cfg = fixed_steps_config(settings, steps, cpu_fast_paths=fast)
     with tempfile.TemporaryDirectory() as tmp:
@@ -215,6 +223,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     gaps = [b - a for a, b in zip(ends, ends[1:])][1:]
     return {
         "ms": 1e3 * sum(gaps) / len(gaps),
+        "cpu_ms": 1e3 * (cpu[-1] - cpu[1]) / len(gaps),
         "sha256": digest_arrays(t for _, t in sorted(model.state_dict().items())),
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -235,8 +244,7 @@ def compare_fast_paths(args, threads: int) -> int:
     results = {"torch": [], "fast": []}
     for r in range(args.rounds):
         for kind in ("torch", "fast") if r % 2 == 0 else ("fast", "torch"):
-            cmd = [sys.executable, __file__, "--one-run", kind, "--steps", str(args.steps), "--threads", str(threads)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            done = subprocess.run(_one_run_command(kind, args.steps, threads), capture_output=True, text=True)
             if done.returncode:
                 sys.stderr.write(done.stderr[-2000:])
                 return done.returncode
@@ -253,6 +261,54 @@ def compare_fast_paths(args, threads: int) -> int:
         f"\nmean: {mean['torch']:.0f} ms as torch runs it ({mean['torch'] / floor_ms:.2f} × the floor), "
         f"{mean['fast']:.0f} ms in `fast_paths` ({mean['fast'] / floor_ms:.2f} ×): "
         f"{100 * (1 - mean['fast'] / mean['torch']):.1f} % less; the final weights "
+        f"{'the same in every run' if same else 'DIFFER'}"
+    )
+    return 0 if same else 1
+
+
+def _one_run_command(kind: str, steps: int, threads: int) -> list[str]:
+    return [sys.executable, __file__, "--one-run", kind, "--steps", str(steps), "--threads", str(threads)]
+
+
+def compare_at_once(args, threads: int) -> int:
+    "`--at-once K`: rounds of a run in `fast_paths` alone, then K at once, each a fresh process; a table of CPU a step."
+    settings, model, packed = step_setup()
+    floor_ms = 1e3 * step_floor(settings, model, packed, threads, args.repeats)
+    del model, packed
+    print(
+        f"# A phase-2 step of the offline recipe alone and beside {args.at_once - 1} others: {args.steps} steps a run"
+    )
+    print(numerics.status_line(numerics.numerics_status()))
+    print(f"{threads} thread(s) a run; the floor: {floor_ms:.0f} ms a step\n")
+    print("| round | run | CPU ms a step | × floor | final weights (SHA-256) |")
+    print("|---|---|---|---|---|")
+    results: dict[str, list] = {"alone": [], "at once": []}
+    for r in range(args.rounds):
+        for label, k in (("alone", 1), ("at once", args.at_once)):
+            procs = [
+                subprocess.Popen(
+                    _one_run_command("fast", args.steps, threads), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                )
+                for _ in range(k)
+            ]
+            for i, proc in enumerate(procs):
+                out, err = proc.communicate()
+                if proc.returncode:
+                    sys.stderr.write(err.decode(errors="replace")[-2000:])
+                    return proc.returncode
+                res = json.loads(out.decode().strip().splitlines()[-1])
+                results[label].append(res)
+                name = label if k == 1 else f"{label}, {i + 1} of {k}"
+                print(
+                    f"| {r + 1} | {name} | {res['cpu_ms']:.0f} | {res['cpu_ms'] / floor_ms:.2f} | "
+                    f"`{res['sha256'][:16]}…` |"
+                )
+    mean = {k: sum(x["cpu_ms"] for x in v) / len(v) for k, v in results.items()}
+    same = len({x["sha256"] for v in results.values() for x in v}) == 1
+    print(
+        f"\nmean CPU a step: {mean['alone']:.0f} ms alone ({mean['alone'] / floor_ms:.2f} × the floor), "
+        f"{mean['at once']:.0f} ms {args.at_once} at once ({mean['at once'] / floor_ms:.2f} ×): "
+        f"{100 * (mean['at once'] / mean['alone'] - 1):+.1f} %; the final weights "
         f"{'the same in every run' if same else 'DIFFER'}"
     )
     return 0 if same else 1
@@ -307,16 +363,27 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--fast-paths", action="store_true", help="time the steps as torch runs them and in `fast_paths`, side by side"
     )
-    ap.add_argument("--rounds", type=int, default=3, help="--fast-paths: rounds of the two runs (default 3)")
+    ap.add_argument(
+        "--at-once",
+        type=int,
+        metavar="K",
+        help="time the steps in `fast_paths` alone and K runs at once, side by side (the seeds: 3)",
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="--fast-paths, --at-once: rounds (default 3)")
     ap.add_argument("--one-run", choices=("torch", "fast"), help=argparse.SUPPRESS)  # one run of --fast-paths
     args = ap.parse_args(argv)
     for name in ("steps", "top", "repeats", "rounds"):
         if getattr(args, name) < 1:
             ap.exit(2, f"train_profile.py: --{name} must be at least 1, got {getattr(args, name)}\n")
-    if (args.fast_paths or args.one_run) and args.steps < 3:
+    if args.at_once is not None and args.at_once < 2:
+        ap.exit(2, f"train_profile.py: --at-once must be at least 2 (runs beside each other), got {args.at_once}\n")
+    if args.fast_paths and args.at_once is not None:
+        ap.exit(2, "train_profile.py: --fast-paths and --at-once are two benchmarks: give one\n")
+    if (args.fast_paths or args.at_once or args.one_run) and args.steps < 3:
+        flag = "--at-once" if args.at_once else "--fast-paths"
         ap.exit(
             2,
-            f"train_profile.py: --steps must be at least 3 with --fast-paths (the first two are left out), got {args.steps}\n",
+            f"train_profile.py: --steps must be at least 3 with {flag} (the first two are left out), got {args.steps}\n",
         )
     if args.warmup < 1:
         ap.exit(2, f"train_profile.py: --warmup must be at least 1, got {args.warmup}\n")
@@ -327,6 +394,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(threads)
     if args.fast_paths:
         return compare_fast_paths(args, threads)
+    if args.at_once:
+        return compare_at_once(args, threads)
     settings, model, packed = step_setup()
     if args.one_run:
         print(json.dumps(timed_run(settings, model, packed, args.steps, args.one_run == "fast")))

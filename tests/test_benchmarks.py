@@ -454,6 +454,26 @@ def test_train_profile_side_by_side_names_a_short_run(capsys):
     assert stop.value.code == 2 and "--steps must be at least 3 with --fast-paths" in err and "Traceback" not in err
 
 
+def test_train_profile_at_once_names_a_wrong_count(capsys):
+    """`--at-once K` sets runs beside each other: K under 2, or with `--fast-paths`, or too few steps to leave the first
+    two out, is refused in a sentence naming the option (exit 2), before any training."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cases = [
+        (["--at-once", "1"], "--at-once must be at least 2 (runs beside each other), got 1"),
+        (["--at-once", "3", "--fast-paths"], "--fast-paths and --at-once are two benchmarks"),
+        (["--at-once", "3", "--steps", "2"], "--steps must be at least 3 with --at-once"),
+    ]
+    for argv, sentence in cases:
+        with pytest.raises(SystemExit) as stop:
+            bench.main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and sentence in err and "Traceback" not in err, (argv, err)
+
+
 def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
     """`benchmarks/llm_floor.py`'s floor evaluates each prompt after the prefix it shares with the request before (its
     prompt and reply), at least one token of it, then the reply token by token without the last (sampled, never fed)."""
