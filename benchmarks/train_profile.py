@@ -252,22 +252,36 @@ def compare_fast_paths(args, threads: int) -> int:
             results[kind].append(res)
             label = "as torch runs it" if kind == "torch" else "`fast_paths`"
             print(
-                f"| {r + 1} | {label} | {res['ms']:.0f} | {res['ms'] / floor_ms:.2f} | {res['peak_mb']:.0f} MB | "
+                f"| {r + 1} | {label} | {res['ms']:.0f} | {times_floor(res['ms'], floor_ms)} | {res['peak_mb']:.0f} MB | "
                 f"`{res['sha256'][:16]}…` |"
             )
-    mean = {k: sum(x["ms"] for x in v) / len(v) for k, v in results.items()}
-    same = len({x["sha256"] for v in results.values() for x in v}) == 1
+    mean, same = _summary(results, "ms")
     print(
-        f"\nmean: {mean['torch']:.0f} ms as torch runs it ({mean['torch'] / floor_ms:.2f} × the floor), "
-        f"{mean['fast']:.0f} ms in `fast_paths` ({mean['fast'] / floor_ms:.2f} ×): "
+        f"\nmean: {mean['torch']:.0f} ms as torch runs it ({times_floor(mean['torch'], floor_ms)} × the floor), "
+        f"{mean['fast']:.0f} ms in `fast_paths` ({times_floor(mean['fast'], floor_ms)} ×): "
         f"{100 * (1 - mean['fast'] / mean['torch']):.1f} % less; the final weights "
         f"{'the same in every run' if same else 'DIFFER'}"
     )
     return 0 if same else 1
 
 
+def times_floor(ms: float, floor_ms: float) -> str:
+    """`ms / floor_ms` (any one unit of time), or why there is none: the floor is the mean step of the sample's windows, and a run of fewer steps
+    than an epoch times the batches it drew, which may be shorter than the mean."""
+    ratio = ms / floor_ms
+    return (
+        f"{ratio:.2f}" if ratio >= 1 else f"— ({ratio:.2f}: below the mean step's floor, these steps' batches shorter)"
+    )
+
+
 def _one_run_command(kind: str, steps: int, threads: int) -> list[str]:
     return [sys.executable, __file__, "--one-run", kind, "--steps", str(steps), "--threads", str(threads)]
+
+
+def _summary(results: dict[str, list], key: str) -> tuple[dict[str, float], bool]:
+    "Each kind's mean `key` over its runs, and whether every run ended with the same weights."
+    mean = {k: sum(x[key] for x in v) / len(v) for k, v in results.items()}
+    return mean, len({x["sha256"] for v in results.values() for x in v}) == 1
 
 
 def compare_at_once(args, threads: int) -> int:
@@ -300,14 +314,13 @@ def compare_at_once(args, threads: int) -> int:
                 results[label].append(res)
                 name = label if k == 1 else f"{label}, {i + 1} of {k}"
                 print(
-                    f"| {r + 1} | {name} | {res['cpu_ms']:.0f} | {res['cpu_ms'] / floor_ms:.2f} | "
+                    f"| {r + 1} | {name} | {res['cpu_ms']:.0f} | {times_floor(res['cpu_ms'], floor_ms)} | "
                     f"`{res['sha256'][:16]}…` |"
                 )
-    mean = {k: sum(x["cpu_ms"] for x in v) / len(v) for k, v in results.items()}
-    same = len({x["sha256"] for v in results.values() for x in v}) == 1
+    mean, same = _summary(results, "cpu_ms")
     print(
-        f"\nmean CPU a step: {mean['alone']:.0f} ms alone ({mean['alone'] / floor_ms:.2f} × the floor), "
-        f"{mean['at once']:.0f} ms {args.at_once} at once ({mean['at once'] / floor_ms:.2f} ×): "
+        f"\nmean CPU a step: {mean['alone']:.0f} ms alone ({times_floor(mean['alone'], floor_ms)} × the floor), "
+        f"{mean['at once']:.0f} ms {args.at_once} at once ({times_floor(mean['at once'], floor_ms)} ×): "
         f"{100 * (mean['at once'] / mean['alone'] - 1):+.1f} %; the final weights "
         f"{'the same in every run' if same else 'DIFFER'}"
     )
@@ -424,14 +437,14 @@ def main(argv=None) -> int:
     print(
         f"batch {settings.batch_size} windows, mean window {packed.lengths.mean():.0f} tokens; "
         f"{wall / args.steps * 1e3:.0f} ms a step, floor {floor / args.steps * 1e3:.0f} ms a step: "
-        f"{wall / floor:.2f} times the floor\n"
+        f"{times_floor(wall, floor)} times the floor\n"
     )
     print("| operator group | seconds | share of the step |")
     print("|---|---|---|")
     for g, s in sorted(by_group.items(), key=lambda kv: -kv[1]):
         print(f"| {g} | {s:.2f} | {100 * s / wall:.1f} % |")
     print(f"| **step (wall)** | {wall:.2f} | 100 % |")
-    print(f"\nmatmul group against the floor: {by_group.get('matmul', 0.0) / floor:.2f}")
+    print(f"\nmatmul group against the floor: {times_floor(by_group.get('matmul', 0.0), floor)}")
     layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
     p = cfg.attention_probs_dropout_prob
     shape = (settings.batch_size, heads, int(round(packed.lengths.mean())), cfg.hidden_size // heads)

@@ -456,7 +456,8 @@ def test_train_profile_side_by_side_names_a_short_run(capsys):
 
 def test_train_profile_at_once_names_a_wrong_count(capsys):
     """`--at-once K` sets runs beside each other: K under 2, or with `--fast-paths`, or too few steps to leave the first
-    two out, is refused in a sentence naming the option (exit 2), before any training."""
+    two out, is refused in a sentence naming the option (exit 2), before any training. A run below its floor is no
+    ratio: the floor is of the mean step, and a few steps' batches may be shorter."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
@@ -472,6 +473,9 @@ def test_train_profile_at_once_names_a_wrong_count(capsys):
             bench.main(argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and sentence in err and "Traceback" not in err, (argv, err)
+    # a ratio under 1 is never printed: a few steps' batches may be shorter than the mean step the floor is of
+    assert bench.times_floor(1500.0, 1000.0) == "1.50" and bench.times_floor(1000.0, 1000.0) == "1.00"
+    assert bench.times_floor(950.0, 1000.0).startswith("— (0.95: below the mean step's floor")
 
 
 def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
