@@ -350,18 +350,11 @@ def main(argv=None) -> int:
         tp = matmul_throughput(rows, shape["hidden"], shape["intermediate"], threads, args.repeats)
         if threads in before:  # the better of the measurement before the job and this one
             tp = max(tp, from_grid(before[threads]["linear"], rows))
-        if lengths:  # each window's attention at its own length: the grid's lengths, measured again now
-            if threads not in after:
-                after[threads] = attention_grid(shape, threads, args.repeats)
-            grids = [after[threads]] + ([before[threads]["attention"]] if threads in before else [])
-            tp_att = functools.partial(best_of_grids, grids)
-        else:  # a checkpoint that does not record its windows' lengths: all at the mean length
-            tp_att = attention_throughput(
-                m["batch_size"], mean_len, shape["hidden"], shape["heads"], threads, args.repeats
-            )
-            if threads in before:
-                tp_att = max(tp_att, from_grid(before[threads]["attention"], mean_len))
-        floor = floor_seconds(m["train_tokens"], mean_len, shape, tp, tp_att, lengths)
+        if threads not in after:  # the attention's grid of lengths, measured again now, once a thread count
+            after[threads] = attention_grid(shape, threads, args.repeats)
+        grids = [after[threads]] + ([before[threads]["attention"]] if threads in before else [])
+        # each window at its own length; a checkpoint that does not record its windows' lengths: all at the mean
+        floor = floor_seconds(m["train_tokens"], mean_len, shape, tp, functools.partial(best_of_grids, grids), lengths)
         if phase1:
             phase1_floor += floor
         else:

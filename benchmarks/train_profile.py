@@ -229,10 +229,30 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     }
 
 
+def _side_by_side_floor_ms(threads: int, repeats: int) -> float:
+    "The step's floor in milliseconds for the side-by-side benchmarks, whose runs are fresh processes of their own."
+    settings, model, packed = step_setup()
+    return 1e3 * step_floor(settings, model, packed, threads, repeats)
+
+
+def _start_run(kind: str, steps: int, threads: int) -> subprocess.Popen:
+    "A fresh process training `steps` steps (`--one-run kind`); `_run_result` reads what it timed."
+    cmd = [sys.executable, __file__, "--one-run", kind, "--steps", str(steps), "--threads", str(threads)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run_result(proc: subprocess.Popen) -> dict | None:
+    "What a run of `_start_run` timed (`timed_run`'s record), or None, the end of its errors written out, if it failed."
+    out, err = proc.communicate()
+    if proc.returncode:
+        sys.stderr.write(err[-2000:])
+        return None
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def compare_fast_paths(args, threads: int) -> int:
     "`--fast-paths`: rounds of a run as torch runs it and one in `fast_paths`, each in a fresh process; a table."
-    settings, model, packed = step_setup()
-    floor_ms = 1e3 * step_floor(settings, model, packed, threads, args.repeats)
+    floor_ms = _side_by_side_floor_ms(threads, args.repeats)
     print(f"# A phase-2 step of the offline recipe, as torch runs it and in `fast_paths`: {args.steps} steps a run")
     print(numerics.status_line(numerics.numerics_status()))
     print(
@@ -244,11 +264,10 @@ def compare_fast_paths(args, threads: int) -> int:
     results = {"torch": [], "fast": []}
     for r in range(args.rounds):
         for kind in ("torch", "fast") if r % 2 == 0 else ("fast", "torch"):
-            done = subprocess.run(_one_run_command(kind, args.steps, threads), capture_output=True, text=True)
-            if done.returncode:
-                sys.stderr.write(done.stderr[-2000:])
-                return done.returncode
-            res = json.loads(done.stdout.strip().splitlines()[-1])
+            proc = _start_run(kind, args.steps, threads)
+            res = _run_result(proc)
+            if res is None:
+                return proc.returncode
             results[kind].append(res)
             label = "as torch runs it" if kind == "torch" else "`fast_paths`"
             print(
@@ -266,16 +285,12 @@ def compare_fast_paths(args, threads: int) -> int:
 
 
 def times_floor(ms: float, floor_ms: float) -> str:
-    """`ms / floor_ms` (any one unit of time), or why there is none: the floor is the mean step of the sample's windows, and a run of fewer steps
-    than an epoch times the batches it drew, which may be shorter than the mean."""
+    """`ms / floor_ms` (any one unit of time), or why there is none: the floor is the mean step of the sample's
+    windows, and a run of fewer steps than an epoch times the batches it drew, which may be shorter than the mean."""
     ratio = ms / floor_ms
     return (
         f"{ratio:.2f}" if ratio >= 1 else f"— ({ratio:.2f}: below the mean step's floor, these steps' batches shorter)"
     )
-
-
-def _one_run_command(kind: str, steps: int, threads: int) -> list[str]:
-    return [sys.executable, __file__, "--one-run", kind, "--steps", str(steps), "--threads", str(threads)]
 
 
 def _summary(results: dict[str, list], key: str) -> tuple[dict[str, float], bool]:
@@ -286,9 +301,7 @@ def _summary(results: dict[str, list], key: str) -> tuple[dict[str, float], bool
 
 def compare_at_once(args, threads: int) -> int:
     "`--at-once K`: rounds of a run in `fast_paths` alone, then K at once, each a fresh process; a table of CPU a step."
-    settings, model, packed = step_setup()
-    floor_ms = 1e3 * step_floor(settings, model, packed, threads, args.repeats)
-    del model, packed
+    floor_ms = _side_by_side_floor_ms(threads, args.repeats)
     print(
         f"# A phase-2 step of the offline recipe alone and beside {args.at_once - 1} others: {args.steps} steps a run"
     )
@@ -299,18 +312,11 @@ def compare_at_once(args, threads: int) -> int:
     results: dict[str, list] = {"alone": [], "at once": []}
     for r in range(args.rounds):
         for label, k in (("alone", 1), ("at once", args.at_once)):
-            procs = [
-                subprocess.Popen(
-                    _one_run_command("fast", args.steps, threads), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-                )
-                for _ in range(k)
-            ]
+            procs = [_start_run("fast", args.steps, threads) for _ in range(k)]
             for i, proc in enumerate(procs):
-                out, err = proc.communicate()
-                if proc.returncode:
-                    sys.stderr.write(err.decode(errors="replace")[-2000:])
+                res = _run_result(proc)
+                if res is None:
                     return proc.returncode
-                res = json.loads(out.decode().strip().splitlines()[-1])
                 results[label].append(res)
                 name = label if k == 1 else f"{label}, {i + 1} of {k}"
                 print(
