@@ -8,9 +8,10 @@ the matrix products it must compute (its arithmetic floor).
     .venv/bin/python benchmarks/train_profile.py --at-once 3 --rounds 2   # a step alone and beside two others
 
 The step is the offline profile's (notebook 08: MiniLM-L6, its batch size, learning rate, frozen embeddings, the pinned
-numerics) on windows of the sample's training split, trained by the project's own loop (`training.fit`, the same call
-the encoder stage makes), with one thread as each phase-2 worker has. torch's profiler records every operator; each
-operator's own CPU time (its children's excluded) is put in one group:
+numerics) on the windows a phase-2 seed trains on (the sample's training split and seed 0's rehearsal of phase 1's
+questions), trained by the project's own loop (`training.fit`, the same call the encoder stage makes), with one thread
+as each phase-2 worker has. torch's profiler records every operator; each operator's own CPU time (its children's
+excluded) is put in one group:
 
 | group | operators |
 |---|---|
@@ -23,11 +24,12 @@ operator's own CPU time (its children's excluded) is put in one group:
 | batch assembly | slicing the packed windows, the mask, index and copy work of the loop |
 | Python and the rest | the step's wall time that no operator accounts for: the interpreter, autograd's engine, the callbacks |
 
-The floor is the step's matrix products (as `benchmarks/main_job.py` counts them), each kind at this machine's best
-throughput for its shapes on the same thread count: the linear layers' products at the step's batch of tokens, the
-attention's batched products of each training window at its own length (`main_job.floor_seconds`). So `step / floor` is what a faster loop
-could win at most; the matmul group's own time against the floor says how close the products themselves run to the
-BLAS.
+The floor is the matrix products of exactly the steps timed (as `benchmarks/main_job.py` counts them), each kind at
+this machine's best throughput for its shapes on the same thread count: the linear layers' products at those steps'
+mean batch of tokens, the attention's batched products of each of their windows at its own length
+(`main_job.floor_seconds`). The length-grouped batches of a few steps may be shorter or longer than the data's mean, so
+each run's windows are recorded as it trains them (`step_windows`). So `step / floor` is what a faster loop could win at
+most; the matmul group's own time against the floor says how close the products themselves run to the BLAS.
 
 Last, one layer's attention (forward and backward, `scaled_dot_product_attention` with the padding mask, at the step's
 batch and mean window) is timed with the model's attention dropout and without it: with dropout, PyTorch's CPU attention
@@ -135,9 +137,23 @@ def group_of(name: str) -> str:
     return "other operators"
 
 
-def step_setup():
-    "The offline recipe's settings, its model, and the packed windows of the sample's training split."
+def phase2_records(settings, seed: int = 0) -> list[dict]:
+    """What a phase-2 seed of the main job trains on (notebook 08, `encoders.run_encoders`): the stage's training split
+    and, when the recipe rehearses, the seed's draw of phase 1's synthetic questions."""
     from indicipr.data.benchmark import load_benchmark
+    from indicipr.systems.encoders import intermediate_records, rehearsal_records, stage_records
+
+    ds = load_benchmark("sample")
+    train, _ = stage_records(ds, settings.split)
+    if not settings.intermediate:
+        return train
+    held_out = [dict(r) for s in ("validation", "test") for r in ds[s]]
+    synthetic = intermediate_records(train, held_out, settings.intermediate)
+    return [*train, *rehearsal_records(synthetic, settings.rehearsal or 0.0, seed)]
+
+
+def step_setup():
+    "The offline recipe's settings, its model, and the packed windows a phase-2 seed trains on (`phase2_records`)."
     from indicipr.data.config import settings_for
     from indicipr.data.core import seed_everything
     from indicipr.systems.qa_model import encode_windows, load_qa_model, load_tokenizer
@@ -146,32 +162,52 @@ def step_setup():
     settings = settings_for("encoders", "offline")
     model_name = settings.models[0]
     seed_everything(0)
-    records = [dict(r) for r in load_benchmark("sample")["train"]]
+    records = phase2_records(settings)
     tok, model = load_tokenizer(model_name), load_qa_model(model_name)
     windows = encode_windows(records, tok, settings.window, labels=True)
     packed = PackedWindows(windows, tok.pad_token_id or 0)
     return settings, model, packed
 
 
-def step_floor(settings, model, packed, threads: int, repeats: int) -> float:
-    """Seconds of one step's matrix products (at the mean batch of tokens) on `threads` threads, each kind at this
-    machine's best throughput for its shapes (`main_job.floor_seconds`): the step's floor."""
+def step_windows(model) -> list[list[int]]:
+    """Record, for every forward pass of `model` from now on (one a training step), the lengths of its windows: the
+    attention mask's kept positions, row by row. Returns the list the steps are appended to."""
+    import torch
+
+    steps: list[list[int]] = []
+
+    def hook(module, args, kwargs):
+        mask = kwargs["attention_mask"]
+        kept = mask if mask.dtype == torch.bool else (mask == 0) if mask.is_floating_point() else mask.bool()
+        steps.append([int(n) for n in kept.reshape(kept.shape[0], -1).sum(1)])
+
+    model.register_forward_pre_hook(hook, with_kwargs=True)
+    return steps
+
+
+def steps_floor(model, steps: list[list[int]], threads: int, repeats: int) -> float:
+    """Seconds a step of the matrix products of exactly the windows `steps` trained on (`step_windows`), on `threads`
+    threads, each kind at this machine's best throughput for its shapes (`main_job.floor_seconds`): the linear layers'
+    at these steps' mean batch of tokens, each window's attention at its own length. The floor of the steps timed, so a
+    run of a few steps, whose length-grouped batches may be shorter or longer than the mean, is set against its own."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from main_job import attention_grid, floor_seconds, from_grid, matmul_throughput
 
     cfg = model.config
-    mean_len = float(packed.lengths.mean())
-    rows = max(int(mean_len * settings.batch_size), 1)
+    lengths = collections.Counter(n for step in steps for n in step)  # each window of each step at its own length
+    tokens = sum(n * w for n, w in lengths.items())
+    rows = max(round(tokens / len(steps)), 1)
     shape = {"layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "intermediate": cfg.intermediate_size}
     shape["heads"] = cfg.num_attention_heads
     linear_tp = matmul_throughput(rows, cfg.hidden_size, cfg.intermediate_size, threads, repeats)
     grid = attention_grid(shape, threads, repeats)
-    lengths = collections.Counter(int(n) for n in packed.lengths)  # each window at its own length
-    return floor_seconds(rows, mean_len, shape, linear_tp, functools.partial(from_grid, grid), lengths)
+    mean_len = tokens / sum(lengths.values())
+    return floor_seconds(tokens, mean_len, shape, linear_tp, functools.partial(from_grid, grid), lengths) / len(steps)
 
 
 def profile_steps(settings, model, packed, steps: int, warmup: int):
-    "Train `warmup` steps, then `steps` more under torch's profiler; (profiler, wall seconds of the profiled steps)."
+    """Train `warmup` steps, then `steps` more under torch's profiler; (profiler, wall seconds of the profiled steps, the
+    windows' lengths of each profiled step)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     from transformers import TrainerCallback
@@ -193,16 +229,17 @@ def profile_steps(settings, model, packed, steps: int, warmup: int):
                 self.prof.__exit__(None, None, None)
 
     cfg = fixed_steps_config(settings, warmup + steps)
-    window = Window()
+    window, trained = Window(), step_windows(model)
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         fit(model, packed, cfg, Path(tmp) / "train", callbacks=[window], disable_tqdm=True)
-    return window.prof, window.wall
+    return window.prof, window.wall, trained[warmup : warmup + steps]
 
 
 def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     """Train `steps` steps of the offline recipe (fresh weights, seed 0), with or without `fast_paths`: milliseconds a
-    step (the first two left out), the final weights' SHA-256 and the process's peak memory."""
+    step and CPU milliseconds a step (the first two left out), the lengths of those steps' windows, the final weights'
+    SHA-256 and the process's peak memory."""
     import torch
     from transformers import TrainerCallback
 
@@ -217,6 +254,7 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
             cpu.append(time.process_time())
 
     cfg = fixed_steps_config(settings, steps, cpu_fast_paths=fast)
+    trained = step_windows(model)
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         fit(model, packed, cfg, Path(tmp) / "train", callbacks=[Clock()], disable_tqdm=True)
@@ -224,15 +262,20 @@ def timed_run(settings, model, packed, steps: int, fast: bool) -> dict:
     return {
         "ms": 1e3 * sum(gaps) / len(gaps),
         "cpu_ms": 1e3 * (cpu[-1] - cpu[1]) / len(gaps),
+        "windows": trained[2:],  # the timed steps'
         "sha256": digest_arrays(t for _, t in sorted(model.state_dict().items())),
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def _side_by_side_floor_ms(threads: int, repeats: int) -> float:
-    "The step's floor in milliseconds for the side-by-side benchmarks, whose runs are fresh processes of their own."
-    settings, model, packed = step_setup()
-    return 1e3 * step_floor(settings, model, packed, threads, repeats)
+def _side_by_side_floor_ms(results: dict[str, list], threads: int, repeats: int) -> float:
+    """The floor in milliseconds a step of the timed steps of the side-by-side benchmarks' runs, which trained the same
+    windows (fresh processes, the same seed; a run that did not is refused)."""
+    runs = [res for v in results.values() for res in v]
+    if any(res["windows"] != runs[0]["windows"] for res in runs):
+        raise SystemExit("train_profile.py: the runs trained different windows, so their steps have no common floor")
+    settings, model, _ = step_setup()
+    return 1e3 * steps_floor(model, runs[0]["windows"], threads, repeats)
 
 
 def _start_run(kind: str, steps: int, threads: int) -> subprocess.Popen:
@@ -251,29 +294,34 @@ def _run_result(proc: subprocess.Popen) -> dict | None:
 
 
 def compare_fast_paths(args, threads: int) -> int:
-    "`--fast-paths`: rounds of a run as torch runs it and one in `fast_paths`, each in a fresh process; a table."
-    floor_ms = _side_by_side_floor_ms(threads, args.repeats)
-    print(f"# A phase-2 step of the offline recipe, as torch runs it and in `fast_paths`: {args.steps} steps a run")
-    print(numerics.status_line(numerics.numerics_status()))
-    print(
-        f"{threads} thread(s); the floor (the step's matrix products at this machine's best throughput): "
-        f"{floor_ms:.0f} ms a step\n"
-    )
-    print("| round | run | ms a step | × floor | peak memory | final weights (SHA-256) |")
-    print("|---|---|---|---|---|---|")
-    results = {"torch": [], "fast": []}
+    """`--fast-paths`: rounds of a run as torch runs it and one in `fast_paths`, each in a fresh process; then the floor
+    of the steps they timed, and a table."""
+    results: dict[str, list] = {"torch": [], "fast": []}
+    order = []
     for r in range(args.rounds):
         for kind in ("torch", "fast") if r % 2 == 0 else ("fast", "torch"):
+            print(f"round {r + 1}: {kind} ...", file=sys.stderr, flush=True)
             proc = _start_run(kind, args.steps, threads)
             res = _run_result(proc)
             if res is None:
                 return proc.returncode
             results[kind].append(res)
-            label = "as torch runs it" if kind == "torch" else "`fast_paths`"
-            print(
-                f"| {r + 1} | {label} | {res['ms']:.0f} | {times_floor(res['ms'], floor_ms)} | {res['peak_mb']:.0f} MB | "
-                f"`{res['sha256'][:16]}…` |"
-            )
+            order.append((r, kind, res))
+    floor_ms = _side_by_side_floor_ms(results, threads, args.repeats)
+    print(f"# A phase-2 step of the offline recipe, as torch runs it and in `fast_paths`: {args.steps} steps a run")
+    print(numerics.status_line(numerics.numerics_status()))
+    print(
+        f"{threads} thread(s); the floor (the timed steps' matrix products at this machine's best throughput): "
+        f"{floor_ms:.0f} ms a step\n"
+    )
+    print("| round | run | ms a step | × floor | peak memory | final weights (SHA-256) |")
+    print("|---|---|---|---|---|---|")
+    for r, kind, res in order:
+        label = "as torch runs it" if kind == "torch" else "`fast_paths`"
+        print(
+            f"| {r + 1} | {label} | {res['ms']:.0f} | {times_floor(res['ms'], floor_ms)} | {res['peak_mb']:.0f} MB | "
+            f"`{res['sha256'][:16]}…` |"
+        )
     mean, same = _summary(results, "ms")
     print(
         f"\nmean: {mean['torch']:.0f} ms as torch runs it ({times_floor(mean['torch'], floor_ms)} × the floor), "
@@ -285,12 +333,10 @@ def compare_fast_paths(args, threads: int) -> int:
 
 
 def times_floor(ms: float, floor_ms: float) -> str:
-    """`ms / floor_ms` (any one unit of time), or why there is none: the floor is the mean step of the sample's
-    windows, and a run of fewer steps than an epoch times the batches it drew, which may be shorter than the mean."""
+    """`ms / floor_ms` (any one unit of time), or why there is none: the floor is of the very steps timed, so a time
+    under it says that the floor was measured at a busier moment than the steps ran, not that they beat it."""
     ratio = ms / floor_ms
-    return (
-        f"{ratio:.2f}" if ratio >= 1 else f"— ({ratio:.2f}: below the mean step's floor, these steps' batches shorter)"
-    )
+    return f"{ratio:.2f}" if ratio >= 1 else f"— ({ratio:.2f}: below the floor, which was measured on a busier machine)"
 
 
 def _summary(results: dict[str, list], key: str) -> tuple[dict[str, float], bool]:
@@ -300,29 +346,33 @@ def _summary(results: dict[str, list], key: str) -> tuple[dict[str, float], bool
 
 
 def compare_at_once(args, threads: int) -> int:
-    "`--at-once K`: rounds of a run in `fast_paths` alone, then K at once, each a fresh process; a table of CPU a step."
-    floor_ms = _side_by_side_floor_ms(threads, args.repeats)
-    print(
-        f"# A phase-2 step of the offline recipe alone and beside {args.at_once - 1} others: {args.steps} steps a run"
-    )
-    print(numerics.status_line(numerics.numerics_status()))
-    print(f"{threads} thread(s) a run; the floor: {floor_ms:.0f} ms a step\n")
-    print("| round | run | CPU ms a step | × floor | final weights (SHA-256) |")
-    print("|---|---|---|---|---|")
+    """`--at-once K`: rounds of a run in `fast_paths` alone, then K at once, each a fresh process; then the floor of the
+    steps they timed, and a table of CPU a step."""
     results: dict[str, list] = {"alone": [], "at once": []}
+    order = []
     for r in range(args.rounds):
         for label, k in (("alone", 1), ("at once", args.at_once)):
+            print(f"round {r + 1}: {label} ...", file=sys.stderr, flush=True)
             procs = [_start_run("fast", args.steps, threads) for _ in range(k)]
             for i, proc in enumerate(procs):
                 res = _run_result(proc)
                 if res is None:
                     return proc.returncode
                 results[label].append(res)
-                name = label if k == 1 else f"{label}, {i + 1} of {k}"
-                print(
-                    f"| {r + 1} | {name} | {res['cpu_ms']:.0f} | {times_floor(res['cpu_ms'], floor_ms)} | "
-                    f"`{res['sha256'][:16]}…` |"
-                )
+                order.append((r, label if k == 1 else f"{label}, {i + 1} of {k}", res))
+    floor_ms = _side_by_side_floor_ms(results, threads, args.repeats)
+    print(
+        f"# A phase-2 step of the offline recipe alone and beside {args.at_once - 1} others: {args.steps} steps a run"
+    )
+    print(numerics.status_line(numerics.numerics_status()))
+    print(f"{threads} thread(s) a run; the floor of the timed steps: {floor_ms:.0f} ms a step\n")
+    print("| round | run | CPU ms a step | × floor | final weights (SHA-256) |")
+    print("|---|---|---|---|---|")
+    for r, name, res in order:
+        print(
+            f"| {r + 1} | {name} | {res['cpu_ms']:.0f} | {times_floor(res['cpu_ms'], floor_ms)} | "
+            f"`{res['sha256'][:16]}…` |"
+        )
     mean, same = _summary(results, "cpu_ms")
     print(
         f"\nmean CPU a step: {mean['alone']:.0f} ms alone ({times_floor(mean['alone'], floor_ms)} × the floor), "
@@ -419,7 +469,7 @@ def main(argv=None) -> int:
     if args.one_run:
         print(json.dumps(timed_run(settings, model, packed, args.steps, args.one_run == "fast")))
         return 0
-    prof, wall = profile_steps(settings, model, packed, args.steps, args.warmup)
+    prof, wall, trained = profile_steps(settings, model, packed, args.steps, args.warmup)
     if wall is None:
         ap.exit(2, f"train_profile.py: the run ended before {args.warmup + args.steps} steps (too few windows?)\n")
 
@@ -436,12 +486,13 @@ def main(argv=None) -> int:
     by_group["Python and the rest"] = max(wall - accounted, 0.0)
 
     cfg = model.config
-    floor = args.steps * step_floor(settings, model, packed, threads, args.repeats)
+    floor = args.steps * steps_floor(model, trained, threads, args.repeats)
 
     print(f"# A phase-2 step of the offline recipe, {args.steps} steps profiled on {threads} thread(s)")
     print(numerics.status_line(numerics.numerics_status()))
     print(
-        f"batch {settings.batch_size} windows, mean window {packed.lengths.mean():.0f} tokens; "
+        f"batch {settings.batch_size} windows, mean window {packed.lengths.mean():.0f} tokens (the profiled steps': "
+        f"{sum(map(sum, trained)) / sum(map(len, trained)):.0f}); "
         f"{wall / args.steps * 1e3:.0f} ms a step, floor {floor / args.steps * 1e3:.0f} ms a step: "
         f"{times_floor(wall, floor)} times the floor\n"
     )

@@ -473,9 +473,58 @@ def test_train_profile_at_once_names_a_wrong_count(capsys):
             bench.main(argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and sentence in err and "Traceback" not in err, (argv, err)
-    # a ratio under 1 is never printed: a few steps' batches may be shorter than the mean step the floor is of
+    # a ratio under 1 is never printed: the floor is of the steps timed, so a time under it was a busier floor's
     assert bench.times_floor(1500.0, 1000.0) == "1.50" and bench.times_floor(1000.0, 1000.0) == "1.00"
-    assert bench.times_floor(950.0, 1000.0).startswith("— (0.95: below the mean step's floor")
+    assert bench.times_floor(950.0, 1000.0).startswith("— (0.95: below the floor, which was measured on a busier")
+
+
+def _train_profile_bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_train_profile_floor_is_of_the_windows_the_timed_steps_trained(monkeypatch):
+    """A few length-grouped steps may be shorter or longer than the data's mean, so the floor is of the windows the
+    steps trained: `step_windows` reads each forward pass's window lengths from its attention mask (boolean, additive
+    or 0/1), and `steps_floor` counts those windows, each at its own length, a step. Runs that trained different windows
+    have no common floor: refused in a sentence."""
+    import torch
+
+    bench = _train_profile_bench()
+
+    class Tiny(torch.nn.Module):
+        config = type("Config", (), {"num_hidden_layers": 1, "hidden_size": 4, "intermediate_size": 16})()
+        config.num_attention_heads = 1
+
+        def forward(self, input_ids=None, attention_mask=None):
+            return input_ids
+
+    model = Tiny()
+    steps = bench.step_windows(model)
+    keep = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    model(input_ids=torch.zeros(2, 4), attention_mask=keep[:, None, None, :])  # as SDPA takes it
+    additive = torch.zeros(2, 4).masked_fill_(~keep, torch.finfo(torch.float32).min)[:, None, None, :]
+    model(input_ids=torch.zeros(2, 4), attention_mask=additive)  # as eager attention takes it
+    model(input_ids=torch.zeros(2, 4), attention_mask=keep.long())  # a 2-D 0/1 mask
+    assert steps == [[2, 4], [2, 4], [2, 4]]
+
+    import main_job  # what steps_floor reads its measurements from
+
+    monkeypatch.setattr(main_job, "matmul_throughput", lambda *a, **k: 1.0)
+    monkeypatch.setattr(main_job, "attention_grid", lambda *a, **k: [(1, 1.0), (8, 1.0)])
+    per_step = bench.steps_floor(model, [[2, 8], [8]], threads=1, repeats=1)
+    shape = {"layers": 1, "hidden": 4, "intermediate": 16}
+    tokens = 18  # 2 + 8 + 8: the linear layers' products at their tokens, the attention's window by window
+    attention = main_job.attention_flops(2, 2, 1, 4) + 2 * main_job.attention_flops(8, 8, 1, 4)
+    assert per_step == (main_job.linear_flops(tokens, **shape) + attention) / 2  # two steps
+
+    same = {"alone": [{"windows": [[8, 8]]}], "at once": [{"windows": [[8, 8]]}, {"windows": [[2, 8]]}]}
+    with pytest.raises(SystemExit, match="the runs trained different windows"):
+        bench._side_by_side_floor_ms(same, 1, 1)
 
 
 def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
