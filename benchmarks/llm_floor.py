@@ -1,11 +1,13 @@
 #!/usr/bin/env python
-"""Benchmark: the SmolLM2 QA stage (notebook 09's zero-shot and 3-shot) against its own floor, the llama.cpp build's
-evaluation of exactly the tokens the stage evaluates.
+"""Benchmark: SmolLM2's QA stages (notebook 09's zero-shot and 3-shot, notebook 09a's grounded reader) against their own
+floor, the llama.cpp build's evaluation of exactly the tokens the stage evaluates.
 
-    .venv/bin/python benchmarks/llm_floor.py                        # both settings, every test question of the sample
-    .venv/bin/python benchmarks/llm_floor.py --questions 30 --in-process
+    .venv/bin/python benchmarks/llm_floor.py                        # every setting, every test question of the sample
+    .venv/bin/python benchmarks/llm_floor.py --settings grounded --questions 30 --in-process
 
-The requests are notebook 09's (`llm_qa.qa_requests`: the offline profile's split, shots, token cap and answer schema).
+The requests are the stages' own (`llm_qa.qa_requests`: the offline profile's split, shots, token cap and answer
+schema; for `grounded`, each test question with the top contexts of the retriever the readers read, as notebook 09a
+retrieves them).
 Each setting is measured four ways in one run, on the same machine, one after another:
 
 | line | what runs |
@@ -24,6 +26,7 @@ plus the end token: the count a decoder stepped through, give or take a merge.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -128,12 +131,38 @@ def in_process_seconds(llm, requests: list[dict]) -> float:
     return time.perf_counter() - t0
 
 
+def grounded_requests(questions: int | None) -> list[dict]:
+    """Notebook 09a's requests to SmolLM2 under the offline profile that the stage sends to a server: each test question
+    with the top `llm_k` contexts of the retriever the readers read (`grounded.reader_contexts`, after the stage's own
+    retrieval), zero-shot, less those that are notebook 09's zero-shot requests to the letter (a question whose top
+    context is its own, when `llm_k` is 1), which the stage finds in the cache notebook 09 filled, as it does the
+    reader's gold-context requests."""
+    from indicipr.data.benchmark import load_benchmark
+    from indicipr.data.config import settings_for
+    from indicipr.systems.grounded import rag_records, reader_contexts, retrieval_stage
+    from indicipr.systems.llm_qa import qa_requests
+    from indicipr.systems.retrieval import open_corpus, open_queries
+
+    s = settings_for("grounded", "offline")
+    ds = load_benchmark("sample")
+    splits = {name: [dict(r) for r in ds[name]] for name in ("train", "validation", "test") if name in ds}
+    corpus = open_corpus(splits)
+    tune, test = splits[s.tune_split], splits[s.split][:questions]
+    runs = retrieval_stage(corpus, tune, test, s, splits["train"], log=lambda *a: None)
+    _, _, (pos, _) = reader_contexts(runs, open_queries(tune, corpus)[1], s)
+    cached = {json.dumps(r, sort_keys=True) for r in stage_requests("zero-shot", None)}
+    requests = qa_requests(rag_records(test, corpus, pos, s.llm_k), [], s.max_tokens)
+    return [r for r in requests if json.dumps(r, sort_keys=True) not in cached]
+
+
 def stage_requests(setting: str, questions: int | None) -> list[dict]:
-    "Notebook 09's requests for `setting` under the offline profile."
+    "The stage's requests for `setting` under the offline profile: notebook 09's, or 09a's (`grounded`)."
     from indicipr.data.benchmark import load_benchmark
     from indicipr.data.config import settings_for
     from indicipr.systems.llm_qa import SETTINGS, draw_shots, qa_requests
 
+    if setting == "grounded":
+        return grounded_requests(questions)
     s = settings_for("llm_qa", "offline")
     ds = load_benchmark("sample")
     records = [dict(r) for r in ds[s.split]][:questions]
@@ -147,7 +176,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--settings", nargs="+", default=["zero-shot", "3-shot"], choices=["zero-shot", "3-shot"])
+    ap.add_argument(
+        "--settings",
+        nargs="+",
+        default=["zero-shot", "3-shot", "grounded"],
+        choices=["zero-shot", "3-shot", "grounded"],
+        help="notebook 09's zero-shot and 3-shot requests, notebook 09a's grounded ones (default: all three)",
+    )
     ap.add_argument("--questions", type=int, default=None, help="the first N test questions (default: all)")
     ap.add_argument("--replicas", type=int, default=None, help="servers (default: the offline profile's concurrency)")
     ap.add_argument("--in-process", action="store_true", help="also time the requests in this process, without HTTP")
@@ -164,7 +199,7 @@ def main(argv=None) -> int:
     replicas = args.replicas or settings_for("llm_qa", "offline").concurrency
     cores = os.cpu_count() or 1
     status = numerics.numerics_status()
-    print("# SmolLM2's QA stage against its floor (notebook 09's requests, the offline profile)")
+    print("# SmolLM2's QA stages against their floor (notebook 09's and 09a's requests, the offline profile)")
     print(numerics.status_line(status))
     print(f"model {smollm2_gguf().name}; {replicas} server(s) of {numerics.LLAMA_THREADS} thread(s); {cores} cores\n")
     llm = Llama(

@@ -558,3 +558,37 @@ def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
         (4, [6]),  # the same prompt again: its last token is evaluated, for the logits
     ]
     assert out["prompt_evaluated"] == 4 + 2 + 1 and out["reply"] == 3 + 2 + 1 and out["seconds"] >= 0
+
+
+def test_llm_floor_sends_the_grounded_requests_the_stage_would(monkeypatch):
+    """The grounded setting's requests are each test question with the top context of the readers' retriever, less
+    those that are notebook 09's zero-shot requests to the letter (the stage finds them in 09's cache): here the
+    retriever finds every other question's own context, so only the others go to a server."""
+    import importlib.util
+
+    import numpy as np
+
+    from indicipr.systems import grounded, retrieval
+
+    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    seen = {}
+
+    def contexts(runs, tune_gold, run_settings):
+        gold = seen["gold"]
+        pos = np.array([[g if i % 2 == 0 else (g + 1) % seen["n"]] for i, g in enumerate(gold)])
+        return "stub", (None, None), (pos, np.zeros(pos.shape))
+
+    def stage(corpus, tune, test, run_settings, train, log=print):
+        seen["gold"], seen["n"] = retrieval.open_queries(test, corpus)[1], len(corpus.texts)
+        return {}
+
+    monkeypatch.setattr(grounded, "retrieval_stage", stage)
+    monkeypatch.setattr(grounded, "reader_contexts", contexts)
+    sent = bench.grounded_requests(6)
+    odd = [bench.stage_requests("zero-shot", 6)[i] for i in (1, 3, 5)]
+    assert len(sent) == 3 and all(r != o for r, o in zip(sent, odd))  # another context than notebook 09's
+    assert [r["messages"][-1]["content"].split("Question:")[-1] for r in sent] == [
+        o["messages"][-1]["content"].split("Question:")[-1] for o in odd
+    ]

@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # annotations only; pandas is imported where a table is built
 __all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candidates', 'read_topk', 'tune_lambda',
            'lambda_simplicity', 'lambda_choice', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun',
            'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'retriever_tie',
-           'recall_curve', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure', 'tax_figure',
-           'grounded_stage', 'protocol_table']
+           'recall_curve', 'reader_contexts', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure',
+           'tax_figure', 'grounded_stage', 'protocol_table']
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
@@ -318,6 +318,17 @@ def recall_curve(runs: dict, gold: np.ndarray, max_k: int = 20) -> "pd.DataFrame
             ]
     return pd.DataFrame(rows)
 
+# %% ../../notebooks/09a_systems.grounded.ipynb #6260d0ef
+def reader_contexts(runs: dict, tune_gold: np.ndarray, run_settings) -> tuple[str, tuple, tuple]:
+    """What the readers read: the retriever (`run_settings.reader_retriever`; `best`: `best_retriever` of the text index)
+    and its top `max(reader_k, llm_k)` (positions, scores) on the tuning questions and on the test questions."""
+    if run_settings.reader_retriever == "best":
+        name = best_retriever(runs, tune_gold)
+    else:
+        name = run_settings.reader_retriever
+    sc, kmax = runs["text"].scores[name], max(run_settings.reader_k, run_settings.llm_k)
+    return name, top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
+
 # %% ../../notebooks/09a_systems.grounded.ipynb #04f13cf0
 def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, log=print) -> dict:
     """The readers on the contexts of `run_settings.reader_retriever` (`best`: `best_retriever` of the text index;
@@ -328,10 +339,7 @@ def reader_stage(corpus: OpenCorpus, tune, test, runs: dict, ctx: RunContext, lo
     (`gold_context_system`): notebook 10 adds them to the results and tests each against its twin."""
     run_settings, data_source, out_dir = ctx.settings, ctx.data_source, ctx.predictions / "grounded"
     tg, g = open_queries(tune, corpus)[1], open_queries(test, corpus)[1]
-    name = best_retriever(runs, tg) if run_settings.reader_retriever == "best" else run_settings.reader_retriever
-    sc = runs["text"].scores[name]
-    kmax = max(run_settings.reader_k, run_settings.llm_k)
-    (tpos, tsc), (pos, psc) = top_k(sc["tune"], kmax), top_k(sc["test"], kmax)
+    name, (tpos, tsc), (pos, psc) = reader_contexts(runs, tg, run_settings)
     readers, timing = {}, {}
     for model in run_settings.reader_models:
         folder = finetune.checkpoint_dir(ctx.models, model, run_settings.reader_seed)
