@@ -1,13 +1,13 @@
 #!/usr/bin/env python
-"""Benchmark: SmolLM2's QA stages (notebook 09's zero-shot and 3-shot, notebook 09a's grounded reader) against their own
-floor, the llama.cpp build's evaluation of exactly the tokens the stage evaluates.
+"""Benchmark: SmolLM2's stages (notebook 09's zero-shot and 3-shot QA, notebook 09a's grounded reader, notebook 12's
+judges) against their own floor, the llama.cpp build's evaluation of exactly the tokens the stage evaluates.
 
     .venv/bin/python benchmarks/llm_floor.py                        # every setting, every test question of the sample
     .venv/bin/python benchmarks/llm_floor.py --settings grounded --questions 30 --in-process
 
 The requests are the stages' own (`llm_qa.qa_requests`: the offline profile's split, shots, token cap and answer
 schema; for `grounded`, each test question with the top contexts of the retriever the readers read, as notebook 09a
-retrieves them).
+retrieves them; for `judges`, every judge of the offline profile on every pair notebook 12 samples, greedy and sampled).
 Each setting is measured four ways in one run, on the same machine, one after another:
 
 | line | what runs |
@@ -155,14 +155,36 @@ def grounded_requests(questions: int | None) -> list[dict]:
     return [r for r in requests if json.dumps(r, sort_keys=True) not in cached]
 
 
+def judge_requests(pairs: int | None) -> list[dict]:
+    """Notebook 12's first round of requests to the LLM judges under the offline profile: every judge on every pair the
+    stage samples (the first `pairs` of them), pair-major, as `quality.judge_all` sends them; the retries of invalid
+    replies are left out."""
+    from indicipr.analysis.human_audit import stratified_sample
+    from indicipr.analysis.quality import JUDGE_SCHEMA, judge_messages
+    from indicipr.data.benchmark import load_benchmark
+    from indicipr.data.config import settings_for
+
+    s = settings_for("quality", "offline")
+    records = [dict(r) for r in load_benchmark("sample")[s.judge_split]]
+    sample = stratified_sample(records, s.judge_pairs, seed=s.judge_seed)[:pairs]
+    return [
+        {"messages": judge_messages(r), "schema": JUDGE_SCHEMA, "params": dict(j.params)}
+        for r in sample
+        for j in s.judges
+    ]
+
+
 def stage_requests(setting: str, questions: int | None) -> list[dict]:
-    "The stage's requests for `setting` under the offline profile: notebook 09's, or 09a's (`grounded`)."
+    """The stage's requests for `setting` under the offline profile: notebook 09's, 09a's (`grounded`) or 12's
+    (`judges`; `questions`: the judged pairs)."""
     from indicipr.data.benchmark import load_benchmark
     from indicipr.data.config import settings_for
     from indicipr.systems.llm_qa import SETTINGS, draw_shots, qa_requests
 
     if setting == "grounded":
         return grounded_requests(questions)
+    if setting == "judges":
+        return judge_requests(questions)
     s = settings_for("llm_qa", "offline")
     ds = load_benchmark("sample")
     records = [dict(r) for r in ds[s.split]][:questions]
@@ -179,9 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--settings",
         nargs="+",
-        default=["zero-shot", "3-shot", "grounded"],
-        choices=["zero-shot", "3-shot", "grounded"],
-        help="notebook 09's zero-shot and 3-shot requests, notebook 09a's grounded ones (default: all three)",
+        default=["zero-shot", "3-shot", "grounded", "judges"],
+        choices=["zero-shot", "3-shot", "grounded", "judges"],
+        help="notebook 09's zero-shot and 3-shot requests, 09a's grounded ones, 12's to the judges (default: all four)",
     )
     ap.add_argument("--questions", type=int, default=None, help="the first N test questions (default: all)")
     ap.add_argument("--replicas", type=int, default=None, help="servers (default: the offline profile's concurrency)")
@@ -199,7 +221,7 @@ def main(argv=None) -> int:
     replicas = args.replicas or settings_for("llm_qa", "offline").concurrency
     cores = os.cpu_count() or 1
     status = numerics.numerics_status()
-    print("# SmolLM2's QA stages against their floor (notebook 09's and 09a's requests, the offline profile)")
+    print("# SmolLM2's stages against their floor (notebook 09's, 09a's and 12's requests, the offline profile)")
     print(numerics.status_line(status))
     print(f"model {smollm2_gguf().name}; {replicas} server(s) of {numerics.LLAMA_THREADS} thread(s); {cores} cores\n")
     llm = Llama(

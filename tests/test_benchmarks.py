@@ -592,3 +592,21 @@ def test_llm_floor_sends_the_grounded_requests_the_stage_would(monkeypatch):
     assert [r["messages"][-1]["content"].split("Question:")[-1] for r in sent] == [
         o["messages"][-1]["content"].split("Question:")[-1] for o in odd
     ]
+
+
+def test_llm_floor_sends_every_judge_every_sampled_pair():
+    """The judges' requests are notebook 12's first round: every judge of the offline profile on each sampled pair,
+    pair-major, each with its own sampling parameters and the judges' schema."""
+    import importlib.util
+
+    from indicipr.analysis.quality import JUDGE_SCHEMA
+    from indicipr.data.config import settings_for
+
+    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    judges = settings_for("quality", "offline").judges
+    sent = bench.stage_requests("judges", 2)
+    assert len(sent) == 2 * len(judges) and all(r["schema"] == JUDGE_SCHEMA for r in sent)
+    assert [r["params"] for r in sent] == [dict(j.params) for j in judges] * 2
+    assert sent[0]["messages"] == sent[len(judges) - 1]["messages"] != sent[len(judges)]["messages"]
