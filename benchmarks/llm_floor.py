@@ -205,7 +205,12 @@ def main(argv=None) -> int:
         choices=["zero-shot", "3-shot", "grounded", "judges"],
         help="notebook 09's zero-shot and 3-shot requests, 09a's grounded ones, 12's to the judges (default: all four)",
     )
-    ap.add_argument("--questions", type=int, default=None, help="the first N test questions (default: all)")
+    ap.add_argument(
+        "--questions",
+        type=int,
+        default=None,
+        help="the first N test questions; for judges, sampled pairs (default: all)",
+    )
     ap.add_argument("--replicas", type=int, default=None, help="servers (default: the offline profile's concurrency)")
     ap.add_argument("--in-process", action="store_true", help="also time the requests in this process, without HTTP")
     args = ap.parse_args(argv)
