@@ -139,15 +139,13 @@ def grounded_requests(questions: int | None) -> list[dict]:
     reader's gold-context requests."""
     from indicipr.data.benchmark import load_benchmark
     from indicipr.data.config import settings_for
-    from indicipr.systems.grounded import rag_records, reader_contexts, retrieval_stage
+    from indicipr.systems.grounded import open_protocol, rag_records, reader_contexts, retrieval_stage
     from indicipr.systems.llm_qa import qa_requests
-    from indicipr.systems.retrieval import open_corpus, open_queries
+    from indicipr.systems.retrieval import open_queries
 
     s = settings_for("grounded", "offline")
-    ds = load_benchmark("sample")
-    splits = {name: [dict(r) for r in ds[name]] for name in ("train", "validation", "test") if name in ds}
-    corpus = open_corpus(splits)
-    tune, test = splits[s.tune_split], splits[s.split][:questions]
+    splits, corpus, tune, test = open_protocol(load_benchmark("sample"), s)
+    test = test[:questions]
     runs = retrieval_stage(corpus, tune, test, s, splits["train"], log=lambda *a: None)
     _, _, (pos, _) = reader_contexts(runs, open_queries(tune, corpus)[1], s)
     cached = {json.dumps(r, sort_keys=True) for r in stage_requests("zero-shot", None)}

@@ -274,7 +274,10 @@ def _side_by_side_floor_ms(results: dict[str, list], threads: int, repeats: int)
     runs = [res for v in results.values() for res in v]
     if any(res["windows"] != runs[0]["windows"] for res in runs):
         raise SystemExit("train_profile.py: the runs trained different windows, so their steps have no common floor")
-    settings, model, _ = step_setup()
+    from indicipr.data.config import settings_for
+    from indicipr.systems.qa_model import load_qa_model
+
+    model = load_qa_model(settings_for("encoders", "offline").models[0])  # its shapes: no windows to encode
     return 1e3 * steps_floor(model, runs[0]["windows"], threads, repeats)
 
 

@@ -33,7 +33,7 @@ __all__ = ['READER_LAMBDAS', 'VARIANT_LABELS', 'choose_answer', 'encoder_candida
            'lambda_simplicity', 'lambda_choice', 'rag_records', 'answer_provision', 'retrieval_tax', 'RetrievalRun',
            'retrieval_stage', 'retrieval_table', 'bm25_agreement', 'retrieval_tests', 'best_retriever', 'retriever_tie',
            'recall_curve', 'reader_contexts', 'reader_stage', 'end_to_end_table', 'tax_table', 'recall_figure',
-           'tax_figure', 'grounded_stage', 'protocol_table']
+           'tax_figure', 'open_protocol', 'grounded_stage', 'protocol_table']
 
 # %% ../../notebooks/09a_systems.grounded.ipynb #9b25a74e
 READER_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
@@ -513,14 +513,19 @@ def tax_figure(tax: "pd.DataFrame"):
     fig.tight_layout()
     return fig
 
+# %% ../../notebooks/09a_systems.grounded.ipynb #a7e0c3d1
+def open_protocol(ds, run_settings) -> tuple[dict, OpenCorpus, list[dict], list[dict]]:
+    """The open protocol on the benchmark `ds` for the stage's settings: (the splits as records, the corpus of every
+    distinct context of all of them, the tuning questions, the test questions)."""
+    splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test") if s in ds}
+    return splits, open_corpus(splits), splits[run_settings.tune_split], splits[run_settings.split]
+
 # %% ../../notebooks/09a_systems.grounded.ipynb #dd03a0a4
 def grounded_stage(ctx: RunContext) -> dict:
     """Retrieval and reading on the open protocol for the run `ctx` (its settings: `config.GroundedSettings`): settings,
     corpus, retrieval runs, reading, leaks and timings."""
-    run_settings, ds = ctx.settings, ctx.benchmark()
-    splits = {s: [dict(r) for r in ds[s]] for s in ("train", "validation", "test") if s in ds}
-    corpus = open_corpus(splits)
-    tune, test = splits[run_settings.tune_split], splits[run_settings.split]
+    run_settings = ctx.settings
+    splits, corpus, tune, test = open_protocol(ctx.benchmark(), run_settings)
     t0 = time.perf_counter()
     runs = retrieval_stage(corpus, tune, test, run_settings, splits["train"])
     t1 = time.perf_counter()
