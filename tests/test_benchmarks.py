@@ -14,6 +14,16 @@ from indicipr.data import benchmark
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+def _bench(name: str):
+    "The script `benchmarks/<name>.py` loaded as a module (`<name>_bench`), its `main` not run."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", ROOT / "benchmarks" / f"{name}.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
 @pytest.mark.slow
 def test_every_benchmark_script_imports_and_answers_help():
     "Each script under benchmarks/ imports the project's names it uses (a renamed or moved name fails here) and prints its usage."
@@ -317,18 +327,9 @@ def test_retrieval_benchmark_pins_and_prints_its_threads(capsys):
     assert bench.DEFAULT_THREADS == 2
 
 
-def _main_job_bench():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("main_job_bench", ROOT / "benchmarks" / "main_job.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
-
-
 def test_main_job_durations_read_as_minutes_and_seconds():
     "`benchmarks/main_job.py` writes 156.8 s as 2m36.8s (whole minutes, never rounded up) and 895.3 s as 14m55.3s."
-    bench = _main_job_bench()
+    bench = _bench("main_job")
     assert [bench.fmt_s(s) for s in (None, 59.0, 60.0, 156.76, 895.34, 414.7)] == [
         "—",
         "59.0s",
@@ -342,7 +343,7 @@ def test_main_job_durations_read_as_minutes_and_seconds():
 def test_main_job_floor_is_a_best_case():
     """`benchmarks/main_job.py` never prints a time below its floor as a ratio: a ratio under 1 says the floor was
     measured on a busy machine. The grid measured before the job is read between its points in log(rows)."""
-    bench = _main_job_bench()
+    bench = _bench("main_job")
     assert bench.ratio_text(150.0, 100.0) == "1.50"
     assert bench.ratio_text(100.0, 100.0) == "1.00"
     below = bench.ratio_text(54.0, 100.0)
@@ -359,7 +360,7 @@ def test_main_job_floor_is_a_best_case():
 def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
     """The floor adds the linear layers' products at their throughput and the attention's at its own: 3 × the forward's
     `2·m·k·n`, the attention's two products `2·L·L·width` a window each."""
-    bench = _main_job_bench()
+    bench = _bench("main_job")
     shape = {"layers": 2, "hidden": 8, "intermediate": 32}
     assert bench.linear_flops(10, **shape) == 3 * 2 * 2 * (4 * 8 * 8 + 2 * 8 * 32) * 10
     assert bench.attention_flops(10, 5.0, 1, 4) == 3 * 2 * 2 * 5 * 4 * 10  # 2 windows of 5 tokens: 2·(2·5·5·4)·2 ×3
@@ -371,7 +372,7 @@ def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
 def test_main_job_floor_counts_each_windows_attention_at_its_own_length():
     """Windows of 2 and 8 tokens, stepped through 5 times: the attention's products are `2·L·L·width` a window, so 68
     token pairs an epoch, not the 50 of two windows at the mean length (5); each length at its own throughput."""
-    bench = _main_job_bench()
+    bench = _bench("main_job")
     shape = {"layers": 1, "hidden": 4, "intermediate": 16}
     lin = bench.linear_flops(50, **shape)
     pair = bench.attention_flops(1, 1.0, 1, 4)  # the products of one token pair
@@ -388,7 +389,7 @@ def test_main_job_sets_a_seeds_training_against_its_floor_without_the_curves_sco
     """Each phase-2 seed's line sets its CPU time, less the learning curve's scoring (`scoring_cpu_seconds`), against
     its floor; phase 1 (two threads) gets no CPU ratio; the group line sets the last seed's end against the seeds' floor
     on the cores they shared."""
-    bench = _main_job_bench()
+    bench = _bench("main_job")
     run = tmp_path / "runs" / "20261205-000000"
     (run / "report").mkdir(parents=True)
     stages = [{"name": "08_systems.encoders", "seconds": 600.0, "cpu_seconds": 1100.0}]
@@ -427,11 +428,7 @@ def test_main_job_sets_a_seeds_training_against_its_floor_without_the_curves_sco
 
 def test_train_profile_groups_operators():
     "`benchmarks/train_profile.py` puts each operator in its group: products, dropout's masks, AdamW, the loss."
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("train_profile")
     assert bench.group_of("aten::addmm") == bench.group_of("aten::bmm") == "matmul"
     assert bench.group_of("aten::bernoulli_") == bench.group_of("aten::gelu_backward") == "elementwise"
     assert bench.group_of("aten::_foreach_lerp_") == bench.group_of("aten::linalg_vector_norm") == "optimiser"
@@ -443,11 +440,7 @@ def test_train_profile_groups_operators():
 
 def test_train_profile_side_by_side_names_a_short_run(capsys):
     "`--fast-paths` leaves each run's first two steps out, so fewer than three is refused in a sentence (exit 2)."
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("train_profile")
     with pytest.raises(SystemExit) as stop:
         bench.main(["--fast-paths", "--steps", "2"])
     err = capsys.readouterr().err
@@ -457,12 +450,8 @@ def test_train_profile_side_by_side_names_a_short_run(capsys):
 def test_train_profile_at_once_names_a_wrong_count(capsys):
     """`--at-once K` sets runs beside each other: K under 2, or with `--fast-paths`, or too few steps to leave the first
     two out, is refused in a sentence naming the option (exit 2), before any training. A run below its floor is no
-    ratio: the floor is of the mean step, and a few steps' batches may be shorter."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    ratio: the floor is of the steps timed, so a time under it says the floor was measured at a busier moment."""
+    bench = _bench("train_profile")
     cases = [
         (["--at-once", "1"], "--at-once must be at least 2 (runs beside each other), got 1"),
         (["--at-once", "3", "--fast-paths"], "--fast-paths and --at-once are two benchmarks"),
@@ -478,15 +467,6 @@ def test_train_profile_at_once_names_a_wrong_count(capsys):
     assert bench.times_floor(950.0, 1000.0).startswith("— (0.95: below the floor, which was measured on a busier")
 
 
-def _train_profile_bench():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_profile_bench", ROOT / "benchmarks" / "train_profile.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
-
-
 def test_train_profile_floor_is_of_the_windows_the_timed_steps_trained(monkeypatch):
     """A few length-grouped steps may be shorter or longer than the data's mean, so the floor is of the windows the
     steps trained: `step_windows` reads each forward pass's window lengths from its attention mask (boolean, additive
@@ -494,7 +474,7 @@ def test_train_profile_floor_is_of_the_windows_the_timed_steps_trained(monkeypat
     have no common floor: refused in a sentence."""
     import torch
 
-    bench = _train_profile_bench()
+    bench = _bench("train_profile")
 
     class Tiny(torch.nn.Module):
         config = type("Config", (), {"num_hidden_layers": 1, "hidden_size": 4, "intermediate_size": 16})()
@@ -530,11 +510,7 @@ def test_train_profile_floor_is_of_the_windows_the_timed_steps_trained(monkeypat
 def test_llm_floor_evaluates_what_a_server_would_and_nothing_more():
     """`benchmarks/llm_floor.py`'s floor evaluates each prompt after the prefix it shares with the request before (its
     prompt and reply), at least one token of it, then the reply token by token without the last (sampled, never fed)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("llm_floor")
 
     class Fake:
         "Records what it is asked to evaluate, from which position."
@@ -564,15 +540,11 @@ def test_llm_floor_sends_the_grounded_requests_the_stage_would(monkeypatch):
     """The grounded setting's requests are each test question with the top context of the readers' retriever, less
     those that are notebook 09's zero-shot requests to the letter (the stage finds them in 09's cache): here the
     retriever finds every other question's own context, so only the others go to a server."""
-    import importlib.util
-
     import numpy as np
 
     from indicipr.systems import grounded, retrieval
 
-    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("llm_floor")
     seen = {}
 
     def contexts(runs, tune_gold, run_settings):
@@ -597,14 +569,10 @@ def test_llm_floor_sends_the_grounded_requests_the_stage_would(monkeypatch):
 def test_llm_floor_sends_every_judge_every_sampled_pair():
     """The judges' requests are notebook 12's first round: every judge of the offline profile on each sampled pair,
     pair-major, each with its own sampling parameters and the judges' schema."""
-    import importlib.util
-
     from indicipr.analysis.quality import JUDGE_SCHEMA
     from indicipr.data.config import settings_for
 
-    spec = importlib.util.spec_from_file_location("llm_floor_bench", ROOT / "benchmarks" / "llm_floor.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("llm_floor")
     judges = settings_for("quality", "offline").judges
     sent = bench.stage_requests("judges", 2)
     assert len(sent) == 2 * len(judges) and all(r["schema"] == JUDGE_SCHEMA for r in sent)
