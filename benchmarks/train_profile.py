@@ -18,7 +18,7 @@ excluded) is put in one group:
 | matmul | the linear layers' products and the attention products, forward and backward (`addmm`, `mm`, `bmm`, ...) |
 | attention (rest) | softmax and its backward, the attention mask, scaled-dot-product attention's own work |
 | elementwise | GELU, layer norm, dropout, residual adds, scaling, copies and their backward |
-| optimiser | AdamW's update and `zero_grad` (`_foreach_*`, `lerp`, `addcdiv`, ...) and gradient clipping |
+| optimiser | AdamW's update and `zero_grad` (`_foreach_*`, `lerp`, `addcdiv`, ...; in `fast_paths`, `indicipr::adamw_step`) and gradient clipping |
 | loss | the start/end cross-entropy and its backward |
 | embedding | the (frozen) embedding look-up |
 | batch assembly | slicing the packed windows, the mask, index and copy work of the loop |

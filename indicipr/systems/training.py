@@ -19,7 +19,7 @@ from transformers import Trainer, TrainingArguments
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from ..data import numerics
-from .fast_paths import fast_paths, train_dropout
+from .fast_paths import adamw_step, fast_paths, train_dropout
 from .qa_model import Windows, round_up
 from ..data.config import WINDOW  # the QA window: 384 tokens, stride 128
 
@@ -511,6 +511,9 @@ def _train_loop(
             loss_sum = _qa_loss_sum(model(**inputs), starts[idx], ends[idx]) * weight
         loss = loss_sum * (world / n_global)  # DDP averages over processes
         (scaler.scale(loss) if scaler is not None else loss).backward()
+        if scaler is None and adamw_step(opt, params, args.max_grad_norm):  # in `fast_paths`: torch's bits, sooner
+            opt.zero_grad(set_to_none=True)
+            return loss_sum.detach()
         if args.max_grad_norm and args.max_grad_norm > 0:
             if scaler is not None:
                 scaler.unscale_(opt)

@@ -6,7 +6,8 @@
 * a run in the pool is the same run as alone (same loss curve, same predictions);
 * `accelerate launch` with 2 processes (gloo) gives the loss of one process with the same global batch;
 * training with dropout through `dropout_attention` gives the bits of PyTorch's own attention;
-* training in `fast_paths` (the heap reused, dropout's mask compiled) gives the bits of torch's own step.
+* training in `fast_paths` (the heap reused, dropout's mask compiled, AdamW's step in three passes) gives the bits of
+  torch's own step.
 """
 
 import json
@@ -165,14 +166,19 @@ def test_fast_paths_train_the_bits_of_torchs_own_step(tiny_dirs, packed, tmp_pat
         return real(x, p)
 
     monkeypatch.setattr(FP, "mt_dropout", counting)
+    stepped = []
+    real_step = TR.adamw_step
+    monkeypatch.setattr(TR, "adamw_step", lambda *a: stepped.append(real_step(*a)) or stepped[-1])
     fast = _model(tiny_dirs["dropout"])
-    TR.fit(fast, packed, _cfg(epochs=1), tmp_path / "fast", disable_tqdm=True)
+    run = TR.fit(fast, packed, _cfg(epochs=1), tmp_path / "fast", disable_tqdm=True)
     n = len(drawn)
     assert 4 in drawn and 3 in drawn  # the attention's probabilities (batch, heads, query, key), the hidden states
+    assert stepped == [True] * run.state.global_step  # every optimiser step through the compiled passes
     assert not any(isinstance(m, FP._MTDropout) for m in fast.modules())
     plain = _model(tiny_dirs["dropout"])
     TR.fit(plain, packed, _cfg(epochs=1, cpu_fast_paths=False), tmp_path / "plain", disable_tqdm=True)
     assert len(drawn) == n  # torch drew every mask of this one
+    assert stepped.count(True) == run.state.global_step  # and made every step
     for (name, a), b in zip(fast.state_dict().items(), plain.state_dict().values()):
         assert torch.equal(a, b), name
 
@@ -218,6 +224,63 @@ def test_where_the_compiled_mask_is_not_torchs_dropout_stays_torchs(fresh_probe,
     FP.mt_dropout_matches.cache_clear()
     with pytest.warns(UserWarning, match="numba is not installed"):
         assert not FP.mt_dropout_matches()
+
+
+@pytest.fixture
+def fresh_step_probe():
+    "`adamw_step_matches` asked again in the test, and again after it."
+    FP.adamw_step_matches.cache_clear()
+    yield
+    FP.adamw_step_matches.cache_clear()
+
+
+def test_where_the_compiled_step_is_not_torchs_the_step_stays_torchs(fresh_step_probe, monkeypatch):
+    """A kernel that updates one weight otherwise (as another torch might round it) fails the probe, with a warning,
+    and `adamw_step` inside `fast_paths` then leaves the step to torch; so it does without numba."""
+    moments, apply = FP._adamw_kernels()
+
+    def one_off(p, m, root, bc2, eps, step):
+        apply(p, m, root, bc2, eps, step)
+        p[0] = np.nextafter(p[0], np.float32(np.inf))
+
+    monkeypatch.setattr(FP, "_adamw_kernels", lambda: (moments, one_off))
+    with pytest.warns(UserWarning, match="steps AdamW otherwise"):
+        assert not FP.adamw_step_matches()
+    param = torch.nn.Parameter(torch.ones(40))
+    param.grad = torch.full((40,), 0.5)
+    with FP.fast_paths(torch.nn.Linear(2, 2)):
+        assert not FP.adamw_step(torch.optim.AdamW([param]), [param], 1.0)
+    assert torch.equal(param, torch.ones(40))  # nothing was done: the caller steps
+    monkeypatch.setattr(FP, "_adamw_kernels", lambda: None)
+    FP.adamw_step_matches.cache_clear()
+    with pytest.warns(UserWarning, match="numba is not installed"):
+        assert not FP.adamw_step_matches()
+
+
+def test_a_step_the_kernels_cannot_take_is_left_to_torch(fresh_step_probe):
+    """Inside `fast_paths`, `adamw_step` takes torch's AdamW on contiguous float32 CPU tensors and nothing else: another
+    optimiser, AdamW's other options, a float64 or strided parameter are left to torch, untouched."""
+
+    def case(make, param=None):
+        param = torch.nn.Parameter(torch.ones(4, 6)) if param is None else param
+        param.grad = torch.ones_like(param)
+        before = param.detach().clone()
+        with FP.fast_paths(torch.nn.Linear(2, 2)):
+            took = FP.adamw_step(make([param]), [param], 1.0)
+        return took, torch.equal(param, before)
+
+    assert case(torch.optim.AdamW) == (True, False)
+    for make in (
+        lambda ps: torch.optim.SGD(ps, lr=0.1),
+        lambda ps: torch.optim.Adam(ps),
+        lambda ps: torch.optim.AdamW(ps, amsgrad=True),
+        lambda ps: torch.optim.AdamW(ps, maximize=True),
+        lambda ps: torch.optim.AdamW(ps, foreach=True),
+        lambda ps: torch.optim.AdamW(ps, lr=torch.tensor(1e-3)),
+    ):
+        assert case(make) == (False, True)
+    assert case(torch.optim.AdamW, torch.nn.Parameter(torch.ones(4, 6, dtype=torch.float64))) == (False, True)
+    assert case(torch.optim.AdamW, torch.nn.Parameter(torch.ones(6, 4).t())) == (False, True)
 
 
 def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_path, one_thread, monkeypatch):
