@@ -351,7 +351,7 @@ def adamw_step(opt, params, max_norm: float | None) -> bool:
                 apply(flat, m.view(-1).numpy(), root.view(-1).numpy(), f32(bc2), f32(eps), f32(-(lr / bc1)))
     return True
 
-
+# %% ../../notebooks/06b_systems.fast_paths.ipynb #c5a0d006
 @functools.cache
 def adamw_step_matches() -> bool:
     """Whether `adamw_step` gives torch's `clip_grad_norm_` and `AdamW.step` bit for bit (weights, moments, step
