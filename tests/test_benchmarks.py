@@ -438,6 +438,31 @@ def test_train_profile_groups_operators():
     assert bench.group_of("aten::something_new") == "other operators"
 
 
+def test_train_profile_clocks_the_optimiser_either_way(monkeypatch):
+    """`optimiser_clock` counts the CPU time of the loop's optimiser step whichever path makes it: torch's clipping and
+    `AdamW.step`, or `adamw_step` in `fast_paths`; the wrapped functions still do their work."""
+    import torch
+
+    from indicipr.systems import fast_paths as FP
+    from indicipr.systems import training
+
+    bench = _bench("train_profile")
+    for owner, name in ((training, "adamw_step"), (torch.nn.utils, "clip_grad_norm_"), (torch.optim.AdamW, "step")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))  # put back after the test
+    clock = bench.optimiser_clock()
+    param = torch.nn.Parameter(torch.ones(300_000))
+    opt = torch.optim.AdamW([param], lr=0.1)
+    param.grad = torch.full_like(param, 0.5)
+    torch.nn.utils.clip_grad_norm_([param], 1.0)
+    opt.step()
+    torch_s = clock()
+    assert torch_s > 0 and not torch.equal(param, torch.ones(300_000))
+    param.grad = torch.full_like(param, 0.5)
+    with FP.fast_paths(torch.nn.Linear(2, 2)):
+        assert training.adamw_step(opt, [param], 1.0)
+    assert clock() > torch_s
+
+
 def test_train_profile_side_by_side_names_a_short_run(capsys):
     "`--fast-paths` leaves each run's first two steps out, so fewer than three is refused in a sentence (exit 2)."
     bench = _bench("train_profile")

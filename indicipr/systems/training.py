@@ -451,6 +451,11 @@ class _LoopRun:
 
 
 def _callback(callbacks, event: str, args, state, control, **kw):
+    """`event` of each callback, given the model itself as the `Trainer` gives it, not its DDP wrapper: a callback that
+    ran the wrapper's forward (a learning curve's point, scored in a thread of its own) would join the processes'
+    collectives out of step with the training thread's, and hang them."""
+    if "model" in kw:
+        kw["model"] = _unwrap(kw["model"])
     for cb in callbacks or ():
         fn = getattr(cb, event, None)
         if fn is not None:

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -326,6 +327,21 @@ def test_loop_hot_path_asks_the_host_for_no_tensor_value(tiny_dirs, packed, tmp_
     _model(tiny_dirs["dropout"])(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     counting[0] = False
     assert any(name == "__bool__" for name, _ in calls)
+
+
+def test_callbacks_get_the_model_not_its_ddp_wrapper():
+    """As the `Trainer` does, the loop gives its callbacks the model itself: a learning curve scored aside through
+    DistributedDataParallel's forward would join the processes' collectives out of step with training, and hang."""
+    inner = torch.nn.Linear(2, 2)
+    seen = []
+
+    class Seen:
+        def on_step_end(self, args, state, control, model=None, **kw):
+            seen.append(model)
+
+    TR._callback([Seen()], "on_step_end", None, None, None, model=types.SimpleNamespace(module=inner), optimizer=None)
+    TR._callback([Seen()], "on_step_end", None, None, None, model=inner)
+    assert seen == [inner, inner]
 
 
 def test_a_resumed_run_is_the_uninterrupted_run(tiny_dirs, packed, tmp_path, one_thread):
