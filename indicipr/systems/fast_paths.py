@@ -185,6 +185,14 @@ class _MTDropoutFn(torch.autograd.Function):
         return out, None
 
 # %% ../../notebooks/06b_systems.fast_paths.ipynb #b71e0007
+_BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}  # an integer type of each element size
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    "Whether `a` and `b` hold the same bits (`torch.equal` takes -0.0 for 0.0): the probes' comparison."
+    return a.dtype == b.dtype and torch.equal(a.view(_BITS[a.element_size()]), b.view(_BITS[b.element_size()]))
+
+
 @functools.cache
 def mt_dropout_matches() -> bool:
     """Whether `_MTDropoutFn` gives this torch's own dropout, forward and backward, and leaves its generator as it
@@ -211,8 +219,7 @@ def mt_dropout_matches() -> bool:
                 runs.append([*out, torch.randint(2**62, (3,))])
     finally:
         gen.set_state(saved)
-    same = all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(runs[0][:-1], runs[1][:-1]))
-    same = same and torch.equal(runs[0][-1], runs[1][-1])
+    same = all(_same_bits(a, b) for a, b in zip(*runs))
     if not same:
         warnings.warn(
             f"torch {torch.__version__} draws dropout's mask otherwise than it is compiled here: torch's own",
@@ -315,8 +322,9 @@ def _adamw_applies(opt) -> bool:
 def adamw_step(opt, params, max_norm: float | None) -> bool:
     """Inside `fast_paths`: `torch.nn.utils.clip_grad_norm_(params, max_norm)` (where `max_norm` is positive), then
     `opt.step()`, for torch's AdamW on the CPU, the same bits in three passes a parameter (`_adamw_moments`, torch's
-    square root, `_adamw_apply`); the gradients are left as they were, and only those of `params` count as clipped. True where it stepped; False, having
-    done nothing, outside the block or where `opt` is otherwise (`_adamw_applies`): the caller steps as torch does."""
+    square root, `_adamw_apply`); the gradients are left as they were, and only those of `params` count as clipped.
+    True where it stepped; False, having done nothing, outside the block or where `opt` is otherwise (`_adamw_applies`):
+    the caller steps as torch does."""
     if not _ADAMW.get() or not _adamw_applies(opt):
         return False
     f32 = np.float32
@@ -385,9 +393,7 @@ def adamw_step_matches() -> bool:
             runs.append([t.detach() for p in params for t in (p, *opt.state[p].values())])
     finally:
         _ADAMW.reset(token)
-    same = all(a.dtype == b.dtype and torch.equal(a.view(torch.int32 if a.dtype == torch.float32 else torch.int64),
-                                                    b.view(torch.int32 if b.dtype == torch.float32 else torch.int64))
-               for a, b in zip(*runs))  # fmt: skip
+    same = all(_same_bits(a, b) for a, b in zip(*runs))
     if not same:
         warnings.warn(
             f"torch {torch.__version__} steps AdamW otherwise than it is compiled here: torch's own", stacklevel=3

@@ -516,17 +516,15 @@ def _train_loop(
             loss_sum = _qa_loss_sum(model(**inputs), starts[idx], ends[idx]) * weight
         loss = loss_sum * (world / n_global)  # DDP averages over processes
         (scaler.scale(loss) if scaler is not None else loss).backward()
-        if scaler is None and adamw_step(opt, params, args.max_grad_norm):  # in `fast_paths`: torch's bits, sooner
-            opt.zero_grad(set_to_none=True)
-            return loss_sum.detach()
-        if args.max_grad_norm and args.max_grad_norm > 0:
+        stepped = scaler is None and adamw_step(opt, params, args.max_grad_norm)  # `fast_paths`: torch's bits, sooner
+        if not stepped and args.max_grad_norm and args.max_grad_norm > 0:
             if scaler is not None:
                 scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm, foreach=True if device.type == "cuda" else None)
         if scaler is not None:
             scaler.step(opt)
             scaler.update()
-        else:
+        elif not stepped:
             opt.step()
         opt.zero_grad(set_to_none=True)
         return loss_sum.detach()
