@@ -151,19 +151,26 @@ def floor_seconds(
 
 
 def best_rate(products: list, flops: float, threads: int, repeats: int) -> float:
-    "FLOP/s of calling every one of `products` (`flops` in all) on `threads` threads: the best of `repeats` rounds."
+    """FLOP/s of calling every one of `products` (`flops` in all) on `threads` threads: the best of `repeats` rounds.
+    They run with the allocator the training runs with (`fast_paths.reused_heap`): an output above glibc's mmap
+    threshold (a batch of long windows' scores, a large batch's linear outputs) is then written into memory already
+    touched, as at every training step, not into fresh pages the kernel zeroes first, which would count that zeroing
+    into the floor and make it too slow."""
     import torch
 
+    from indicipr.systems.fast_paths import reused_heap
+
     torch.set_num_threads(threads)
-    for f in products:  # warm-up
-        f()
     times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(3):
-            for f in products:
-                f()
-        times.append((time.perf_counter() - t0) / 3)
+    with reused_heap():
+        for f in products:  # warm-up
+            f()
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(3):
+                for f in products:
+                    f()
+            times.append((time.perf_counter() - t0) / 3)
     torch.set_num_threads(numerics.THREADS)
     return flops / min(times)  # anything slower than the best round is the machine's noise, not the arithmetic
 

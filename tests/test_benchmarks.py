@@ -357,6 +357,28 @@ def test_main_job_floor_is_a_best_case():
     assert tp > 0
 
 
+def test_main_job_floor_times_the_products_with_the_trainings_allocator(monkeypatch):
+    """Every product of the floor's measurement, warm-up and rounds, runs inside `fast_paths.reused_heap`, as the
+    training steps do: outside it a large output lands in fresh pages the kernel zeroes, and the floor comes out slow."""
+    import contextlib
+
+    from indicipr.systems import fast_paths
+
+    bench, inside, calls = _bench("main_job"), [False], []
+
+    @contextlib.contextmanager
+    def heap():
+        inside[0] = True
+        try:
+            yield True
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(fast_paths, "reused_heap", heap)
+    assert bench.best_rate([lambda: calls.append(inside[0])] * 2, 1.0, threads=1, repeats=2) > 0
+    assert calls == [True] * (2 + 2 * 3 * 2) and not inside[0]  # the warm-up, then 2 rounds of 3 passes over both
+
+
 def test_main_job_floor_times_each_kind_of_product_at_its_own_throughput():
     """The floor adds the linear layers' products at their throughput and the attention's at its own: 3 × the forward's
     `2·m·k·n`, the attention's two products `2·L·L·width` a window each."""
