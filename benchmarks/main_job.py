@@ -37,9 +37,9 @@ exactly their tokens.
 The floor is a best case, so it is measured as one: each throughput is the best of several rounds, taken when the
 machine is quiet (the script waits up to `--quiet-wait` seconds for the load average to drop, and says so when it does
 not), with the allocator the training runs with (`fast_paths.reused_heap`: outputs land in memory already touched, not
-in fresh pages the kernel zeroes first). With `--run` the throughputs are measured before the job too, on a grid of batch sizes, and the better of the
-measurement before and the one after counts. A time below its floor cannot be: a ratio under 1 is never printed; the
-line says instead that the floor was measured on a busy machine.
+in fresh pages the kernel zeroes first). With `--run` the throughputs are measured before the job too, on a grid of
+batch sizes, and the better of the measurement before and the one after counts. A time below its floor cannot be: a
+ratio under 1 is never printed; the line says instead that the floor was measured on a busy machine.
 """
 
 from __future__ import annotations
